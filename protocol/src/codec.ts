@@ -1,0 +1,426 @@
+/**
+ * Frame codec: JSON for text frames, msgpack for binary frames. Both encodings carry the same data
+ * model — null, booleans, finite numbers, strings, arrays, objects with string keys — so a value
+ * round-trips identically through either.
+ *
+ * Refused on decode (PARSE_ERROR): invalid JSON / msgpack, invalid UTF-8, NaN/±Infinity (incl. JSON
+ * literals that overflow to Infinity such as 1e400), integer literals beyond ±(2^53-1) (refused, never
+ * rounded), msgpack bin/ext types and the reserved byte 0xc1, non-string map keys, trailing bytes,
+ * and the object key "__proto__" (refused in both encodings so no decoded object can ever carry a
+ * prototype-changing key into code that merges objects). Frames over maxBytes -> TOO_LARGE.
+ * decode* never throws anything but ProtocolError, whatever the input.
+ */
+import { Packr, Unpackr } from 'msgpackr';
+import { ProtocolError, protocolError } from './errors.js';
+
+export type Encoding = 'json' | 'msgpack';
+export type FrameData = string | Uint8Array | ArrayBuffer;
+
+export interface DecodeOptions {
+  /** Largest accepted frame in bytes (UTF-8 bytes for text). Default DEFAULT_MAX_MESSAGE_BYTES. */
+  maxBytes?: number;
+}
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** msgpack nesting deeper than this is refused (keeps recursion bounded on hostile input). */
+export const MAX_MSGPACK_DEPTH = 512;
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+// Built once: both are on the per-step hot path.
+const packr = new Packr({
+  useRecords: false,
+  mapsAsObjects: true,
+  // Smallest map header (fixmap/map16/map32), as every other msgpack library writes it.
+  variableMapSize: true,
+  // Objects drop undefined-valued keys, as JSON.stringify does.
+  skipValues: [undefined],
+} as ConstructorParameters<typeof Packr>[0] & { skipValues: unknown[] });
+const unpackr = new Unpackr({
+  useRecords: false,
+  mapsAsObjects: true,
+  // Safe: scanMsgpack has already refused every 64-bit integer outside ±(2^53-1).
+  int64AsType: 'number',
+});
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const utf8Encoder = new TextEncoder();
+
+function parseError(reason: string): ProtocolError {
+  return protocolError('PARSE_ERROR', { reason });
+}
+
+function tooLarge(maxBytes: number, size: number): ProtocolError {
+  return protocolError('TOO_LARGE', { max_message_bytes: maxBytes }, { max_message_bytes: maxBytes, size });
+}
+
+function asBytes(data: Uint8Array | ArrayBuffer): Uint8Array {
+  return data instanceof Uint8Array ? data : new Uint8Array(data);
+}
+
+/** UTF-8 byte length of a string without allocating (only reached when length*3 may exceed the limit). */
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------- decode
+
+/** Decodes one frame: text frames as JSON, binary frames as msgpack. */
+export function decodeFrame(data: FrameData, isBinary: boolean, opts: DecodeOptions = {}): unknown {
+  return isBinary ? decodeMsgpack(typeof data === 'string' ? utf8Encoder.encode(data) : data, opts) : decodeJson(data, opts);
+}
+
+export function decode(data: FrameData, encoding: Encoding, opts: DecodeOptions = {}): unknown {
+  return decodeFrame(data, encoding === 'msgpack', opts);
+}
+
+/** Cheap pre-check: only text containing a 16+ digit run or a 3+ digit exponent can hold a refused number. */
+const RISKY_NUMBER = /\d{16}|[eE][+-]?\d{3}/;
+
+export function decodeJson(data: FrameData, opts: DecodeOptions = {}): unknown {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  try {
+    let text: string;
+    if (typeof data === 'string') {
+      if (data.length * 3 > maxBytes) {
+        const size = utf8Length(data);
+        if (size > maxBytes) throw tooLarge(maxBytes, size);
+      }
+      text = data;
+    } else {
+      const bytes = asBytes(data);
+      if (bytes.length > maxBytes) throw tooLarge(maxBytes, bytes.length);
+      try {
+        text = utf8Decoder.decode(bytes);
+      } catch {
+        throw parseError('invalid UTF-8');
+      }
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw parseError(`invalid JSON (${err instanceof Error ? err.message : 'syntax error'})`);
+    }
+    if (RISKY_NUMBER.test(text)) scanJsonNumbers(text);
+    // A "__proto__" key can only exist if the text spells it, possibly with \u escapes.
+    if (text.includes('__proto__') || text.includes('\\u')) assertNoProtoKey(value, 0);
+    return value;
+  } catch (err) {
+    throw err instanceof ProtocolError ? err : parseError(err instanceof Error ? err.message : 'undecodable frame');
+  }
+}
+
+/**
+ * Walks JSON text (already known to be valid JSON) and refuses integer literals beyond ±(2^53-1)
+ * and number literals that overflow to ±Infinity. Strings are skipped so digits inside them are ignored.
+ */
+function scanJsonNumbers(text: string): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i += 2;
+        else if (d === 0x22) break;
+        else i++;
+      }
+      i++;
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      let isInteger = true;
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d >= 0x30 && d <= 0x39) i++;
+        else if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) {
+          isInteger = false;
+          i++;
+        } else break;
+      }
+      const literal = text.slice(start, i);
+      const v = Number(literal);
+      if (!Number.isFinite(v)) throw parseError(`number ${literal.slice(0, 40)} overflows to infinity`);
+      if (isInteger && Math.abs(v) > MAX_SAFE) throw parseError(`integer ${literal.slice(0, 40)} is beyond ±(2^53-1)`);
+    } else i++;
+  }
+}
+
+function assertNoProtoKey(value: unknown, depth: number): void {
+  if (value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    for (const v of value) assertNoProtoKey(v, depth + 1);
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    if (key === '__proto__') throw parseError('object key "__proto__" is not allowed');
+    assertNoProtoKey((value as Record<string, unknown>)[key], depth + 1);
+  }
+}
+
+export function decodeMsgpack(data: Uint8Array | ArrayBuffer, opts: DecodeOptions = {}): unknown {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  try {
+    const bytes = asBytes(data);
+    if (bytes.length > maxBytes) throw tooLarge(maxBytes, bytes.length);
+    if (bytes.length === 0) throw parseError('empty msgpack frame');
+    // msgpackr is lenient (it maps 0xc1 to an object, decodes invalid UTF-8 with U+FFFD, coerces map
+    // keys to strings, renames __proto__); a strict structural pass first keeps both encodings equivalent.
+    new MsgpackScanner(bytes).scanDocument();
+    return unpackr.unpack(bytes);
+  } catch (err) {
+    throw err instanceof ProtocolError ? err : parseError(err instanceof Error ? err.message : 'undecodable frame');
+  }
+}
+
+const PROTO_KEY = [0x5f, 0x5f, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x5f, 0x5f]; // "__proto__"
+
+class MsgpackScanner {
+  private pos = 0;
+  private readonly view: DataView;
+
+  constructor(private readonly b: Uint8Array) {
+    this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  scanDocument(): void {
+    this.value(0);
+    if (this.pos !== this.b.length) throw parseError(`${this.b.length - this.pos} trailing bytes after the msgpack value`);
+  }
+
+  private need(n: number): void {
+    if (this.pos + n > this.b.length) throw parseError('truncated msgpack data');
+  }
+
+  private u8(): number {
+    this.need(1);
+    return this.b[this.pos++]!;
+  }
+
+  private u16(): number {
+    this.need(2);
+    const v = this.view.getUint16(this.pos);
+    this.pos += 2;
+    return v;
+  }
+
+  private u32(): number {
+    this.need(4);
+    const v = this.view.getUint32(this.pos);
+    this.pos += 4;
+    return v;
+  }
+
+  private value(depth: number): void {
+    const t = this.u8();
+    if (t <= 0x7f || t >= 0xe0) return; // fixint
+    if (t <= 0x8f) return this.map(t & 0x0f, depth);
+    if (t <= 0x9f) return this.array(t & 0x0f, depth);
+    if (t <= 0xbf) return this.str(t & 0x1f, false);
+    switch (t) {
+      case 0xc0: case 0xc2: case 0xc3: return; // nil, false, true
+      case 0xc1: throw parseError('reserved msgpack byte 0xc1');
+      case 0xc4: case 0xc5: case 0xc6: throw parseError('msgpack bin values are not part of the protocol data model');
+      case 0xc7: case 0xc8: case 0xc9: case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
+        throw parseError('msgpack ext values are not part of the protocol data model');
+      case 0xca: {
+        this.need(4);
+        const f = this.view.getFloat32(this.pos);
+        this.pos += 4;
+        if (!Number.isFinite(f)) throw parseError('NaN and Infinity are not allowed');
+        return;
+      }
+      case 0xcb: {
+        this.need(8);
+        const f = this.view.getFloat64(this.pos);
+        this.pos += 8;
+        if (!Number.isFinite(f)) throw parseError('NaN and Infinity are not allowed');
+        return;
+      }
+      case 0xcc: case 0xd0: this.need(1); this.pos += 1; return;
+      case 0xcd: case 0xd1: this.need(2); this.pos += 2; return;
+      case 0xce: case 0xd2: this.need(4); this.pos += 4; return;
+      case 0xcf: {
+        this.need(8);
+        const hi = this.view.getUint32(this.pos);
+        this.pos += 8;
+        if (hi > 0x1fffff) throw parseError('uint64 beyond 2^53-1');
+        return;
+      }
+      case 0xd3: {
+        this.need(8);
+        const hi = this.view.getInt32(this.pos);
+        const lo = this.view.getUint32(this.pos + 4);
+        this.pos += 8;
+        if (hi > 0x1fffff || hi < -0x200000 || (hi === -0x200000 && lo === 0)) throw parseError('int64 beyond ±(2^53-1)');
+        return;
+      }
+      case 0xd9: return this.str(this.u8(), false);
+      case 0xda: return this.str(this.u16(), false);
+      case 0xdb: return this.str(this.u32(), false);
+      case 0xdc: return this.array(this.u16(), depth);
+      case 0xdd: return this.array(this.u32(), depth);
+      case 0xde: return this.map(this.u16(), depth);
+      case 0xdf: return this.map(this.u32(), depth);
+    }
+    throw parseError(`unexpected msgpack byte 0x${t.toString(16)}`);
+  }
+
+  private array(len: number, depth: number): void {
+    if (depth >= MAX_MSGPACK_DEPTH) throw parseError(`nesting deeper than ${MAX_MSGPACK_DEPTH}`);
+    // Every element takes at least one byte: refuse impossible lengths before looping.
+    if (len > this.b.length - this.pos) throw parseError('truncated msgpack data');
+    for (let i = 0; i < len; i++) this.value(depth + 1);
+  }
+
+  private map(len: number, depth: number): void {
+    if (depth >= MAX_MSGPACK_DEPTH) throw parseError(`nesting deeper than ${MAX_MSGPACK_DEPTH}`);
+    if (len * 2 > this.b.length - this.pos) throw parseError('truncated msgpack data');
+    for (let i = 0; i < len; i++) {
+      this.key();
+      this.value(depth + 1);
+    }
+  }
+
+  private key(): void {
+    const t = this.u8();
+    if (t >= 0xa0 && t <= 0xbf) return this.str(t & 0x1f, true);
+    if (t === 0xd9) return this.str(this.u8(), true);
+    if (t === 0xda) return this.str(this.u16(), true);
+    if (t === 0xdb) return this.str(this.u32(), true);
+    throw parseError('msgpack map keys must be strings');
+  }
+
+  private str(len: number, isKey: boolean): void {
+    this.need(len);
+    const start = this.pos;
+    this.pos += len;
+    if (!isValidUtf8(this.b, start, this.pos)) throw parseError('invalid UTF-8 in msgpack string');
+    if (isKey && len === PROTO_KEY.length && PROTO_KEY.every((c, i) => this.b[start + i] === c)) {
+      throw parseError('object key "__proto__" is not allowed');
+    }
+  }
+}
+
+/** Strict UTF-8 check (no overlongs, no surrogates, nothing above U+10FFFF). */
+export function isValidUtf8(b: Uint8Array, start = 0, end = b.length): boolean {
+  let i = start;
+  while (i < end) {
+    const c = b[i]!;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if (c < 0xc2 || c > 0xf4) return false;
+    const c1 = i + 1 < end ? b[i + 1]! : 0;
+    if ((c1 & 0xc0) !== 0x80) return false;
+    if (c < 0xe0) {
+      i += 2;
+      continue;
+    }
+    const c2 = i + 2 < end ? b[i + 2]! : 0;
+    if ((c2 & 0xc0) !== 0x80) return false;
+    if (c < 0xf0) {
+      if ((c === 0xe0 && c1 < 0xa0) || (c === 0xed && c1 >= 0xa0)) return false;
+      i += 3;
+      continue;
+    }
+    const c3 = i + 3 < end ? b[i + 3]! : 0;
+    if ((c3 & 0xc0) !== 0x80) return false;
+    if ((c === 0xf0 && c1 < 0x90) || (c === 0xf4 && c1 >= 0x90)) return false;
+    i += 4;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- encode
+
+/** Where a value leaves the protocol data model, or null when it is encodable. */
+export function findUnencodable(value: unknown, encoding: Encoding = 'json'): { path: string; reason: string } | null {
+  return walkEncodable(value, '', 0, encoding === 'json');
+}
+
+/** JSON.stringify writes integral doubles below 1e21 as digit strings: beyond 2^53 a peer would refuse them. */
+const JSON_EXPONENT_FORM = 1e21;
+
+function walkEncodable(v: unknown, path: string, depth: number, json: boolean): { path: string; reason: string } | null {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return null;
+    case 'number':
+      if (!Number.isFinite(v)) return { path, reason: `${v} is not allowed (NaN/Infinity never go on the wire)` };
+      // msgpack writes such values as float64; JSON would write an integer literal peers must refuse.
+      if (json && Number.isInteger(v) && Math.abs(v) > MAX_SAFE && Math.abs(v) < JSON_EXPONENT_FORM) {
+        return { path, reason: `integral number ${v} is beyond ±(2^53-1) and would be written as an integer literal` };
+      }
+      return null;
+    case 'object': {
+      if (v === null) return null;
+      if (depth >= MAX_MSGPACK_DEPTH) return { path, reason: `nesting deeper than ${MAX_MSGPACK_DEPTH}` };
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const item: unknown = v[i];
+          if (item === undefined) return { path: `${path}/${i}`, reason: 'undefined is not allowed in arrays' };
+          const bad = walkEncodable(item, `${path}/${i}`, depth + 1, json);
+          if (bad) return bad;
+        }
+        return null;
+      }
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return { path, reason: 'only plain objects and arrays are allowed (no typed arrays, Maps, Dates, class instances)' };
+      for (const key of Object.keys(v)) {
+        if (key === '__proto__') return { path, reason: 'object key "__proto__" is not allowed' };
+        const item: unknown = (v as Record<string, unknown>)[key];
+        if (item === undefined) continue; // dropped, as JSON.stringify does
+        const bad = walkEncodable(item, `${path}/${escapePointer(key)}`, depth + 1, json);
+        if (bad) return bad;
+      }
+      return null;
+    }
+    default:
+      return { path, reason: `${typeof v} is not allowed` };
+  }
+}
+
+function escapePointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function assertEncodable(value: unknown, encoding: Encoding): void {
+  const bad = findUnencodable(value, encoding);
+  if (bad) throw protocolError('INVALID_MESSAGE', { reason: `cannot encode value at '${bad.path}': ${bad.reason}` }, bad);
+}
+
+/** JSON text of a protocol value. Throws ProtocolError(INVALID_MESSAGE, details {path, reason}) if unencodable. */
+export function encodeJson(value: unknown): string {
+  assertEncodable(value, 'json');
+  return JSON.stringify(value);
+}
+
+/** msgpack bytes of a protocol value (smallest int encoding, float64 for non-integers, fixmap/map16). */
+export function encodeMsgpack(value: unknown): Uint8Array {
+  assertEncodable(value, 'msgpack');
+  return packr.pack(value);
+}
+
+export function encode(value: unknown, encoding: Encoding): string | Uint8Array {
+  return encoding === 'msgpack' ? encodeMsgpack(value) : encodeJson(value);
+}
+
+/** Encodes for a WebSocket frame: binary -> msgpack bytes, text -> JSON string. */
+export function encodeFrame(value: unknown, binary: boolean): string | Uint8Array {
+  return binary ? encodeMsgpack(value) : encodeJson(value);
+}

@@ -1,0 +1,65 @@
+/**
+ * sandgym protocol v1: schemas, generated types, error registry, codec, validators and spaces.
+ * Browser-safe (no node: imports). Import from here, not from the individual files.
+ */
+export * from './generated/types.js';
+export { SCHEMAS, type SchemaFile } from './generated/schemas.js';
+export {
+  ERROR_CODES,
+  ERROR_REGISTRY,
+  ProtocolError,
+  protocolError,
+  formatErrorMessage,
+  fromWireError,
+  isErrorCode,
+  isProtocolError,
+  type ErrorRegistryEntry,
+  type WireErrorBody,
+} from './errors.js';
+export {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  MAX_MSGPACK_DEPTH,
+  decode,
+  decodeFrame,
+  decodeJson,
+  decodeMsgpack,
+  encode,
+  encodeFrame,
+  encodeJson,
+  encodeMsgpack,
+  findUnencodable,
+  isValidUtf8,
+  type DecodeOptions,
+  type Encoding,
+  type FrameData,
+} from './codec.js';
+export {
+  REQUEST_TYPES,
+  describeAjvError,
+  extractRequestId,
+  matchesSpaceSchema,
+  validateEnvSpec,
+  validateRequest,
+  validateResult,
+  validateServerMessage,
+  type RequestType,
+  type ResultByType,
+  type Validation,
+} from './validate.js';
+export {
+  DTYPE_RANGE,
+  checkSpace,
+  isIntegerDtype,
+  makeInvalidSamples,
+  mulberry32,
+  sampleSpace,
+  validateSpaceDefinition,
+  type InvalidSample,
+  type Rng,
+  type SpaceViolation,
+} from './space.js';
+export { compileUserSchema } from './ajv.js';
+
+/** Protocol major versions this package implements. */
+export const PROTOCOL_VERSIONS: readonly number[] = [1];
+export const PROTOCOL_VERSION = 1;
