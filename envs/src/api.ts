@@ -1,0 +1,93 @@
+// The env API: everything needed to define an environment, in one place.
+// Documented in envs/README.md. The shape is part of the shared contract; change it only there.
+import type { Space } from '../../protocol/src/index.js';
+import type { SandboxProvider, SandboxRequirement } from './sandbox-api.js';
+
+export type Bound = number | 'inf' | '-inf';
+
+export interface RubricItem {
+  name: string;
+  weight: number;
+  description?: string;
+}
+
+export interface EnvDefinition<K extends Record<string, unknown> = Record<string, unknown>> {
+  id: string;
+  description: string;
+  observation_space: Space;
+  action_space: Space;
+  /** The server sets `truncated` when an episode reaches this many steps. null = unlimited. */
+  max_episode_steps: number | null;
+  reward_range?: [Bound, Bound];
+  /** Default false: same seed + same actions => same transitions. */
+  stochastic?: boolean;
+  /** JSON Schema for make kwargs, compiled once at registration. */
+  kwargs_schema?: object;
+  /** Reward components reported per step in info.reward_components. */
+  rubric?: RubricItem[];
+  tasks?: { splits: Record<string, number> };
+  /** Declared => the server hands ctx.sandboxes to create(). */
+  sandbox?: SandboxRequirement;
+  create(ctx: EnvContext, kwargs: K): EnvInstance | Promise<EnvInstance>;
+}
+
+export interface ResetResult {
+  observation: unknown;
+  info?: Record<string, unknown>;
+}
+
+export interface StepResult {
+  observation: unknown;
+  reward: number;
+  terminated: boolean;
+  truncated?: boolean;
+  info?: Record<string, unknown>;
+}
+
+export interface EnvInstance {
+  reset(seed: number | undefined, options: Record<string, unknown>): Promise<ResetResult>;
+  /** The server has already checked `action` against action_space. */
+  step(action: unknown): Promise<StepResult>;
+  close(): Promise<void>;
+}
+
+type LogFn = (o: object | string, m?: string) => void;
+
+export interface EnvLogger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
+
+export interface EnvContext {
+  /** Aborted when the session closes (client close, connection drop, idle reaping, shutdown). */
+  readonly signal: AbortSignal;
+  readonly logger: EnvLogger;
+  /** Present when the env declares `sandbox` and the server has a driver. */
+  readonly sandboxes?: SandboxProvider;
+}
+
+/** Infrastructure failure: reported as SANDBOX_ERROR, never as a reward of 0. */
+export class SandboxFailure extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SandboxFailure';
+  }
+}
+
+/** Bad make kwargs / reset options detected by the env: reported as INVALID_ARGUMENT. */
+export class InvalidArgument extends Error {
+  constructor(
+    message: string,
+    public path = '',
+  ) {
+    super(message);
+    this.name = 'InvalidArgument';
+  }
+}
+
+/** Identity helper that keeps the kwargs type parameter while exporting a plain EnvDefinition. */
+export function defineEnv<K extends Record<string, unknown>>(def: EnvDefinition<K>): EnvDefinition {
+  return def as unknown as EnvDefinition;
+}

@@ -1,0 +1,94 @@
+// The app builder: a configured fastify instance with the WebSocket endpoint and HTTP routes.
+// It never listens; the CLI and the tests call app.listen().
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import websocket from '@fastify/websocket';
+import type { EnvRegistry } from '../../envs/src/registry.js';
+import { bearerToken } from './auth.js';
+import { buildRegistry } from './build-registry.js';
+import { resolveConfig, type ServerConfig } from './config.js';
+import { Connection } from './connection.js';
+import { registerHttpRoutes } from './http-routes.js';
+import { inspectPlugin } from './inspect/plugin.js';
+import type { SandboxService } from './sandbox-service.js';
+import { ServerCore } from './server-core.js';
+
+export interface BuildOptions {
+  /** Sandbox layer; when absent and config.driver is set, one is built from config (sandbox-adapter.ts). */
+  sandbox?: SandboxService;
+  /** Use this registry instead of building one from config (tests). */
+  registry?: EnvRegistry;
+  /** A pino logger instance to use instead of fastify's default (tests, embedding). */
+  logger?: FastifyBaseLogger;
+}
+
+export interface SandgymApp {
+  app: FastifyInstance;
+  config: ServerConfig;
+  registry: EnvRegistry;
+  core: ServerCore;
+  /** Open sessions server-wide (including makes in flight). */
+  sessionCount(): number;
+  /** The ws:// URL once listening (uses the bound address and port). */
+  url(): string;
+}
+
+/** How much over max_message_bytes ws still buffers, so we can answer TOO_LARGE before closing. */
+function payloadSlack(max: number): number {
+  return Math.max(64 * 1024, Math.min(max, 1024 * 1024));
+}
+
+async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger): Promise<SandboxService | null> {
+  if (!config.driver) return null;
+  // Imported only when a driver is configured: servers without sandboxes never load dockerode.
+  const { createSandboxService } = await import('./sandbox-adapter.js');
+  return createSandboxService(config, log);
+}
+
+export async function buildApp(config: Partial<ServerConfig> = {}, options: BuildOptions = {}): Promise<SandgymApp> {
+  const cfg = resolveConfig(config);
+  const registry = options.registry ?? (await buildRegistry(cfg));
+  // No per-request HTTP log lines: health probes would drown the session lifecycle lines.
+  const logController = new LogController({ disableRequestLogging: true });
+  const app = options.logger
+    ? Fastify({ loggerInstance: options.logger, logController })
+    : Fastify({ logger: { level: cfg.log_level, stream: process.stderr }, logController });
+  const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log));
+  const core = new ServerCore(cfg, registry, app.log, sandbox);
+
+  await app.register(websocket, {
+    options: { maxPayload: cfg.max_message_bytes + payloadSlack(cfg.max_message_bytes), perMessageDeflate: false },
+    // Graceful shutdown: sessions closed, SHUTTING_DOWN sent, sockets closed with 1001.
+    preClose: async function (this: FastifyInstance) {
+      await core.shutdown();
+      await new Promise<void>((resolve) => this.websocketServer.close(() => resolve()));
+    },
+    errorHandler: (error, socket) => {
+      app.log.debug({ err: error }, 'websocket error');
+      socket.terminate();
+    },
+  });
+
+  app.get('/v1/ws', { websocket: true }, (socket, request) => {
+    new Connection(socket, core, bearerToken(request.headers.authorization));
+  });
+  registerHttpRoutes(app, core);
+  // The browser inspector (GET /inspect): static page, its bundle is built lazily on first request.
+  await app.register(inspectPlugin);
+
+  app.addHook('onListen', async () => core.startTimers());
+  app.addHook('onClose', async () => core.stopTimers());
+
+  return {
+    app,
+    config: cfg,
+    registry,
+    core,
+    sessionCount: () => core.sessionCount,
+    url() {
+      const addr = app.server.address();
+      if (!addr || typeof addr === 'string') throw new Error('server is not listening');
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      return `ws://${host}:${addr.port}/v1/ws`;
+    },
+  };
+}

@@ -1,0 +1,21 @@
+// Assemble the registry for a server: built-ins, fixtures (when enabled), then --env-module files.
+import { builtinEnvs } from '../../envs/src/builtin/index.js';
+import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
+import { loadEnvModule } from '../../envs/src/module-loader.js';
+import { EnvRegistry } from '../../envs/src/registry.js';
+import type { ServerConfig } from './config.js';
+
+export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'>): Promise<EnvRegistry> {
+  const registry = new EnvRegistry();
+  registry.registerAll(builtinEnvs);
+  if (config.fixtures) registry.registerAll(fixtureEnvs);
+  for (const path of config.env_modules) {
+    const defs = await loadEnvModule(path);
+    try {
+      registry.registerAll(defs);
+    } catch (e) {
+      throw new Error(`env module ${path}: ${(e as Error).message}`);
+    }
+  }
+  return registry;
+}

@@ -1,0 +1,172 @@
+// Server configuration: defaults < JSON config file < CLI flags. Validated with ajv so a typo
+// fails at startup with the offending key named, never as a surprise mid-training.
+import { readFile } from 'node:fs/promises';
+import { Ajv } from 'ajv';
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  tokens: string[];
+  fixtures: boolean;
+  env_modules: string[];
+  max_message_bytes: number;
+  /** Per connection. */
+  max_sessions_per_connection: number;
+  /** Server-wide. */
+  max_sessions: number;
+  max_batch: number;
+  step_timeout_ms: number;
+  /** Also bounds make (env creation). */
+  reset_timeout_ms: number;
+  /** A session with no request for this long is closed by the server. */
+  idle_timeout_ms: number;
+  /** WebSocket ping interval; a connection that misses a pong is terminated. */
+  heartbeat_ms: number;
+  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Allows binding a non-loopback host without tokens. */
+  insecure: boolean;
+  /** Sandbox driver; unset = no sandboxes (envs declaring one get UNSUPPORTED at make). */
+  driver?: 'docker' | 'local' | 'auto';
+  /** Warm pool sizing per (image, limits) pool: min_idle, max_total, refill_concurrency. */
+  pools?: Record<string, unknown>;
+  sandbox?: Record<string, unknown>;
+}
+
+export const DEFAULT_CONFIG: ServerConfig = {
+  host: '127.0.0.1',
+  port: 8765,
+  tokens: [],
+  fixtures: false,
+  env_modules: [],
+  max_message_bytes: 16 * 1024 * 1024,
+  max_sessions_per_connection: 1024,
+  max_sessions: 10_000,
+  max_batch: 1024,
+  step_timeout_ms: 60_000,
+  reset_timeout_ms: 120_000,
+  idle_timeout_ms: 15 * 60_000,
+  heartbeat_ms: 30_000,
+  log_level: 'info',
+  insecure: false,
+};
+
+const posInt = { type: 'integer', minimum: 1, maximum: 2 ** 31 - 1 };
+
+export const CONFIG_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    $schema: { type: 'string' },
+    host: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    tokens: { type: 'array', items: { type: 'string', minLength: 1 } },
+    fixtures: { type: 'boolean' },
+    env_modules: { type: 'array', items: { type: 'string', minLength: 1 } },
+    max_message_bytes: { type: 'integer', minimum: 256, maximum: 1024 * 1024 * 1024 },
+    max_sessions_per_connection: posInt,
+    max_sessions: posInt,
+    max_batch: posInt,
+    step_timeout_ms: posInt,
+    reset_timeout_ms: posInt,
+    idle_timeout_ms: posInt,
+    heartbeat_ms: posInt,
+    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    insecure: { type: 'boolean' },
+    driver: { enum: ['docker', 'local', 'auto'] },
+    pools: {
+      type: 'object',
+      additionalProperties: true,
+      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt },
+    },
+    sandbox: { type: 'object' },
+  },
+} as const;
+
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    /** The offending key ('' when the whole document is wrong). */
+    public readonly key: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+const validateConfigDoc = ajv.compile(CONFIG_SCHEMA);
+
+/** Throws ConfigError naming the bad key. `source` names where the values came from. */
+export function validateConfigPartial(doc: unknown, source = 'config'): Partial<ServerConfig> {
+  if (!validateConfigDoc(doc)) {
+    const e = validateConfigDoc.errors?.[0];
+    if (!e) throw new ConfigError(`${source}: invalid`, '');
+    if (e.keyword === 'additionalProperties') {
+      const key = String((e.params as { additionalProperty: string }).additionalProperty);
+      throw new ConfigError(`${source}: unknown key '${key}'`, key);
+    }
+    const key = e.instancePath.replace(/^\//, '').split('/')[0] ?? '';
+    if (!key) throw new ConfigError(`${source}: ${e.message ?? 'invalid'} (expected a JSON object)`, '');
+    throw new ConfigError(`${source}: key '${key}' ${e.message ?? 'is invalid'}${e.instancePath.includes('/', 1) ? ` (at ${e.instancePath})` : ''}`, key);
+  }
+  const { $schema: _ignored, ...rest } = doc as Partial<ServerConfig> & { $schema?: string };
+  return rest;
+}
+
+export async function loadConfigFile(path: string): Promise<Partial<ServerConfig>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`config file ${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, '');
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${path}: not valid JSON (${(err as Error).message})`, '');
+  }
+  return validateConfigPartial(doc, `config file ${path}`);
+}
+
+/** Merge layers over the defaults and validate the result. Token lists are unioned. */
+export function resolveConfig(...layers: Partial<ServerConfig>[]): ServerConfig {
+  const out: ServerConfig = { ...DEFAULT_CONFIG, tokens: [], env_modules: [] };
+  for (const layer of layers) {
+    for (const [k, v] of Object.entries(layer)) {
+      if (v === undefined) continue;
+      if (k === 'tokens') out.tokens = [...out.tokens, ...(v as string[])];
+      else if (k === 'env_modules') out.env_modules = [...out.env_modules, ...(v as string[])];
+      else (out as unknown as Record<string, unknown>)[k] = v;
+    }
+  }
+  out.tokens = [...new Set(out.tokens)];
+  validateConfigPartial(out);
+  return out;
+}
+
+/** Tokens from a file: one per line, blank lines and # comments ignored. */
+export async function loadTokensFile(path: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`tokens file ${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, 'tokens');
+  }
+  const tokens = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  if (tokens.length === 0) throw new ConfigError(`tokens file ${path}: no tokens in it`, 'tokens');
+  return tokens;
+}
+
+/** SANDGYM_TOKENS: comma separated. */
+export function tokensFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const raw = env.SANDGYM_TOKENS;
+  if (!raw) return [];
+  return raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+}
