@@ -1,0 +1,275 @@
+"""Sans-I/O protocol core: request ids, framing, reply routing, error mapping, events.
+
+Nothing here touches a socket, a thread or an event loop. The I/O layers (:mod:`sandgym.client`
+for asyncio, :mod:`sandgym.sync` on top of it) feed received frames to :meth:`ProtocolCore.receive`
+and send what :meth:`ProtocolCore.request` returns; the core tells them which pending call a reply
+belongs to. Each pending call carries an opaque ``token`` of the layer's choosing (a future).
+
+Why ids matter: a reply is routed only by its id, never by arrival order, so a call that timed out
+on the client side can never hand its late answer to the next call (the failure mode of protocols
+without ids). A timed-out id is kept reserved ("abandoned") until its late reply arrives and is
+dropped, so it cannot be reused while the server may still answer it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Iterable, TypeVar, Union
+
+from . import codec
+from .errors import ConnectionClosedError, SandgymError, error_from_wire
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "UINT32_MAX",
+    "IdAllocator",
+    "ProtocolCore",
+    "Resolved",
+    "Rejected",
+    "ServerEvent",
+    "Discarded",
+    "Unroutable",
+    "Incoming",
+]
+
+PROTOCOL_VERSION = 1
+UINT32_MAX = 2**32 - 1
+
+T = TypeVar("T")
+
+
+class IdAllocator:
+    """Allocates request ids in ``[1, 2^32-1]``, wrapping around and skipping ids still in use."""
+
+    def __init__(self, start: int = 1) -> None:
+        if not 1 <= start <= UINT32_MAX:
+            raise ValueError("start must be in [1, 2^32-1]")
+        self._next = start
+
+    def allocate(self, in_use: Any) -> int:
+        """Return the next id not contained in ``in_use`` (anything supporting ``in``)."""
+        for _ in range(UINT32_MAX):
+            i = self._next
+            self._next = 1 if i >= UINT32_MAX else i + 1
+            if i not in in_use:
+                return i
+        raise RuntimeError("all 2^32-1 request ids are in flight")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class Resolved(Generic[T]):
+    """A result reply for a pending call."""
+
+    token: T
+    id: int
+    result: Any
+
+
+@dataclass(frozen=True)
+class Rejected(Generic[T]):
+    """An error reply for a pending call (``error`` is the mapped exception)."""
+
+    token: T
+    id: int
+    error: SandgymError
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """A server-originated event (``session_closed``, ``shutdown``, ...)."""
+
+    event: str
+    session: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Discarded:
+    """A late reply to a call that had already timed out on the client side; dropped by id."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Unroutable:
+    """A frame that belongs to no pending call: an error with ``id: null`` (e.g. a connection-scoped
+    error sent before a close), a reply for an unknown id, or an undecodable frame."""
+
+    error: SandgymError
+    frame: Any = None
+
+
+Incoming = Union[Resolved[T], Rejected[T], ServerEvent, Discarded, Unroutable]
+
+
+class ProtocolCore(Generic[T]):
+    """Per-connection protocol state. ``encoding`` is ``"json"`` (text frames) or ``"msgpack"``."""
+
+    def __init__(self, encoding: str = "json", *, max_message_bytes: int | None = None) -> None:
+        if encoding not in ("json", "msgpack"):
+            raise ValueError(f"unknown encoding {encoding!r} (use 'json' or 'msgpack')")
+        self.encoding = encoding
+        self.max_message_bytes = max_message_bytes
+        self._ids = IdAllocator()
+        self._pending: dict[int, tuple[str, T]] = {}
+        self._abandoned: set[int] = set()
+        self._in_use = _InUse(self._pending, self._abandoned)
+        self.closed: ConnectionClosedError | None = None
+        self._encode = codec.encode_json if encoding == "json" else codec.encode_msgpack
+
+    # ------------------------------------------------------------------ outgoing
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def request(self, type_: str, params: dict[str, Any] | None, token: T) -> tuple[int, str | bytes]:
+        """Allocate an id, encode ``{"id", "type", **params}`` and register ``token`` for the reply.
+
+        Raises :class:`ConnectionClosedError` after :meth:`connection_lost`, ``codec.EncodeError``
+        for values that cannot go on the wire (nothing is registered then), and ``ValueError`` when
+        the frame exceeds the server's ``max_message_bytes`` (the server would close the connection).
+        """
+        if self.closed is not None:
+            raise self.closed
+        rid = self._ids.allocate(self._in_use)
+        msg: dict[str, Any] = {"id": rid, "type": type_}
+        if params:
+            msg.update(params)
+        data = self._encode(msg)
+        limit = self.max_message_bytes
+        if limit is not None:
+            size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+            if size > limit:
+                raise codec.EncodeError(
+                    f"{type_} request is {size} bytes, over the server's max_message_bytes {limit}"
+                )
+        self._pending[rid] = (type_, token)
+        return rid, data
+
+    def cancel(self, rid: int) -> None:
+        """Forget a request that was never sent (e.g. the send itself failed)."""
+        self._pending.pop(rid, None)
+
+    def abandon(self, rid: int) -> None:
+        """The caller stopped waiting (client-side timeout / cancellation): keep the id reserved until
+        the late reply arrives, then drop that reply."""
+        if self._pending.pop(rid, None) is not None:
+            self._abandoned.add(rid)
+
+    # ------------------------------------------------------------------ incoming
+
+    def receive(self, data: str | bytes) -> Incoming[T]:
+        """Interpret one received frame."""
+        try:
+            msg = codec.decode(data)
+        except codec.DecodeError as exc:
+            return Unroutable(SandgymError(str(exc), code="PARSE_ERROR"), data)
+        return self.receive_message(msg)
+
+    def receive_message(self, msg: Any) -> Incoming[T]:
+        if not isinstance(msg, dict):
+            return Unroutable(SandgymError(f"frame is not an object: {msg!r}", code="INVALID_MESSAGE"), msg)
+        kind = msg.get("type")
+        if kind == "event":
+            details = msg.get("details")
+            session = msg.get("session")
+            return ServerEvent(
+                str(msg.get("event", "")),
+                session if isinstance(session, str) else None,
+                dict(details) if isinstance(details, dict) else {},
+            )
+        rid = msg.get("id")
+        if kind == "result":
+            if type(rid) is not int:
+                return Unroutable(SandgymError("result without id", code="INVALID_MESSAGE"), msg)
+            return self._route(rid, msg, None)
+        if kind == "error":
+            err = error_from_wire(msg.get("error"))
+            if type(rid) is not int:
+                return Unroutable(err, msg)
+            return self._route(rid, msg, err)
+        return Unroutable(SandgymError(f"unknown frame type {kind!r}", code="INVALID_MESSAGE"), msg)
+
+    def _route(self, rid: int, msg: dict[str, Any], err: SandgymError | None) -> Incoming[T]:
+        entry = self._pending.pop(rid, None)
+        if entry is None:
+            if rid in self._abandoned:
+                self._abandoned.discard(rid)
+                return Discarded(rid)
+            return Unroutable(
+                err or SandgymError(f"reply for unknown id {rid}", code="INVALID_MESSAGE"), msg
+            )
+        _, token = entry
+        if err is not None:
+            return Rejected(token, rid, err)
+        result = msg.get("result")
+        return Resolved(token, rid, result if result is not None else {})
+
+    def connection_lost(self, exc: ConnectionClosedError) -> list[T]:
+        """The connection is gone: returns every pending token (all fail at once with ``exc``)."""
+        self.closed = exc
+        tokens = [tok for _, tok in self._pending.values()]
+        self._pending.clear()
+        self._abandoned.clear()
+        return tokens
+
+
+class _InUse:
+    """``id in in_use`` over pending and abandoned ids without building a union set per call."""
+
+    __slots__ = ("_a", "_b")
+
+    def __init__(self, a: dict[int, Any], b: set[int]) -> None:
+        self._a, self._b = a, b
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._a or rid in self._b
+
+
+# ---------------------------------------------------------------------- request builders
+# Small pure helpers shared by the async and sync layers (and the tests).
+
+
+def hello_params(
+    *, client_name: str, client_version: str, token: str | None, versions: Iterable[int] = (PROTOCOL_VERSION,)
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "versions": list(versions),
+        "client": {"name": client_name, "version": client_version},
+    }
+    if token is not None:
+        params["token"] = token
+    return params
+
+
+def reset_params(session: str, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"session": session}
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) and not _is_np_int(seed):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        params["seed"] = int(seed)
+    if options is not None:
+        params["options"] = options
+    return params
+
+
+def _is_np_int(x: Any) -> bool:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(x, np.integer)
+
+
+def batch_results(result: Any) -> list[Any]:
+    """Map a batch reply's ``results`` to values (results) or :class:`SandgymError` instances."""
+    out: list[Any] = []
+    for item in (result or {}).get("results", []):
+        if isinstance(item, dict) and item.get("type") == "error":
+            out.append(error_from_wire(item.get("error")))
+        elif isinstance(item, dict):
+            out.append(item.get("result", {}))
+        else:
+            out.append(SandgymError(f"malformed batch item {item!r}", code="INVALID_MESSAGE"))
+    return out

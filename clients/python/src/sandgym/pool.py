@@ -1,0 +1,189 @@
+"""Pools of connections, for trainers that outgrow one socket or one server.
+
+A pool holds ``connections_per_url`` connections to each URL and places every new session on one of
+them: ``"least_loaded"`` (default: the connection with the fewest open sessions, ties broken in
+round-robin order) or ``"round_robin"``. A session lives on the connection it was placed on. When a
+connection has dropped, the next ``make`` that picks its slot reconnects it (the sessions that were
+on it are gone: a dropped connection always ends its sessions). A ``make`` rejected with ``CAPACITY``
+by one connection is tried on the others before the error is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any, Coroutine, Sequence, TypeVar
+
+from .client import AsyncClient, AsyncEnv
+from .errors import ConnectionClosedError, SandgymError
+from .sync import Env, _LoopThread
+
+__all__ = ["AsyncClientPool", "ClientPool"]
+
+T = TypeVar("T")
+PLACEMENTS = ("least_loaded", "round_robin")
+
+
+class AsyncClientPool:
+    """Several :class:`AsyncClient` connections behind one ``make``."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        connections_per_url: int = 1,
+        placement: str = "least_loaded",
+        **client_kwargs: Any,
+    ) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}")
+        if not urls or connections_per_url < 1:
+            raise ValueError("need at least one url and connections_per_url >= 1")
+        self.placement = placement
+        self._slots: list[str] = [u for u in urls for _ in range(connections_per_url)]
+        self._clients: list[AsyncClient | None] = [None] * len(self._slots)
+        self._client_kwargs = client_kwargs
+        self._rr = itertools.count()
+        self._locks = [asyncio.Lock() for _ in self._slots]
+
+    @classmethod
+    async def connect(
+        cls,
+        urls: str | Sequence[str],
+        *,
+        connections_per_url: int = 1,
+        placement: str = "least_loaded",
+        **client_kwargs: Any,
+    ) -> "AsyncClientPool":
+        """Connect every slot now (fails if any connection fails)."""
+        pool = cls(
+            [urls] if isinstance(urls, str) else list(urls),
+            connections_per_url=connections_per_url,
+            placement=placement,
+            **client_kwargs,
+        )
+        try:
+            await asyncio.gather(*(pool._client(i) for i in range(len(pool._slots))))
+        except BaseException:
+            await pool.close()
+            raise
+        return pool
+
+    @property
+    def clients(self) -> list[AsyncClient]:
+        return [c for c in self._clients if c is not None and not c.closed]
+
+    def load(self) -> list[int]:
+        """Open sessions per slot (dropped connections count 0)."""
+        return [c.open_sessions if c is not None and not c.closed else 0 for c in self._clients]
+
+    async def _client(self, i: int) -> AsyncClient:
+        c = self._clients[i]
+        if c is not None and not c.closed:
+            return c
+        async with self._locks[i]:
+            c = self._clients[i]
+            if c is None or c.closed:
+                c = await AsyncClient.connect(self._slots[i], **self._client_kwargs)
+                self._clients[i] = c
+            return c
+
+    def _order(self) -> list[int]:
+        n = len(self._slots)
+        start = next(self._rr) % n
+        rr = [(start + k) % n for k in range(n)]
+        if self.placement == "round_robin":
+            return sorted(rr, key=self._draining)
+        load = self.load()
+        # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
+        return sorted(rr, key=lambda i: (self._draining(i), load[i]))
+
+    def _draining(self, i: int) -> bool:
+        c = self._clients[i]
+        return c is not None and c.shutting_down and not c.closed
+
+    async def make(self, env_id: str, **kwargs: Any) -> AsyncEnv:
+        last: BaseException | None = None
+        for i in self._order():
+            try:
+                client = await self._client(i)
+                return await client.make(env_id, **kwargs)
+            except ConnectionClosedError as exc:
+                last = exc
+            except SandgymError as exc:
+                if exc.code != "CAPACITY":
+                    raise
+                last = exc
+        assert last is not None
+        raise last
+
+    async def list_envs(self) -> list[dict[str, Any]]:
+        last: BaseException | None = None
+        for i in self._order():
+            try:
+                return await (await self._client(i)).list_envs()
+            except ConnectionClosedError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self._clients if c is not None), return_exceptions=True)
+
+    async def __aenter__(self) -> "AsyncClientPool":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class ClientPool:
+    """Blocking :class:`AsyncClientPool` (its own private loop thread, like :class:`Client`)."""
+
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        *,
+        connections_per_url: int = 1,
+        placement: str = "least_loaded",
+        **client_kwargs: Any,
+    ) -> None:
+        self._lt = _LoopThread("sandgym-pool-loop")
+        try:
+            self._async = self._lt.run(
+                AsyncClientPool.connect(
+                    urls, connections_per_url=connections_per_url, placement=placement, **client_kwargs
+                )
+            )
+        except BaseException:
+            self._lt.stop()
+            raise
+
+    @classmethod
+    def connect(cls, urls: str | Sequence[str], **kwargs: Any) -> "ClientPool":
+        return cls(urls, **kwargs)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._lt.run(coro)
+
+    def load(self) -> list[int]:
+        return self._async.load()
+
+    def make(self, env_id: str, **kwargs: Any) -> Env:
+        return Env(self, self._run(self._async.make(env_id, **kwargs)))  # type: ignore[arg-type]
+
+    def list_envs(self) -> list[dict[str, Any]]:
+        return self._run(self._async.list_envs())
+
+    def close(self) -> None:
+        if self._lt.thread.is_alive():
+            try:
+                self._run(self._async.close())
+            finally:
+                self._lt.stop()
+
+    def __enter__(self) -> "ClientPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
