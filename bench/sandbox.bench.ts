@@ -1,0 +1,165 @@
+// Sandbox layer benchmark: `npx tsx bench/sandbox.bench.ts [--quick]`.
+// Prints a markdown table and writes bench/results/sandbox.json. Needs a Docker daemon with
+// sandgym/busybox:1 (`node bin/sandgym.js images build --only busybox`) and bubblewrap.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DockerDriver } from '../server/src/sandbox/docker/docker-driver.js';
+import { LocalDriver } from '../server/src/sandbox/local/local-driver.js';
+import { SandboxPool } from '../server/src/sandbox/pool.js';
+import type { DriverSandbox } from '../server/src/sandbox/types.js';
+
+const IMAGE = 'sandgym/busybox:1';
+const quick = process.argv.includes('--quick');
+const N_CHANNEL = quick ? 200 : 1000;
+const N_EXEC = quick ? 15 : 40;
+const N_COLD = quick ? 4 : 8;
+const N_BWRAP = quick ? 10 : 30;
+const FLEET = 32;
+const FLEET_SECONDS = quick ? 3 : 8;
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const stat = (xs: number[]) => ({ n: xs.length, p50_ms: r2(pct(xs, 50)), p99_ms: r2(pct(xs, 99)) });
+
+async function time<T>(f: () => Promise<T>): Promise<number> {
+  const t = performance.now();
+  await f();
+  return performance.now() - t;
+}
+
+async function channelVsExec(driver: DockerDriver) {
+  const sb = await driver.create({ image: IMAGE });
+  try {
+    for (let i = 0; i < 20; i++) await sb.exec({ argv: ['true'] }); // warm up
+    const ch: number[] = [];
+    for (let i = 0; i < N_CHANNEL; i++) ch.push(await time(() => sb.exec({ argv: ['true'] })));
+    const ex: number[] = [];
+    for (let i = 0; i < N_EXEC; i++) ex.push(await time(() => (sb as unknown as { execViaDocker: DriverSandbox['exec'] }).execViaDocker({ argv: ['true'] })));
+    return { channel: stat(ch), docker_exec: stat(ex), ratio_p50: r2(pct(ex, 50) / pct(ch, 50)) };
+  } finally {
+    await sb.destroy();
+  }
+}
+
+async function poolVsCold(driver: DockerDriver) {
+  const cold: number[] = [];
+  for (let i = 0; i < N_COLD; i++) {
+    let sb: DriverSandbox | undefined;
+    cold.push(await time(async () => {
+      sb = await driver.create({ image: IMAGE });
+    }));
+    void sb?.destroy();
+  }
+  const pool = new SandboxPool(driver, { image: IMAGE }, { minIdle: 4, maxTotal: 8, refillConcurrency: 2 });
+  pool.start();
+  const warm: number[] = [];
+  const waitIdle = async (n: number) => {
+    while (pool.stats().idle < n) await new Promise((r) => setTimeout(r, 20));
+  };
+  for (let round = 0; round < (quick ? 2 : 4); round++) {
+    await waitIdle(4);
+    const got: DriverSandbox[] = [];
+    for (let i = 0; i < 4; i++) {
+      const t = performance.now();
+      got.push(await pool.acquire());
+      warm.push(performance.now() - t);
+    }
+    for (const sb of got) void pool.release(sb);
+  }
+  const stats = pool.stats();
+  await pool.close();
+  return { cold_create_start: stat(cold), warm_acquire: stat(warm), pool_stats: stats };
+}
+
+async function fleet(driver: DockerDriver) {
+  const t0 = performance.now();
+  const settled = await Promise.allSettled(Array.from({ length: FLEET }, () => driver.create({ image: IMAGE })));
+  const sbs = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failures = settled.flatMap((s) => (s.status === 'rejected' ? [String((s.reason as Error).message).slice(0, 300)] : []));
+  const startSeconds = (performance.now() - t0) / 1000;
+  let count = 0;
+  const end = performance.now() + FLEET_SECONDS * 1000;
+  const lat: number[] = [];
+  await Promise.all(
+    sbs.map(async (sb) => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await sb.exec({ argv: ['true'] });
+        lat.push(performance.now() - t);
+        count += 1;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - (end - FLEET_SECONDS * 1000)) / 1000;
+  await Promise.all(sbs.map((s) => s.destroy()));
+  return { sandboxes: sbs.length, create_failures: failures, start_seconds: r2(startSeconds), commands: count, commands_per_s: Math.round(count / elapsed), latency: stat(lat) };
+}
+
+function bwrapRaw(): Promise<number> {
+  const args = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+    ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []), '--proc', '/proc', '--dev', '/dev', '--', '/bin/true'];
+  const t = performance.now();
+  return new Promise((resolve, reject) => {
+    const c = spawn('bwrap', args, { stdio: 'ignore' });
+    c.on('error', reject);
+    c.on('exit', () => resolve(performance.now() - t));
+  });
+}
+
+async function bwrap() {
+  const raw: number[] = [];
+  for (let i = 0; i < N_BWRAP; i++) raw.push(await bwrapRaw());
+  const driver = new LocalDriver({ instanceId: 'bench' });
+  const ready: number[] = [];
+  const rt: number[] = [];
+  for (let i = 0; i < N_BWRAP; i++) {
+    let sb: DriverSandbox | undefined;
+    ready.push(await time(async () => {
+      sb = await driver.create({ image: IMAGE });
+    }));
+    if (i === 0 && sb) for (let j = 0; j < 200; j++) rt.push(await time(() => sb!.exec({ argv: ['true'] })));
+    await sb?.destroy();
+  }
+  await driver.close();
+  return { bwrap_true: stat(raw), sandbox_ready: stat(ready), channel_round_trip: stat(rt) };
+}
+
+const driver = new DockerDriver({ instanceId: `bench-${Date.now().toString(36)}`, createConcurrency: 4 });
+const load0 = os.loadavg();
+const results = {
+  when: new Date().toISOString(),
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', loadavg_at_start: load0.map(r2) },
+  channel_vs_docker_exec: await channelVsExec(driver),
+  pool: await poolVsCold(driver),
+  fleet: await fleet(driver),
+  bwrap: await bwrap(),
+  loadavg_at_end: os.loadavg().map(r2),
+};
+await driver.close();
+
+const c = results.channel_vs_docker_exec;
+const rows: [string, string, string][] = [
+  ['channel round trip (`true`, docker, busybox)', `${c.channel.p50_ms} ms`, `${c.channel.p99_ms} ms`],
+  ['`docker exec` via dockerode (same command)', `${c.docker_exec.p50_ms} ms`, `${c.docker_exec.p99_ms} ms`],
+  ['channel speed-up (p50 ratio)', `${c.ratio_p50}x`, ''],
+  ['warm pool acquire', `${results.pool.warm_acquire.p50_ms} ms`, `${results.pool.warm_acquire.p99_ms} ms`],
+  ['cold create + start + channel ready', `${results.pool.cold_create_start.p50_ms} ms`, `${results.pool.cold_create_start.p99_ms} ms`],
+  [`aggregate commands/s, ${FLEET} sandboxes`, `${results.fleet.commands_per_s}/s`, `lat p99 ${results.fleet.latency.p99_ms} ms`],
+  ['bubblewrap spawn (`bwrap ... true`)', `${results.bwrap.bwrap_true.p50_ms} ms`, `${results.bwrap.bwrap_true.p99_ms} ms`],
+  ['local sandbox ready (prlimit+bwrap+agent hello)', `${results.bwrap.sandbox_ready.p50_ms} ms`, `${results.bwrap.sandbox_ready.p99_ms} ms`],
+  ['local channel round trip', `${results.bwrap.channel_round_trip.p50_ms} ms`, `${results.bwrap.channel_round_trip.p99_ms} ms`],
+];
+console.log(`\n| metric | p50 | p99 |\n|---|---|---|`);
+for (const [a, b, d] of rows) console.log(`| ${a} | ${b} | ${d} |`);
+console.log(`\nload average at start ${load0.map(r2).join(' ')}, at end ${results.loadavg_at_end.join(' ')} (${os.cpus().length} CPUs)`);
+const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+await mkdir(out, { recursive: true });
+await writeFile(path.join(out, 'sandbox.json'), `${JSON.stringify(results, null, 2)}\n`);
+console.log(`wrote ${path.join(out, 'sandbox.json')}`);

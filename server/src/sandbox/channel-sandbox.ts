@@ -1,0 +1,206 @@
+// The driver-independent half of a sandbox: exec, file transfer and in-place reset over one
+// CommandChannel. Drivers subclass it and supply teardown (remove the container / kill bwrap).
+import path from 'node:path';
+import { TextDecoder } from 'node:util';
+import type { CommandChannel, RawResult } from './channel/channel.js';
+import { buildCommandScript, shellQuote, type FastArgv } from './channel/shell.js';
+import { SandboxGoneError, SandboxRequestError } from './errors.js';
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } from './limits.js';
+import { buildTar } from './tar.js';
+import type {
+  DriverKind,
+  DriverSandbox,
+  ExecRequest,
+  ExecResult,
+  FileEntry,
+  SandboxLimits,
+  SandboxLogger,
+  SandboxSpec,
+} from './types.js';
+
+const SIGNALS: Record<number, string> = {
+  1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 4: 'SIGILL', 5: 'SIGTRAP', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE',
+  9: 'SIGKILL', 10: 'SIGUSR1', 11: 'SIGSEGV', 12: 'SIGUSR2', 13: 'SIGPIPE', 14: 'SIGALRM', 15: 'SIGTERM',
+  24: 'SIGXCPU', 25: 'SIGXFSZ',
+};
+const TRANSFER_TIMEOUT_MS = 120_000;
+const utf8 = new TextDecoder('utf-8');
+
+function decodeOutput(buf: Buffer, truncated: boolean, cap: number, stream: string): string {
+  const text = utf8.decode(buf);
+  return truncated ? `${text}\n[sandgym: ${stream} truncated at ${cap} bytes]\n` : text;
+}
+
+export abstract class ChannelSandbox implements DriverSandbox {
+  private died: string | null = null;
+  private destroying: Promise<void> | null = null;
+  private readonly diedCbs = new Set<(reason: string) => void>();
+
+  protected constructor(
+    readonly id: string,
+    readonly kind: DriverKind,
+    readonly spec: SandboxSpec,
+    readonly limits: SandboxLimits,
+    readonly workspace: string,
+    protected readonly channel: CommandChannel,
+    protected readonly log: SandboxLogger,
+  ) {}
+
+  get deadReason(): string | null {
+    return this.died;
+  }
+
+  onDied(cb: (reason: string) => void): () => void {
+    this.diedCbs.add(cb);
+    return () => this.diedCbs.delete(cb);
+  }
+
+  /** Records an unexpected death once, fails pending commands, tells subscribers, then tears down. */
+  markDied(reason: string): void {
+    if (this.died || this.destroying) return;
+    this.died = reason;
+    this.log.warn({ sandbox: this.id, reason }, 'sandbox died');
+    this.channel.close(reason);
+    for (const cb of this.diedCbs) {
+      try {
+        cb(reason);
+      } catch (e) {
+        this.log.error({ sandbox: this.id, err: String(e) }, 'died callback threw');
+      }
+    }
+    this.diedCbs.clear();
+    void this.destroy();
+  }
+
+  destroy(): Promise<void> {
+    if (!this.destroying) {
+      this.died ??= 'destroyed';
+      this.channel.close('sandbox destroyed');
+      this.destroying = this.teardown().catch((e: unknown) => {
+        this.log.warn({ sandbox: this.id, err: String(e) }, 'sandbox teardown failed');
+      });
+    }
+    return this.destroying;
+  }
+
+  /** Driver-specific removal; must tolerate an already-gone sandbox. */
+  protected abstract teardown(): Promise<void>;
+
+  /**
+   * Called when a command was SIGKILLed by nobody we know of: on Docker that is usually the OOM
+   * killer, whose event may trail the command's result by a few ms. Drivers may wait for it.
+   */
+  protected async afterUnexpectedKill(): Promise<void> {}
+
+  protected gone(): SandboxGoneError {
+    return new SandboxGoneError(this.died ?? 'sandbox unavailable');
+  }
+
+  resolvePath(p: string): string {
+    return path.posix.resolve(this.workspace, p);
+  }
+
+  async exec(req: ExecRequest): Promise<ExecResult> {
+    if (this.died) throw this.gone();
+    const cap = Math.min(Math.max(1, Math.floor(req.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES)), MAX_OUTPUT_BYTES_LIMIT);
+    const timeoutMs = req.timeout_ms ?? this.limits.timeout_s * 1000;
+    if (!(timeoutMs > 0)) throw new SandboxRequestError('timeout_ms must be positive');
+    const cwd = req.cwd ? this.resolvePath(req.cwd) : this.workspace;
+    const env = { ...this.spec.env, ...req.env };
+    const script = buildCommandScript({ argv: req.argv, script: req.script, cwd, env });
+    const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
+    const fast = req.argv?.length ? { argv: req.argv, cwd, env } : undefined;
+    const raw = await this.run(script, stdin, timeoutMs, cap, fast);
+    if (!raw.timedOut && raw.status === 128 + 9) await this.afterUnexpectedKill();
+    if (this.died) throw this.gone();
+    return this.toResult(raw, cap);
+  }
+
+  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, fast?: FastArgv): Promise<RawResult> {
+    try {
+      return await this.channel.run({ script, stdin, timeoutMs, cap, fast });
+    } catch (e) {
+      if (e instanceof SandboxGoneError) {
+        // The channel knows *that* it closed; the driver may know *why* (OOM, exit): prefer that.
+        await this.afterUnexpectedKill();
+        if (!this.died) this.markDied(e.reason);
+        throw this.gone();
+      }
+      throw e;
+    }
+  }
+
+  private toResult(raw: RawResult, cap: number): ExecResult {
+    const st = raw.status;
+    // `wait` reports 128+n for a child killed by signal n. A script's own `exit 137` looks the same;
+    // we report the signal, which is what it means in practice (OOM killer, our timeout).
+    const sig = st !== null && st > 128 && st < 160 ? (SIGNALS[st - 128] ?? `SIG${st - 128}`) : null;
+    return {
+      exit_code: raw.timedOut || sig ? null : st,
+      signal: raw.timedOut ? `SIG${raw.killSignal ?? 'KILL'}` : sig,
+      stdout: decodeOutput(raw.stdout, raw.stdoutTruncated, cap, 'stdout'),
+      stderr: decodeOutput(raw.stderr, raw.stderrTruncated, cap, 'stderr'),
+      truncated: raw.stdoutTruncated || raw.stderrTruncated,
+      timed_out: raw.timedOut,
+      duration_ms: Math.round(raw.durationMs * 1000) / 1000,
+    };
+  }
+
+  /** Internal command with binary output, used by file transfer. Throws on non-zero status. */
+  protected async transfer(what: string, script: string, stdin?: Buffer): Promise<Buffer> {
+    if (this.died) throw this.gone();
+    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES);
+    if (this.died) throw this.gone();
+    if (raw.status !== 0 || raw.timedOut) {
+      const msg = raw.stderr.toString('utf8').trim() || `status ${String(raw.status)}`;
+      throw new Error(`${what} failed: ${msg}`);
+    }
+    if (raw.stdoutTruncated) throw new Error(`${what} failed: larger than ${MAX_TRANSFER_BYTES} bytes`);
+    return raw.stdout;
+  }
+
+  async putFiles(files: FileEntry[]): Promise<void> {
+    if (files.length === 0) return;
+    const tar = await buildTar(files.map((f) => ({ ...f, path: this.resolvePath(f.path) })));
+    // -o: do not try to restore owners (we are not root inside the sandbox).
+    await this.transfer('putFiles', 'exec tar -xof - -C /', tar);
+  }
+
+  async getFile(p: string): Promise<Uint8Array> {
+    return this.transfer(`getFile ${p}`, `exec cat -- ${shellQuote(this.resolvePath(p))}`);
+  }
+
+  async getTar(p: string): Promise<Uint8Array> {
+    return this.transfer(`getTar ${p}`, `cd ${shellQuote(this.resolvePath(p))} && exec tar -cf - .`);
+  }
+
+  async putTar(dir: string, tar: Uint8Array): Promise<void> {
+    const d = shellQuote(this.resolvePath(dir));
+    await this.transfer(`putTar ${dir}`, `mkdir -p ${d} && exec tar -xof - -C ${d}`, Buffer.from(tar));
+  }
+
+  /** Cheap liveness probe through the channel (used by pools before a sandbox joins). */
+  async healthy(): Promise<boolean> {
+    if (this.died) return false;
+    try {
+      const r = await this.exec({ argv: ['true'], timeout_ms: 5000 });
+      return r.exit_code === 0;
+    } catch {
+      return false;
+    }
+  }
+
+  async reset(): Promise<void> {
+    if (this.died) throw this.gone();
+    await this.channel.killAll('sandbox reset');
+    const ws = shellQuote(this.workspace);
+    // chmod first: a command may have left unwritable directories behind.
+    const wipe = [
+      `chmod -R u+rwX ${ws} /tmp 2>/dev/null`,
+      `cd ${ws} && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
+      `cd /tmp && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
+      'exit 0',
+    ].join('\n');
+    await this.transfer('reset', wipe);
+  }
+}

@@ -1,0 +1,394 @@
+// Host half of the command channel (see agent-script.ts for the wire format). One instance per sandbox,
+// wrapping one byte stream in each direction. Commands are queued and run one at a time: the agent then
+// has a single writer on its stdout, which keeps frames intact without locks inside the sandbox.
+import { randomBytes } from 'node:crypto';
+import type { Readable, Writable } from 'node:stream';
+import { SandboxGoneError } from '../errors.js';
+import { escapeForPrintf, fastArgvLine, shellQuote, type FastArgv } from './shell.js';
+
+export interface RawCommand {
+  /** Complete shell script run with `sh` in its own session/process group. */
+  script: Buffer;
+  stdin?: Buffer;
+  timeoutMs: number;
+  /** Cap per stream, bytes. */
+  cap: number;
+  /** The same command as argv parts: lets the channel use the one-line fast path when it fits. */
+  fast?: FastArgv;
+}
+
+export interface RawResult {
+  /** `wait` status: exit code, or 128+signal. null when the agent never reported one. */
+  status: number | null;
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  timedOut: boolean;
+  /** Last signal the host asked the agent to send to the command's process group. */
+  killSignal: 'TERM' | 'KILL' | null;
+  durationMs: number;
+}
+
+export interface ChannelOptions {
+  /** Watchdog checks (5 s apart) without a lease refresh before the sandbox kills itself. */
+  leaseTicks: number;
+  helloTimeoutMs?: number;
+  /** Grace between SIGTERM and SIGKILL of a timed-out command. */
+  killGraceMs?: number;
+  /** After SIGKILL, how long to wait for the result before declaring the channel dead. */
+  hardKillWaitMs?: number;
+  onClose?: (reason: string) => void;
+}
+
+const INLINE_SCRIPT_MAX = 2048;
+const CHUNK = 1024 * 1024;
+const MAX_LINE = 1024 * 1024;
+const B64_LINE = /^[A-Za-z0-9+/=]*$/;
+
+class Collector {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private rest = '';
+  truncated = false;
+  constructor(private readonly cap: number) {}
+  pushBase64(line: string): void {
+    const text = this.rest + line;
+    const usable = text.length - (text.length % 4);
+    this.rest = text.slice(usable);
+    if (usable === 0 || this.truncated) {
+      if (usable > 0) this.truncated = true;
+      return;
+    }
+    const buf = Buffer.from(text.slice(0, usable), 'base64');
+    const room = this.cap - this.bytes;
+    if (buf.length > room) {
+      this.truncated = true;
+      if (room > 0) this.chunks.push(buf.subarray(0, room));
+      this.bytes = this.cap;
+    } else {
+      this.chunks.push(buf);
+      this.bytes += buf.length;
+    }
+  }
+  result(): Buffer {
+    return Buffer.concat(this.chunks, this.bytes);
+  }
+}
+
+interface Job {
+  id: number;
+  cmd: RawCommand;
+  resolve: (r: RawResult) => void;
+  reject: (e: Error) => void;
+  started: number;
+  stdout: Collector;
+  stderr: Collector;
+  timers: NodeJS.Timeout[];
+  timedOut: boolean;
+  killSignal: 'TERM' | 'KILL' | null;
+}
+
+export class CommandChannel {
+  readonly nonce = randomBytes(16).toString('hex');
+  private readonly prefix: string;
+  private nextId = 1;
+  private queue: { cmd: RawCommand; resolve: (r: RawResult) => void; reject: (e: Error) => void }[] = [];
+  private current: Job | null = null;
+  private stream: 'o' | 'e' | null = null;
+  private partial: Buffer[] = [];
+  private partialLen = 0;
+  private leaseCounter = 0;
+  private helloWaiter: { resolve: () => void; reject: (e: Error) => void } | null = null;
+  private closedReason: string | null = null;
+  private ready = false;
+  /** Lines that were neither frames nor payload: a sign of something writing into the channel. */
+  garbageLines = 0;
+  agentPid = 0;
+  /** Set by the owning sandbox: called once when the channel closes, with the reason. */
+  onClose: ((reason: string) => void) | undefined;
+
+  constructor(
+    private readonly input: Writable,
+    private readonly output: Readable,
+    private readonly opts: ChannelOptions,
+  ) {
+    this.prefix = `${this.nonce} `;
+    this.onClose = opts.onClose;
+    output.on('data', (chunk: Buffer) => this.onData(chunk));
+    output.on('end', () => this.close('channel closed by the sandbox'));
+    output.on('close', () => this.close('channel closed by the sandbox'));
+    output.on('error', (e) => this.close(`channel error: ${e.message}`));
+    input.on('error', (e) => this.close(`channel error: ${e.message}`));
+  }
+
+  get closed(): string | null {
+    return this.closedReason;
+  }
+
+  /** Sends the nonce and waits for the agent's hello. */
+  start(): Promise<void> {
+    const timeoutMs = this.opts.helloTimeoutMs ?? 30_000;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.helloWaiter = null;
+        reject(new SandboxGoneError(`sandbox agent did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.helloWaiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      this.input.write(`${this.nonce} ${Math.max(1, Math.ceil(this.opts.leaseTicks))}\n`);
+    });
+  }
+
+  /** Runs one command (queued behind any in flight). Rejects only when the channel dies. */
+  run(cmd: RawCommand): Promise<RawResult> {
+    if (this.closedReason) return Promise.reject(new SandboxGoneError(this.closedReason));
+    return new Promise<RawResult>((resolve, reject) => {
+      this.queue.push({ cmd, resolve, reject });
+      if (!this.current) this.pump();
+    });
+  }
+
+  /** Tells the in-sandbox watchdog that the owner is alive. */
+  refreshLease(): void {
+    // Nothing may precede the handshake line: the agent would take it for the handshake.
+    if (this.closedReason || !this.ready) return;
+    this.leaseCounter += 1;
+    this.send(`l ${this.leaseCounter}\n`);
+  }
+
+  /**
+   * Kills every process in the sandbox except the agent (used by reset). Queued commands are rejected
+   * with `reason`; the running one is killed and resolves as killed.
+   */
+  async killAll(reason: string): Promise<void> {
+    const queued = this.queue.splice(0);
+    for (const q of queued) q.reject(new Error(reason));
+    const job = this.current;
+    if (job) {
+      this.sendKill(job, 'KILL');
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 1000);
+        const orig = job.resolve;
+        job.resolve = (r) => {
+          clearTimeout(t);
+          orig(r);
+          resolve();
+        };
+      });
+      if (this.current === job) {
+        // The agent's job runner was itself killed; settle the command so the queue moves on.
+        for (const t of job.timers) clearTimeout(t);
+        this.current = null;
+        this.stream = null;
+        job.resolve({
+          status: null,
+          stdout: job.stdout.result(),
+          stderr: job.stderr.result(),
+          stdoutTruncated: job.stdout.truncated,
+          stderrTruncated: job.stderr.truncated,
+          timedOut: job.timedOut,
+          killSignal: 'KILL',
+          durationMs: performance.now() - job.started,
+        });
+      }
+    }
+    this.send('z\n');
+  }
+
+  /** Closes the channel (idempotent); every pending command fails with `reason`. */
+  close(reason: string): void {
+    if (this.closedReason) return;
+    this.closedReason = reason;
+    const err = new SandboxGoneError(reason);
+    this.helloWaiter?.reject(err);
+    this.helloWaiter = null;
+    if (this.current) {
+      for (const t of this.current.timers) clearTimeout(t);
+      this.current.reject(err);
+      this.current = null;
+    }
+    for (const q of this.queue.splice(0)) q.reject(err);
+    try {
+      this.input.end();
+    } catch {
+      /* already gone */
+    }
+    this.onClose?.(reason);
+  }
+
+  private send(text: string | Buffer): void {
+    if (this.closedReason) return;
+    this.input.write(typeof text === 'string' ? `${this.prefix}${text}` : text);
+  }
+
+  private pump(): void {
+    const next = this.queue.shift();
+    if (!next || this.closedReason) return;
+    const id = this.nextId++;
+    const { cmd } = next;
+    const job: Job = {
+      id,
+      cmd,
+      resolve: next.resolve,
+      reject: next.reject,
+      started: performance.now(),
+      stdout: new Collector(cmd.cap),
+      stderr: new Collector(cmd.cap),
+      timers: [],
+      timedOut: false,
+      killSignal: null,
+    };
+    this.current = job;
+    this.stream = null;
+    // The agent reads cap+1 bytes so that we can tell "exactly cap" from "more than cap".
+    const cap1 = cmd.cap + 1;
+    const fast = cmd.fast ? fastArgvLine(id, cap1, cmd.fast) : null;
+    if (fast) {
+      if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
+      this.send(fast);
+    } else if (cmd.script.length <= INLINE_SCRIPT_MAX && !cmd.stdin?.length && !cmd.script.includes(0)) {
+      this.send(`s ${id} ${cap1} '${escapeForPrintf(cmd.script)}'\n`);
+    } else {
+      this.upload(id, 'c', cmd.script);
+      if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
+      this.send(`r ${id} ${cap1}\n`);
+    }
+    this.armTimeout(job);
+  }
+
+  private upload(id: number, kind: 'c' | 'i', data: Buffer): void {
+    for (let off = 0; off < data.length; off += CHUNK) {
+      const part = data.subarray(off, Math.min(off + CHUNK, data.length));
+      this.send(`a ${id} ${part.length} ${kind}\n`);
+      this.input.write(part);
+    }
+  }
+
+  private armTimeout(job: Job): void {
+    const grace = this.opts.killGraceMs ?? 500;
+    const hard = this.opts.hardKillWaitMs ?? 3000;
+    job.timers.push(
+      setTimeout(() => {
+        job.timedOut = true;
+        this.sendKill(job, 'TERM');
+        job.timers.push(
+          setTimeout(() => {
+            this.sendKill(job, 'KILL');
+            // Re-send: the agent may not have recorded the pid yet when the first kill arrived.
+            const again = setInterval(() => this.sendKill(job, 'KILL'), 250);
+            job.timers.push(again as unknown as NodeJS.Timeout);
+            job.timers.push(
+              setTimeout(() => {
+                if (this.current === job) this.close(`command ignored SIGKILL for ${hard} ms; sandbox unresponsive`);
+              }, hard),
+            );
+          }, grace),
+        );
+      }, job.cmd.timeoutMs),
+    );
+  }
+
+  private sendKill(job: Job, sig: 'TERM' | 'KILL'): void {
+    if (this.current !== job) return;
+    job.killSignal = sig;
+    this.send(`k ${job.id} ${sig}\n`);
+  }
+
+  private onData(chunk: Buffer): void {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) break;
+      let line: Buffer;
+      if (this.partialLen > 0) {
+        this.partial.push(chunk.subarray(start, nl));
+        line = Buffer.concat(this.partial, this.partialLen + nl - start);
+        this.partial = [];
+        this.partialLen = 0;
+      } else {
+        line = chunk.subarray(start, nl);
+      }
+      this.onLine(line.toString('latin1'));
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      // Never buffer an unbounded line: a line this long is not ours (ours are < 100 bytes).
+      if (this.partialLen + chunk.length - start > MAX_LINE) {
+        this.partial = [];
+        this.partialLen = 0;
+        this.garbageLines += 1;
+        return;
+      }
+      const rest = chunk.subarray(start);
+      this.partial.push(Buffer.from(rest));
+      this.partialLen += rest.length;
+    }
+  }
+
+  private onLine(line: string): void {
+    if (line.startsWith(this.prefix)) {
+      const f = line.slice(this.prefix.length).split(' ');
+      this.onFrame(f);
+      return;
+    }
+    const job = this.current;
+    if (job && this.stream && B64_LINE.test(line)) {
+      (this.stream === 'o' ? job.stdout : job.stderr).pushBase64(line);
+      return;
+    }
+    this.garbageLines += 1;
+  }
+
+  private onFrame(f: string[]): void {
+    const kind = f[0];
+    if (kind === 'h') {
+      this.ready = true;
+      this.agentPid = Number(f[2] ?? 0);
+      this.helloWaiter?.resolve();
+      this.helloWaiter = null;
+      return;
+    }
+    const job = this.current;
+    const id = Number(f[1]);
+    if (!job || id !== job.id) {
+      this.stream = null;
+      this.garbageLines += 1;
+      return;
+    }
+    if (kind === 'o' || kind === 'e') {
+      this.stream = kind;
+      return;
+    }
+    if (kind === 'x') {
+      const status = Number(f[2]);
+      for (const t of job.timers) {
+        clearTimeout(t);
+        clearInterval(t);
+      }
+      this.current = null;
+      this.stream = null;
+      job.resolve({
+        status: Number.isInteger(status) ? status : null,
+        stdout: job.stdout.result(),
+        stderr: job.stderr.result(),
+        stdoutTruncated: job.stdout.truncated,
+        stderrTruncated: job.stderr.truncated,
+        timedOut: job.timedOut,
+        killSignal: job.killSignal,
+        durationMs: performance.now() - job.started,
+      });
+      this.pump();
+    }
+  }
+}
+
+export { shellQuote };

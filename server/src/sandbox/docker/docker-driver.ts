@@ -1,0 +1,342 @@
+// Docker driver (dockerode). One container per sandbox, hardened by default (see host-config.ts); the
+// agent is the container's main process and its stdio is the command channel over one hijacked
+// attach stream, so no Docker API call happens per command.
+import { randomBytes } from 'node:crypto';
+import { PassThrough, type Duplex } from 'node:stream';
+import Docker from 'dockerode';
+import { CommandChannel } from '../channel/channel.js';
+import { ChannelSandbox } from '../channel-sandbox.js';
+import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
+import {
+  silentLogger,
+  type DriverCapabilities,
+  type ExecRequest,
+  type ExecResult,
+  type SandboxDriver,
+  type SandboxInfo,
+  type SandboxLimits,
+  type SandboxLogger,
+  type SandboxSpec,
+} from '../types.js';
+import { dockerExec } from './docker-exec.js';
+import { containerOptions } from './host-config.js';
+
+export const LABEL = {
+  managed: 'sandgym.managed',
+  owner: 'sandgym.owner',
+  pool: 'sandgym.pool',
+  expires: 'sandgym.expires',
+  ownerPid: 'sandgym.owner_pid',
+  host: 'sandgym.host',
+  memory: 'sandgym.memory_mb',
+} as const;
+
+export interface DockerDriverOptions {
+  instanceId: string;
+  docker?: Docker;
+  logger?: SandboxLogger;
+  defaults?: SandboxLimits;
+  maxima?: SandboxLimits;
+  limitPolicy?: LimitPolicy;
+  /** Default 65534:65534 (nobody). */
+  user?: string;
+  readonlyRoot?: boolean;
+  tmpSizeMb?: number;
+  /** e.g. 'runsc' when gVisor is configured in daemon.json. */
+  runtime?: string;
+  /** In-container lease: the sandbox kills itself this long after the last refresh. */
+  leaseTtlMs?: number;
+  leaseRefreshMs?: number;
+  /** Hard expiry written to the `sandgym.expires` label; any reaper removes it after that. */
+  maxLifetimeMs?: number;
+  /** 'channel' (default) or 'docker-exec': one `docker exec` per command, the slow fallback path. */
+  execPath?: 'channel' | 'docker-exec';
+  /** Bounded parallelism of container creation (the daemon serialises anyway). */
+  createConcurrency?: number;
+  hostname?: string;
+}
+
+export const DOCKER_CAPABILITIES: DriverCapabilities = {
+  kind: 'docker',
+  images: true,
+  network_isolation: true,
+  memory_limit: 'cgroup',
+  cpu_limit: 'cgroup-quota',
+  pids_limit: 'cgroup',
+  disk_limit: 'tmpfs-size',
+  readonly_root: true,
+  oom_detection: true,
+  in_place_reset: true,
+  exec_fallback: true,
+};
+
+function statusCode(e: unknown): number | undefined {
+  return typeof e === 'object' && e !== null && 'statusCode' in e ? Number((e as { statusCode: unknown }).statusCode) : undefined;
+}
+
+export class DockerSandbox extends ChannelSandbox {
+  private oomSeen = false;
+  constructor(
+    id: string,
+    spec: SandboxSpec,
+    limits: SandboxLimits,
+    workspace: string,
+    channel: CommandChannel,
+    log: SandboxLogger,
+    readonly container: Docker.Container,
+    private readonly driver: DockerDriver,
+    private readonly attachStream: Duplex,
+  ) {
+    super(id, 'docker', spec, limits, workspace, channel, log);
+  }
+
+  refreshLease(): void {
+    this.channel.refreshLease();
+  }
+
+  noteOom(): void {
+    this.oomSeen = true;
+    this.markDied(`out of memory: limit ${this.limits.memory_mb} MiB`);
+  }
+
+  noteExit(exitCode: string | undefined): void {
+    if (this.oomSeen) return;
+    this.markDied(`container exited (exit code ${exitCode ?? 'unknown'})`);
+  }
+
+  protected override async afterUnexpectedKill(): Promise<void> {
+    // The OOM event trails the killed command's result by a few ms; wait briefly so the exec reports
+    // "out of memory" instead of an unexplained SIGKILL.
+    for (let i = 0; i < 10 && !this.deadReason; i++) await new Promise((r) => setTimeout(r, 30));
+  }
+
+  override async exec(req: ExecRequest): Promise<ExecResult> {
+    if (this.driver.execPath === 'docker-exec') return this.execViaDocker(req);
+    return super.exec(req);
+  }
+
+  /** The slow path: one `docker exec` (create + start + demux + inspect). */
+  execViaDocker(req: ExecRequest): Promise<ExecResult> {
+    if (this.deadReason) throw this.gone();
+    return dockerExec(this.container, req, {
+      workspace: this.workspace,
+      user: this.driver.user,
+      defaultTimeoutMs: this.limits.timeout_s * 1000,
+      env: this.spec.env,
+    });
+  }
+
+  protected async teardown(): Promise<void> {
+    this.driver.forget(this.id);
+    this.attachStream.destroy();
+    try {
+      await this.container.remove({ force: true });
+    } catch (e) {
+      // 404: already gone (AutoRemove won the race); 409: removal already in progress.
+      const code = statusCode(e);
+      if (code !== 404 && code !== 409) throw e;
+    }
+  }
+}
+
+export class DockerDriver implements SandboxDriver {
+  readonly kind = 'docker' as const;
+  readonly capabilities = DOCKER_CAPABILITIES;
+  readonly instanceId: string;
+  readonly docker: Docker;
+  readonly user: string;
+  readonly execPath: 'channel' | 'docker-exec';
+  private readonly log: SandboxLogger;
+  private readonly live = new Map<string, DockerSandbox>();
+  private readonly leaseTimer: NodeJS.Timeout;
+  private events: NodeJS.ReadableStream | null = null;
+  private closed = false;
+  private creating = 0;
+  private readonly createWaiters: (() => void)[] = [];
+  private reaper: { stop(): Promise<void> } | null = null;
+
+  constructor(private readonly opts: DockerDriverOptions) {
+    this.instanceId = opts.instanceId;
+    // No modem timeout: it is socket inactivity and would kill idle attach streams (dockerode #78).
+    this.docker = opts.docker ?? new Docker();
+    this.log = opts.logger ?? silentLogger;
+    this.user = opts.user ?? '65534:65534';
+    this.execPath = opts.execPath ?? 'channel';
+    this.leaseTimer = setInterval(() => {
+      for (const sb of this.live.values()) sb.refreshLease();
+    }, opts.leaseRefreshMs ?? 10_000);
+    this.leaseTimer.unref();
+  }
+
+  static async available(docker = new Docker()): Promise<boolean> {
+    try {
+      await docker.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Subscribes to die/oom events of this instance's containers. Call once before creating. */
+  async start(): Promise<void> {
+    if (this.events) return;
+    const stream = (await this.docker.getEvents({
+      filters: { type: ['container'], event: ['die', 'oom'], label: [`${LABEL.owner}=${this.instanceId}`] },
+    })) as NodeJS.ReadableStream;
+    this.events = stream;
+    let buf = '';
+    stream.on('data', (chunk: Buffer) => {
+      buf += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.trim()) this.onEvent(line);
+      }
+    });
+    stream.on('error', (e: Error) => this.log.warn({ err: e.message }, 'docker events stream error'));
+    stream.on('end', () => {
+      if (!this.closed) this.log.warn('docker events stream ended; OOM/exit reporting is off until restart');
+    });
+  }
+
+  private onEvent(line: string): void {
+    let ev: { status?: string; Action?: string; Actor?: { Attributes?: Record<string, string> } };
+    try {
+      ev = JSON.parse(line) as typeof ev;
+    } catch {
+      return;
+    }
+    const name = ev.Actor?.Attributes?.name;
+    const sb = name ? this.live.get(name) : undefined;
+    if (!sb) return;
+    const action = ev.Action ?? ev.status;
+    if (action === 'oom') sb.noteOom();
+    else if (action === 'die') sb.noteExit(ev.Actor?.Attributes?.exitCode);
+  }
+
+  forget(id: string): void {
+    this.live.delete(id);
+  }
+
+  private async slot(): Promise<() => void> {
+    const max = this.opts.createConcurrency ?? 4;
+    if (this.creating >= max) await new Promise<void>((r) => this.createWaiters.push(r));
+    this.creating += 1;
+    return () => {
+      this.creating -= 1;
+      this.createWaiters.shift()?.();
+    };
+  }
+
+  async create(spec: SandboxSpec): Promise<DockerSandbox> {
+    if (this.closed) throw new Error('docker driver closed');
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
+      this.opts.limitPolicy);
+    await this.start();
+    const release = await this.slot();
+    try {
+      return await this.createContainer(spec, limits);
+    } finally {
+      release();
+    }
+  }
+
+  private async createContainer(spec: SandboxSpec, limits: SandboxLimits): Promise<DockerSandbox> {
+    const workspace = spec.workspace ?? '/workspace';
+    const id = `sandgym-${this.instanceId.slice(0, 8)}-${randomBytes(5).toString('hex')}`;
+    const ttl = this.opts.leaseTtlMs ?? 60_000;
+    const labels: Record<string, string> = {
+      [LABEL.managed]: '1',
+      [LABEL.owner]: this.instanceId,
+      [LABEL.pool]: spec.pool ?? '',
+      [LABEL.expires]: String(Date.now() + (this.opts.maxLifetimeMs ?? 6 * 3600_000)),
+      [LABEL.ownerPid]: String(process.pid),
+      [LABEL.host]: this.opts.hostname ?? (await import('node:os')).hostname(),
+      [LABEL.memory]: String(limits.memory_mb),
+    };
+    const container = await this.docker.createContainer(
+      containerOptions({
+        name: id,
+        image: spec.image,
+        workspace,
+        limits,
+        labels,
+        env: spec.env ?? {},
+        user: this.user,
+        readonlyRoot: this.opts.readonlyRoot ?? true,
+        tmpSizeMb: this.opts.tmpSizeMb ?? 64,
+        runtime: this.opts.runtime,
+      }),
+    );
+    let stream: Duplex;
+    try {
+      // Attach before start so that no agent output is lost, and so that StdinOnce sees us.
+      stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
+    } catch (e) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw e;
+    }
+    const out = new PassThrough();
+    const err = new PassThrough();
+    this.docker.modem.demuxStream(stream, out, err);
+    // demuxStream never ends its targets: end them when the source ends (notes: dockerode pitfalls).
+    stream.on('end', () => out.end());
+    stream.on('close', () => out.end());
+    let stderrTail = '';
+    err.on('data', (c: Buffer) => {
+      stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
+    });
+    // Agent input goes to the hijacked socket; we never call end() on it while the sandbox lives
+    // (closing stdin destroys the socket, dockerode #53).
+    const channel = new CommandChannel(stream, out, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)) });
+    const sb = new DockerSandbox(id, spec, limits, workspace, channel, this.log, container, this, stream);
+    channel.onClose = (reason: string) => {
+      if (!sb.deadReason) {
+        const tail = stderrTail.trim();
+        sb.markDied(tail ? `${reason}: ${tail.split('\n').slice(-3).join(' | ')}` : reason);
+      }
+    };
+    this.live.set(id, sb);
+    try {
+      await container.start();
+      await channel.start();
+    } catch (e) {
+      await sb.destroy();
+      const tail = stderrTail.trim();
+      throw tail ? new Error(`${(e as Error).message}: ${tail}`) : e;
+    }
+    return sb;
+  }
+
+  async list(): Promise<SandboxInfo[]> {
+    const cs = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.managed}=1`] } });
+    return cs.map((c) => ({
+      id: c.Names[0]?.replace(/^\//, '') ?? c.Id,
+      owner: c.Labels[LABEL.owner] ?? '',
+      pool: c.Labels[LABEL.pool] ?? '',
+      expires: Number(c.Labels[LABEL.expires] ?? 0),
+      created: c.Created * 1000,
+      state: c.State,
+    }));
+  }
+
+  /** Ties a Reaper's lifetime to this driver (stopped in close()). */
+  attachReaper(r: { stop(): Promise<void> }): void {
+    this.reaper = r;
+  }
+
+  liveCount(): number {
+    return this.live.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.leaseTimer);
+    await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
+    await this.reaper?.stop();
+    const ev = this.events as (NodeJS.ReadableStream & { destroy?: () => void }) | null;
+    ev?.destroy?.();
+    this.events = null;
+  }
+}

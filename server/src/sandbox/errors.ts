@@ -1,0 +1,26 @@
+// Errors of the sandbox layer. The server maps SandboxGoneError to the env API's SandboxFailure
+// (-> SANDBOX_ERROR) and SandboxLimitError to INVALID_ARGUMENT; this layer never imports envs.
+
+/** The sandbox is dead or unusable (died, OOM, channel lost, destroyed). `reason` is user-facing. */
+export class SandboxGoneError extends Error {
+  override readonly name = 'SandboxGoneError';
+  readonly code = 'SANDBOX_GONE';
+  constructor(readonly reason: string) {
+    super(`sandbox unavailable: ${reason}`);
+  }
+}
+
+/** A requested limit exceeds the server maximum (or is not a positive number). */
+export class SandboxLimitError extends Error {
+  override readonly name = 'SandboxLimitError';
+  readonly code = 'SANDBOX_LIMIT';
+  constructor(readonly limit: string, message: string) {
+    super(message);
+  }
+}
+
+/** Bad exec request (e.g. an env var name that is not a shell identifier, a NUL byte in argv). */
+export class SandboxRequestError extends Error {
+  override readonly name = 'SandboxRequestError';
+  readonly code = 'SANDBOX_REQUEST';
+}

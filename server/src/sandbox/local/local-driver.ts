@@ -1,0 +1,215 @@
+// Local driver: bubblewrap. Each sandbox is `prlimit ... bwrap --unshare-all ... /bin/sh -c <agent>`
+// with the agent on the bwrap child's stdio. It isolates less than Docker: no cgroups (memory is an
+// RLIMIT_DATA per process, CPU an RLIMIT_CPU per process, no CPU quota, no OOM reporting), the host's
+// /usr is visible read-only, and the kernel surface is the host's. It exists so that sandgym works on
+// a machine without a Docker daemon.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { AGENT_SCRIPT } from '../channel/agent-script.js';
+import { CommandChannel } from '../channel/channel.js';
+import { ChannelSandbox } from '../channel-sandbox.js';
+import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
+import {
+  silentLogger,
+  type DriverCapabilities,
+  type SandboxDriver,
+  type SandboxInfo,
+  type SandboxLimits,
+  type SandboxLogger,
+  type SandboxSpec,
+} from '../types.js';
+
+export interface LocalDriverOptions {
+  instanceId: string;
+  logger?: SandboxLogger;
+  defaults?: SandboxLimits;
+  maxima?: SandboxLimits;
+  limitPolicy?: LimitPolicy;
+  /** First host uid handed to sandboxes when running as root (one uid per live sandbox). */
+  uidBase?: number;
+  /** Per-process CPU seconds (RLIMIT_CPU); bwrap has no CPU quota. */
+  cpuSeconds?: number;
+  tmpSizeMb?: number;
+  bwrapPath?: string;
+  prlimitPath?: string;
+}
+
+export const LOCAL_CAPABILITIES: DriverCapabilities = {
+  kind: 'local',
+  images: false,
+  network_isolation: true,
+  memory_limit: 'rlimit-data',
+  cpu_limit: 'rlimit-cpu-seconds',
+  pids_limit: 'rlimit-nproc-per-sandbox-uid',
+  disk_limit: 'tmpfs-size',
+  readonly_root: true,
+  oom_detection: false,
+  in_place_reset: true,
+  exec_fallback: false,
+};
+
+const STATE_DIR = '/run/sandgym';
+// Probed once at load: creation must not stat the host per sandbox.
+const HAS_LIB64 = existsSync('/lib64');
+const UID_SPAN = 60_000;
+
+class LocalSandbox extends ChannelSandbox {
+  constructor(
+    id: string,
+    spec: SandboxSpec,
+    limits: SandboxLimits,
+    workspace: string,
+    channel: CommandChannel,
+    log: SandboxLogger,
+    private readonly child: ChildProcess,
+    private readonly onGone: () => void,
+  ) {
+    super(id, 'local', spec, limits, workspace, channel, log);
+  }
+
+  refreshLease(): void {
+    this.channel.refreshLease();
+  }
+
+  protected async teardown(): Promise<void> {
+    // Killing the outer bwrap triggers --die-with-parent in the namespace's init, which takes every
+    // process of the pid namespace with it.
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+      this.child.kill('SIGKILL');
+      await exited;
+    }
+    this.onGone();
+  }
+}
+
+export class LocalDriver implements SandboxDriver {
+  readonly kind = 'local' as const;
+  readonly capabilities = LOCAL_CAPABILITIES;
+  readonly instanceId: string;
+  private readonly log: SandboxLogger;
+  private readonly live = new Map<string, LocalSandbox>();
+  private readonly usedUids = new Set<number>();
+  private nextUid = 0;
+  private readonly leaseTimer: NodeJS.Timeout;
+
+  constructor(private readonly opts: LocalDriverOptions) {
+    this.instanceId = opts.instanceId;
+    this.log = opts.logger ?? silentLogger;
+    // bwrap --die-with-parent already ties sandboxes to this process; the lease is a second line.
+    this.leaseTimer = setInterval(() => {
+      for (const sb of this.live.values()) sb.refreshLease();
+    }, 10_000);
+    this.leaseTimer.unref();
+  }
+
+  static available(bwrapPath = 'bwrap'): Promise<boolean> {
+    return new Promise((resolve) => {
+      const c = spawn(bwrapPath, ['--unshare-all', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin',
+        '--symlink', 'usr/lib', '/lib', ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+        '--', '/bin/true'], { stdio: 'ignore' });
+      c.on('error', () => resolve(false));
+      c.on('exit', (code) => resolve(code === 0));
+    });
+  }
+
+  private allocUid(): number | undefined {
+    if (process.getuid?.() !== 0) return undefined;
+    const base = this.opts.uidBase ?? 1_000_000;
+    for (let i = 0; i < UID_SPAN; i++) {
+      const uid = base + ((this.nextUid + i) % UID_SPAN);
+      if (!this.usedUids.has(uid)) {
+        this.nextUid = (this.nextUid + i + 1) % UID_SPAN;
+        this.usedUids.add(uid);
+        return uid;
+      }
+    }
+    throw new Error('no free sandbox uid');
+  }
+
+  async create(spec: SandboxSpec): Promise<LocalSandbox> {
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
+      this.opts.limitPolicy);
+    const workspace = spec.workspace ?? '/workspace';
+    const id = `sandgym-local-${randomBytes(6).toString('hex')}`;
+    // One host uid per sandbox: RLIMIT_NPROC counts processes per uid, so a shared uid would let one
+    // sandbox's fork bomb starve all the others (and uid 0 is exempt from it entirely).
+    const uid = this.allocUid();
+    const mb = 1024 * 1024;
+    const tmpMb = this.opts.tmpSizeMb ?? 64;
+    const prlimit = [
+      `--nproc=${limits.pids}`,
+      `--nofile=${limits.nofile}`,
+      `--data=${limits.memory_mb * mb}`,
+      `--fsize=${limits.disk_mb * mb}`,
+      `--cpu=${this.opts.cpuSeconds ?? 600}`,
+      '--core=0',
+    ];
+    const bwrap = [
+      '--unshare-all', '--die-with-parent', '--new-session',
+      '--ro-bind', '/usr', '/usr',
+      '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin', '--symlink', 'usr/lib', '/lib',
+      ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+      '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
+      '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+      '--proc', '/proc', '--dev', '/dev',
+      '--size', String(limits.disk_mb * mb), '--tmpfs', workspace,
+      '--size', String(tmpMb * mb), '--tmpfs', '/tmp',
+      '--size', String((limits.disk_mb + 64) * mb), '--tmpfs', STATE_DIR,
+      '--hostname', 'sandgym',
+      '--chdir', workspace,
+      '--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, 'attach',
+    ];
+    const child = spawn(this.opts.prlimitPath ?? 'prlimit', [...prlimit, '--', this.opts.bwrapPath ?? 'bwrap', ...bwrap], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      cwd: '/',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1',
+        ...spec.env },
+      ...(uid !== undefined ? { uid, gid: uid } : {}),
+    });
+    const releaseUid = () => {
+      if (uid !== undefined) this.usedUids.delete(uid);
+    };
+    let stderrTail = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
+    });
+    const channel = new CommandChannel(child.stdin!, child.stdout!, { leaseTicks: 12 });
+    const sb = new LocalSandbox(id, spec, limits, workspace, channel, this.log, child, () => {
+      this.live.delete(id);
+      releaseUid();
+    });
+    child.on('error', (e) => sb.markDied(`bubblewrap failed to start: ${e.message}`));
+    child.on('exit', (code, signal) => {
+      const why = stderrTail.trim() ? `: ${stderrTail.trim().split('\n').slice(-3).join(' | ')}` : '';
+      sb.markDied(`sandbox process exited (${signal ?? `code ${String(code)}`})${why}`);
+      this.live.delete(id);
+      releaseUid();
+    });
+    this.live.set(id, sb);
+    try {
+      await channel.start();
+    } catch (e) {
+      await sb.destroy();
+      throw e;
+    }
+    return sb;
+  }
+
+  async list(): Promise<SandboxInfo[]> {
+    return [...this.live.values()].map((sb) => ({
+      id: sb.id,
+      owner: this.instanceId,
+      pool: sb.spec.pool ?? '',
+      expires: Number.POSITIVE_INFINITY,
+      created: 0,
+      state: sb.deadReason ? 'dead' : 'running',
+    }));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.leaseTimer);
+    await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
+  }
+}

@@ -1,0 +1,315 @@
+// Warm pools. Creating a container costs 0.5-0.8 s and the daemon makes only 1-3 a second, so
+// sandboxes are created ahead of demand in the background and `acquire` is an in-memory pop. One pool
+// per (image, limits profile, workspace, env); PoolSet routes specs to pools.
+import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
+import { silentLogger, type DriverSandbox, type SandboxDriver, type SandboxLimits, type SandboxLogger, type SandboxSpec } from './types.js';
+
+export interface PoolOptions {
+  /** Idle sandboxes kept ready. */
+  minIdle?: number;
+  /** Live sandboxes (idle + creating + handed out) this pool may hold; acquirers beyond wait FIFO. */
+  maxTotal?: number;
+  /** Concurrent creations for this pool. */
+  refillConcurrency?: number;
+  /** Run a command before a sandbox joins the pool (default true). */
+  healthCheck?: boolean;
+  logger?: SandboxLogger;
+}
+
+export interface PoolStats {
+  key: string;
+  image: string;
+  idle: number;
+  creating: number;
+  in_use: number;
+  waiting: number;
+  hits: number;
+  misses: number;
+  created: number;
+  create_failures: number;
+  destroyed: number;
+  resets: number;
+}
+
+interface Waiter {
+  resolve: (sb: DriverSandbox) => void;
+  reject: (e: Error) => void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+export class SandboxPool {
+  readonly key: string;
+  private readonly idle: DriverSandbox[] = [];
+  private readonly inUse = new Set<DriverSandbox>();
+  private readonly waiters: Waiter[] = [];
+  private readonly pendingDestroys = new Set<Promise<void>>();
+  private creating = 0;
+  private consecutiveFailures = 0;
+  private lastError: Error | null = null;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private readonly s = { hits: 0, misses: 0, created: 0, create_failures: 0, destroyed: 0, resets: 0 };
+  private readonly minIdle: number;
+  private readonly maxTotal: number;
+  private readonly concurrency: number;
+  private readonly log: SandboxLogger;
+
+  constructor(
+    private readonly driver: SandboxDriver,
+    readonly spec: SandboxSpec,
+    private readonly opts: PoolOptions = {},
+    key?: string,
+  ) {
+    this.key = key ?? `${spec.image}|${spec.workspace ?? '/workspace'}`;
+    this.minIdle = opts.minIdle ?? 2;
+    this.maxTotal = Math.max(1, opts.maxTotal ?? 64);
+    this.concurrency = Math.max(1, opts.refillConcurrency ?? 2);
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  /** Starts filling to minIdle in the background. */
+  start(): void {
+    this.refill();
+  }
+
+  private total(): number {
+    return this.idle.length + this.creating + this.inUse.size;
+  }
+
+  /** Pops a warm sandbox, or waits (FIFO) for the next one. Never hands one sandbox out twice. */
+  acquire(signal?: AbortSignal): Promise<DriverSandbox> {
+    if (this.closed) return Promise.reject(new Error(`pool ${this.key} is closed`));
+    if (signal?.aborted) return Promise.reject(new Error('acquire aborted'));
+    // Only hand out a sandbox if no one queued before us (FIFO) and it is still alive.
+    while (this.waiters.length === 0 && this.idle.length > 0) {
+      const sb = this.idle.shift()!;
+      if (sb.deadReason) continue;
+      this.s.hits += 1;
+      this.inUse.add(sb);
+      this.refill();
+      return Promise.resolve(sb);
+    }
+    this.s.misses += 1;
+    return new Promise<DriverSandbox>((resolve, reject) => {
+      const w: Waiter = { resolve, reject, signal };
+      if (signal) {
+        w.onAbort = () => {
+          const i = this.waiters.indexOf(w);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(new Error('acquire aborted'));
+        };
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      this.waiters.push(w);
+      this.refill();
+    });
+  }
+
+  /**
+   * Returns a sandbox. Default: destroy it off the critical path (the next acquire gets a fresh one
+   * from the pool). With reset: kill every process, wipe workspace and /tmp, and put it back idle:
+   * ~10 ms instead of a container (re)creation, for envs that trust their own episodes not to taint
+   * anything outside those two directories (the root filesystem is read-only on Docker).
+   */
+  async release(sb: DriverSandbox, mode: { reset?: boolean } = {}): Promise<void> {
+    if (!this.inUse.delete(sb)) return; // idempotent: not ours or already released
+    if (mode.reset && !sb.deadReason && !this.closed) {
+      try {
+        await sb.reset();
+        this.s.resets += 1;
+        this.offer(sb);
+        return;
+      } catch (e) {
+        this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
+      }
+    }
+    this.destroyLater(sb);
+    this.refill();
+  }
+
+  private destroyLater(sb: DriverSandbox): void {
+    this.s.destroyed += 1;
+    const p = sb.destroy().finally(() => this.pendingDestroys.delete(p));
+    this.pendingDestroys.add(p);
+  }
+
+  /** A ready sandbox goes to the oldest waiter, else to the idle list. */
+  private offer(sb: DriverSandbox): void {
+    const w = this.waiters.shift();
+    if (w) {
+      if (w.signal && w.onAbort) w.signal.removeEventListener('abort', w.onAbort);
+      this.inUse.add(sb);
+      w.resolve(sb);
+      return;
+    }
+    if (this.closed) {
+      this.destroyLater(sb);
+      return;
+    }
+    this.idle.push(sb);
+    // A sandbox that dies while idle leaves the pool at once.
+    const off = sb.onDied(() => {
+      off();
+      const i = this.idle.indexOf(sb);
+      if (i >= 0) {
+        this.idle.splice(i, 1);
+        this.refill();
+      }
+    });
+  }
+
+  private refill(): void {
+    if (this.closed || this.retryTimer) return;
+    const want = this.minIdle + this.waiters.length;
+    while (
+      this.creating < this.concurrency &&
+      this.idle.length + this.creating < want &&
+      this.total() < this.maxTotal
+    ) {
+      this.creating += 1;
+      void this.createOne();
+    }
+  }
+
+  private async createOne(): Promise<void> {
+    let sb: DriverSandbox | null = null;
+    try {
+      sb = await this.driver.create(this.spec);
+      if (this.opts.healthCheck !== false) {
+        const r = await sb.exec({ argv: ['true'], timeout_ms: 10_000 });
+        if (r.exit_code !== 0) throw new Error(`health check failed: exit ${String(r.exit_code)} ${r.stderr.trim()}`);
+      }
+      this.s.created += 1;
+      this.consecutiveFailures = 0;
+    } catch (e) {
+      this.s.create_failures += 1;
+      this.consecutiveFailures += 1;
+      this.lastError = e as Error;
+      this.log.warn({ pool: this.key, err: (e as Error).message }, 'sandbox creation failed');
+      if (sb) void sb.destroy();
+      sb = null;
+    } finally {
+      this.creating -= 1;
+    }
+    if (sb) this.offer(sb);
+    if (this.consecutiveFailures >= 3 && this.waiters.length > 0 && this.creating === 0) {
+      // Repeated failures (missing image, daemon down): fail waiters rather than hang them forever.
+      const err = new Error(`cannot create sandboxes for ${this.spec.image}: ${this.lastError?.message ?? 'unknown error'}`);
+      for (const w of this.waiters.splice(0)) w.reject(err);
+    }
+    if (this.consecutiveFailures > 0) {
+      // Back off instead of hammering a failing daemon.
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(6, this.consecutiveFailures));
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.refill();
+      }, delay);
+      this.retryTimer.unref();
+      return;
+    }
+    this.refill();
+  }
+
+  stats(): PoolStats {
+    return {
+      key: this.key,
+      image: this.spec.image,
+      idle: this.idle.length,
+      creating: this.creating,
+      in_use: this.inUse.size,
+      waiting: this.waiters.length,
+      ...this.s,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    for (const w of this.waiters.splice(0)) w.reject(new Error(`pool ${this.key} closed`));
+    for (const sb of this.idle.splice(0)) this.destroyLater(sb);
+    for (const sb of [...this.inUse]) this.destroyLater(sb);
+    this.inUse.clear();
+    // Creations in flight land in offer() after close and are destroyed there.
+    while (this.creating > 0) await new Promise((r) => setTimeout(r, 50));
+    await Promise.all([...this.pendingDestroys]);
+  }
+}
+
+export interface PoolSetOptions extends PoolOptions {
+  defaults?: SandboxLimits;
+  maxima?: SandboxLimits;
+  limitPolicy?: LimitPolicy;
+  /** Log pool stats this often (ms); 0 disables. */
+  statsLogIntervalMs?: number;
+}
+
+/** Routes specs to pools keyed by image + limits profile (+ workspace and env). */
+export class PoolSet {
+  private readonly pools = new Map<string, SandboxPool>();
+  private readonly owner = new Map<DriverSandbox, SandboxPool>();
+  private readonly statsTimer: NodeJS.Timeout | null;
+  private readonly log: SandboxLogger;
+
+  constructor(
+    readonly driver: SandboxDriver,
+    private readonly opts: PoolSetOptions = {},
+  ) {
+    this.log = opts.logger ?? silentLogger;
+    const every = opts.statsLogIntervalMs ?? 60_000;
+    this.statsTimer = every > 0 ? setInterval(() => this.logStats(), every) : null;
+    this.statsTimer?.unref();
+  }
+
+  keyOf(spec: SandboxSpec): { key: string; limits: SandboxLimits } {
+    // Resolve (and validate) limits here so that a bad request fails before any pool is made.
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
+      this.opts.limitPolicy);
+    const env = spec.env ? JSON.stringify(Object.entries(spec.env).sort()) : '';
+    return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${env}`, limits };
+  }
+
+  pool(spec: SandboxSpec): SandboxPool {
+    const { key, limits } = this.keyOf(spec);
+    let p = this.pools.get(key);
+    if (!p) {
+      p = new SandboxPool(this.driver, { ...spec, limits, pool: spec.pool ?? key }, this.opts, key);
+      this.pools.set(key, p);
+      p.start();
+      this.log.info({ pool: key }, 'sandbox pool created');
+    }
+    return p;
+  }
+
+  /** Pre-creates the pool for a spec (e.g. for every env declaring a sandbox, at startup). */
+  warm(spec: SandboxSpec): void {
+    this.pool(spec);
+  }
+
+  async acquire(spec: SandboxSpec, signal?: AbortSignal): Promise<DriverSandbox> {
+    const p = this.pool(spec);
+    const sb = await p.acquire(signal);
+    this.owner.set(sb, p);
+    return sb;
+  }
+
+  async release(sb: DriverSandbox, mode: { reset?: boolean } = {}): Promise<void> {
+    const p = this.owner.get(sb);
+    if (!p) return;
+    this.owner.delete(sb);
+    await p.release(sb, mode);
+  }
+
+  stats(): PoolStats[] {
+    return [...this.pools.values()].map((p) => p.stats());
+  }
+
+  logStats(): void {
+    for (const s of this.stats()) this.log.info({ pool_stats: s }, 'sandbox pool');
+  }
+
+  async close(): Promise<void> {
+    if (this.statsTimer) clearInterval(this.statsTimer);
+    await Promise.all([...this.pools.values()].map((p) => p.close()));
+  }
+}

@@ -1,0 +1,53 @@
+// Detects Docker / bubblewrap for the sandbox suites. A missing facility skips with the reason, unless
+// SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 asks for a failure instead (CI sets both).
+import { execFile } from 'node:child_process';
+import Docker from 'dockerode';
+import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
+
+export const TEST_IMAGE = 'sandgym/busybox:1';
+
+export interface Facility {
+  ok: boolean;
+  reason: string;
+}
+
+async function imagePresent(docker: Docker, image: string): Promise<boolean> {
+  try {
+    await docker.getImage(image).inspect();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function dockerFacility(): Promise<Facility> {
+  const docker = new Docker();
+  try {
+    await docker.ping();
+  } catch (e) {
+    return { ok: false, reason: `no Docker daemon answers (${(e as Error).message}); run scripts/start-dockerd.sh` };
+  }
+  if (!(await imagePresent(docker, TEST_IMAGE))) {
+    return { ok: false, reason: `image ${TEST_IMAGE} missing; run \`node bin/sandgym.js images build\`` };
+  }
+  return { ok: true, reason: '' };
+}
+
+export async function bwrapFacility(): Promise<Facility> {
+  if (!(await LocalDriver.available())) return { ok: false, reason: 'bubblewrap (bwrap) missing or cannot create namespaces' };
+  return { ok: true, reason: '' };
+}
+
+/** Throws when the facility is required but missing; returns whether to run. */
+export function gate(name: 'docker' | 'bwrap', f: Facility): boolean {
+  const required = process.env[name === 'docker' ? 'SANDGYM_REQUIRE_DOCKER' : 'SANDGYM_REQUIRE_BWRAP'] === '1';
+  if (!f.ok && required) throw new Error(`${name} is required (SANDGYM_REQUIRE_${name.toUpperCase()}=1) but unavailable: ${f.reason}`);
+  if (!f.ok) console.warn(`[sandbox tests] skipping ${name} suites: ${f.reason}`);
+  return f.ok;
+}
+
+export function sh(cmd: string, args: string[]): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, (err, stdout) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout }));
+  });
+}

@@ -1,0 +1,85 @@
+// Leaks: a server killed with SIGKILL must not leave containers behind, and a container whose owner is
+// gone must expire by itself even if no server ever starts again.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DockerDriver, LABEL } from '../../src/sandbox/docker/docker-driver.js';
+import { Reaper } from '../../src/sandbox/reaper.js';
+import { TEST_IMAGE, dockerFacility, gate } from './facilities.js';
+
+const dockerOk = gate('docker', await dockerFacility());
+const here = path.dirname(fileURLToPath(import.meta.url));
+const stateDir = mkdtempSync(path.join(os.tmpdir(), 'sandgym-reaper-test-'));
+
+async function containersOf(docker: Docker, owner: string): Promise<string[]> {
+  const cs = await docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${owner}`] } });
+  return cs.map((c) => c.Names[0] ?? c.Id);
+}
+
+async function waitFor(pred: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await pred()) return true;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return pred();
+}
+
+describe.skipIf(!dockerOk)('sandbox leaks (docker)', () => {
+  const docker = new Docker();
+  afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
+
+  it('after kill -9 of the owner process, a new instance leaves zero leftovers within 60 s', async () => {
+    const owner = `leaky-${Date.now().toString(36)}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures/leaky-owner.ts'), owner, stateDir, '2'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let buf = '';
+      child.stdout.on('data', (c: Buffer) => {
+        buf += c.toString();
+        if (buf.includes('\n')) resolve(buf.split('\n')[0] ?? '');
+      });
+      child.on('exit', (code) => reject(new Error(`owner exited early (${String(code)})`)));
+    });
+    const { ids } = JSON.parse(line) as { ids: string[] };
+    expect(ids).toHaveLength(2);
+    expect((await containersOf(docker, owner)).length).toBe(2);
+    // A leaked container from a process that never ran the agent (no StdinOnce, no AutoRemove, no
+    // lease): only the reaper can remove this one.
+    const stray = await docker.createContainer({
+      Image: TEST_IMAGE,
+      Cmd: ['sleep', '3600'],
+      Labels: { [LABEL.managed]: '1', [LABEL.owner]: owner, [LABEL.expires]: String(Date.now() + 3600_000), [LABEL.ownerPid]: String(child.pid), [LABEL.host]: os.hostname() },
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await stray.start();
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    const t0 = Date.now();
+    const reaper = new Reaper({ docker, instanceId: `reaper-${Date.now().toString(36)}`, stateDir });
+    const report = await reaper.start();
+    await reaper.stop();
+    expect(report.removed.map((r) => r.reason).join(' ')).toMatch(/not running|no heartbeat/);
+    expect(await waitFor(async () => (await containersOf(docker, owner)).length === 0, 60_000)).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(60_000);
+  });
+
+  it('a sandbox whose owner stops refreshing its lease kills itself and is removed', async () => {
+    // Lease refresh effectively off, 10 s TTL: the in-container watchdog must end it on its own.
+    const driver = new DockerDriver({ instanceId: `lease-${Date.now().toString(36)}`, leaseRefreshMs: 3600_000, leaseTtlMs: 10_000 });
+    try {
+      const sb = await driver.create({ image: TEST_IMAGE });
+      const died = new Promise<string>((r) => sb.onDied(r));
+      expect(await waitFor(async () => (await containersOf(docker, driver.instanceId)).length === 0, 40_000)).toBe(true);
+      expect(await died).toMatch(/exited|closed/);
+    } finally {
+      await driver.close();
+    }
+  });
+});

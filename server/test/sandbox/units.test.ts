@@ -1,0 +1,46 @@
+// Pure units of the sandbox layer: limit resolution and the shell text the host builds.
+import { execFileSync } from 'node:child_process';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { buildCommandScript, escapeForPrintf, shellQuote } from '../../src/sandbox/channel/shell.js';
+import { SandboxLimitError, SandboxRequestError } from '../../src/sandbox/errors.js';
+import { DEFAULT_LIMITS, resolveLimits } from '../../src/sandbox/limits.js';
+
+const MAX = { memory_mb: 1024, cpus: 2, pids: 512, disk_mb: 1024, nofile: 4096, timeout_s: 600 };
+
+describe('resolveLimits', () => {
+  it('merges over defaults', () => {
+    expect(resolveLimits({ memory_mb: 256 }, DEFAULT_LIMITS, MAX)).toEqual({ ...DEFAULT_LIMITS, memory_mb: 256 });
+  });
+  it('refuses over-max and non-positive values with the limit named', () => {
+    expect(() => resolveLimits({ memory_mb: 4096 }, DEFAULT_LIMITS, MAX)).toThrow(SandboxLimitError);
+    expect(() => resolveLimits({ memory_mb: 4096 }, DEFAULT_LIMITS, MAX)).toThrow(/memory_mb=4096 exceeds the server maximum 1024/);
+    expect(() => resolveLimits({ pids: 0 }, DEFAULT_LIMITS, MAX)).toThrow(/pids must be a positive number/);
+    expect(() => resolveLimits({ cpus: Number.NaN }, DEFAULT_LIMITS, MAX)).toThrow(SandboxLimitError);
+  });
+  it('clamps when asked', () => {
+    expect(resolveLimits({ cpus: 8 }, DEFAULT_LIMITS, MAX, 'clamp').cpus).toBe(2);
+  });
+});
+
+describe('shell text', () => {
+  it('escapeForPrintf reproduces any bytes through the real printf of dash', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }).filter((b) => !b.includes(0)), (bytes) => {
+        const out = execFileSync('sh', ['-c', `printf '${escapeForPrintf(Buffer.from(bytes))}'`]);
+        expect([...out]).toEqual([...bytes]);
+      }),
+      { numRuns: 200 },
+    );
+  });
+  it('shellQuote survives quotes, spaces and $', () => {
+    for (const s of ["it's", 'a b', '$HOME', '`id`', '"', '\\', '\n']) {
+      expect(execFileSync('sh', ['-c', `printf %s ${shellQuote(s)}`]).toString()).toBe(s);
+    }
+  });
+  it('refuses env names that are not identifiers and NUL bytes', () => {
+    expect(() => buildCommandScript({ argv: ['true'], cwd: '/', env: { 'A;rm': 'x' } })).toThrow(SandboxRequestError);
+    expect(() => buildCommandScript({ argv: ['a\0b'], cwd: '/' })).toThrow(SandboxRequestError);
+    expect(() => buildCommandScript({ cwd: '/' })).toThrow(/argv \(non-empty\) or script/);
+  });
+});
