@@ -1,0 +1,477 @@
+// The web inspector's controller: connects to /v1/ws with the TS client, lists envs, makes/resets a
+// session, builds the action editor from the spec and keeps the transcript, reward chart, frames pane
+// and trajectory in step. All state lives here, in the page; the server sees an ordinary client.
+// window.__sandgymInspector exposes that state read-only for tests and curious users.
+import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
+import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
+import { fromJsonl, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
+import { toolsOf, type EnvSpec } from '../../play/types.js';
+import { chartData, renderChart, type ChartData } from './chart.js';
+import { byId, fmtNumber, h } from './dom.js';
+import { discreteEditor, jsonEditor, templateFor, textEditor, toolCallEditor, type Editor } from './forms.js';
+import { FramesPane, type FrameView } from './frames.js';
+import { Transcript, type ErrorView } from './transcript.js';
+
+interface InspectorState {
+  connected: boolean;
+  envs: string[];
+  envId: string | null;
+  session: string | null;
+  trajectory: Trajectory | null;
+  chartData: ChartData;
+  frames: FrameView[];
+  replay: { steps: number; differing: number; stoppedAt: number | null } | null;
+  /** Count of finished user operations (connect, make, reset, step, replay); tests wait on it. */
+  ops: number;
+  busy: boolean;
+  lastError: ErrorView | null;
+  trajectoryJsonl(): string | null;
+}
+
+declare global {
+  interface Window {
+    __sandgymInspector: InspectorState;
+  }
+}
+
+const el = {
+  form: byId<HTMLFormElement>('connect-form'),
+  url: byId<HTMLInputElement>('url'),
+  token: byId<HTMLInputElement>('token'),
+  encoding: byId<HTMLSelectElement>('encoding'),
+  status: byId('status'),
+  envSelect: byId<HTMLSelectElement>('env-select'),
+  envInfo: byId('env-info'),
+  kwargsBox: byId<HTMLDetailsElement>('kwargs-box'),
+  kwargs: byId<HTMLTextAreaElement>('kwargs'),
+  options: byId<HTMLTextAreaElement>('options'),
+  seed: byId<HTMLInputElement>('seed'),
+  task: byId<HTMLInputElement>('task'),
+  split: byId<HTMLSelectElement>('split'),
+  makeReset: byId<HTMLButtonElement>('make-reset'),
+  reset: byId<HTMLButtonElement>('reset'),
+  actionForm: byId<HTMLFormElement>('action-form'),
+  actionFields: byId('action-fields'),
+  step: byId<HTMLButtonElement>('step'),
+  episodeStatus: byId('episode-status'),
+  download: byId<HTMLButtonElement>('download'),
+  load: byId<HTMLInputElement>('load'),
+  loadButton: byId<HTMLButtonElement>('load-button'),
+  replaySummary: byId('replay-summary'),
+  chart: byId('chart'),
+  ret: byId('return'),
+  transcript: byId('transcript'),
+  frames: byId('frames'),
+  frameCount: byId('frame-count'),
+  clearFrames: byId<HTMLButtonElement>('clear-frames'),
+};
+
+const transcript = new Transcript(el.transcript);
+const framesPane = new FramesPane(el.frames, el.frameCount);
+let client: SandgymClient | null = null;
+let specs: EnvSpec[] = [];
+let handle: EnvHandle | null = null;
+/** The kwargs the current session was made with (recorded in trajectories for replay). */
+let handleKwargs: Record<string, unknown> | undefined;
+let editor: Editor | null = null;
+let traj: Trajectory | null = null;
+let queue: Promise<unknown> = Promise.resolve();
+
+const state: InspectorState = {
+  connected: false,
+  envs: [],
+  envId: null,
+  session: null,
+  trajectory: null,
+  chartData: { steps: [], components: [], episodeReturn: 0 },
+  frames: framesPane.frames,
+  replay: null,
+  ops: 0,
+  busy: false,
+  lastError: null,
+  trajectoryJsonl: () => (traj ? toJsonl(traj) : null),
+};
+window.__sandgymInspector = state;
+
+function asError(err: unknown): ErrorView {
+  const e = (err && typeof err === 'object' ? err : {}) as { code?: unknown; message?: unknown; details?: unknown };
+  return {
+    code: typeof e.code === 'string' ? e.code : 'ERROR',
+    message: typeof e.message === 'string' ? e.message : String(err),
+    ...(e.details !== undefined ? { details: e.details } : {}),
+  };
+}
+
+/** Runs user operations one at a time, in click order; failures land in the transcript. */
+function run(where: string, op: () => Promise<void>): Promise<void> {
+  const next = queue.then(async () => {
+    state.busy = true;
+    document.body.classList.add('busy');
+    try {
+      await op();
+    } catch (err) {
+      state.lastError = asError(err);
+      transcript.error(where, state.lastError);
+    } finally {
+      state.busy = false;
+      document.body.classList.remove('busy');
+      state.ops++;
+      refreshButtons();
+    }
+  });
+  queue = next;
+  return next;
+}
+
+function setStatus(text: string, kind: 'idle' | 'ok' | 'busy' | 'error'): void {
+  el.status.textContent = text;
+  el.status.dataset.state = kind;
+}
+
+function currentSpec(): EnvSpec | undefined {
+  return specs.find((s) => s.id === el.envSelect.value);
+}
+
+function episodeOver(): boolean {
+  const last = traj?.steps[traj.steps.length - 1];
+  return last !== undefined && (last.terminated || last.truncated);
+}
+
+function refreshButtons(): void {
+  const connected = client !== null && !client.closed;
+  el.envSelect.disabled = !connected;
+  el.makeReset.disabled = !connected || !el.envSelect.value;
+  el.reset.disabled = !connected || handle === null;
+  el.step.disabled = !connected || handle === null || traj === null;
+  el.download.disabled = traj === null;
+  el.loadButton.disabled = !connected;
+  const last = traj?.steps[traj.steps.length - 1];
+  el.episodeStatus.textContent = !traj ? '' : episodeOver() ? `episode ${last?.terminated ? 'terminated' : 'truncated'} · reset to play again` : `step ${traj.steps.length + 1} next`;
+}
+
+function updateChart(): void {
+  const spec = handle?.spec as EnvSpec | undefined;
+  state.chartData = chartData(spec?.rubric, traj?.steps ?? []);
+  const slots = typeof spec?.max_episode_steps === 'number' && spec.max_episode_steps <= 60 ? spec.max_episode_steps : 10;
+  renderChart(el.chart, state.chartData, slots);
+  el.ret.textContent = traj ? `return ${fmtNumber(state.chartData.episodeReturn)} over ${traj.steps.length} step${traj.steps.length === 1 ? '' : 's'}` : '';
+}
+
+function describeSpec(spec: EnvSpec): void {
+  const facts: [string, string][] = [
+    ['action', spaceLabel(spec.action_space)],
+    ['observation', spaceLabel(spec.observation_space)],
+    ['max steps', spec.max_episode_steps == null ? 'unlimited' : String(spec.max_episode_steps)],
+  ];
+  if (spec.reward_range) facts.push(['reward range', `[${spec.reward_range.join(', ')}]`]);
+  if (spec.rubric?.length) facts.push(['rubric', spec.rubric.map((r) => `${r.name} ×${r.weight}`).join(', ')]);
+  if (spec.tasks) facts.push(['tasks', Object.entries(spec.tasks.splits).map(([k, n]) => `${k} ${n}`).join(', ')]);
+  el.envInfo.replaceChildren(
+    h('p', { class: 'env-desc' }, spec.description ?? ''),
+    h('dl', {}, ...facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+  );
+  const hasTasks = spec.tasks !== undefined;
+  for (const t of Array.from(document.querySelectorAll<HTMLElement>('.task-only'))) t.hidden = !hasTasks;
+  el.split.replaceChildren(h('option', { value: '' }, '(any)'), ...Object.keys(spec.tasks?.splits ?? {}).map((k) => h('option', { value: k }, k)));
+  const kwProps = spec.kwargs_schema?.properties;
+  el.kwargsBox.hidden = !(kwProps && Object.keys(kwProps).length > 0);
+}
+
+function spaceLabel(space: { type: string; [k: string]: unknown }): string {
+  switch (space.type) {
+    case 'text':
+      return `text ≤ ${String(space.max_length)}`;
+    case 'discrete':
+      return `discrete n=${String(space.n)}`;
+    case 'tool_call':
+      return `tool_call: ${(Array.isArray(space.tools) ? (space.tools as { name: string }[]) : []).map((t) => t.name).join(', ')}`;
+    case 'box':
+      return `box ${JSON.stringify(space.shape)} ${String(space.dtype)}`;
+    case 'dict':
+      return `dict {${(Array.isArray(space.spaces) ? (space.spaces as { key: string }[]) : []).map((s) => s.key).join(', ')}}`;
+    default:
+      return space.type;
+  }
+}
+
+function buildEditor(spec: EnvSpec): void {
+  const submit = () => el.actionForm.requestSubmit();
+  const space = spec.action_space;
+  if (space.type === 'tool_call') editor = toolCallEditor(toolsOf(spec), submit);
+  else if (space.type === 'text') editor = textEditor(space, submit);
+  else if (space.type === 'discrete') editor = discreteEditor(space, submit);
+  else editor = jsonEditor(templateFor(space), `${space.type} action (JSON)`);
+  el.actionFields.replaceChildren(editor.el, h('p', { id: 'action-error', class: 'action-error', role: 'alert' }));
+}
+
+function showActionError(text: string): void {
+  const p = document.getElementById('action-error');
+  if (p) p.textContent = text;
+}
+
+async function doConnect(): Promise<void> {
+  if (client) {
+    const old = client;
+    client = null;
+    handle = null;
+    await old.close().catch(() => undefined);
+  }
+  state.connected = false;
+  setStatus('connecting…', 'busy');
+  framesPane.clear();
+  const token = el.token.value.trim();
+  try {
+    client = await connect(el.url.value.trim(), {
+      encoding: el.encoding.value === 'msgpack' ? 'msgpack' : 'json',
+      clientName: 'sandgym-inspector',
+      onFrame: (f) => framesPane.add(f),
+      ...(token ? { token } : {}),
+    });
+  } catch (err) {
+    const e = asError(err);
+    setStatus(e.code === 'UNAUTHORIZED' || /4401/.test(e.message) ? 'unauthorized: enter the token' : `cannot connect (${e.code})`, 'error');
+    throw err;
+  }
+  const c = client;
+  c.on('close', (err) => {
+    if (client !== c) return;
+    state.connected = false;
+    handle = null;
+    state.session = null;
+    const e = asError(err);
+    setStatus(`disconnected (${String((e.details as { server_code?: string } | undefined)?.server_code ?? e.code)})`, 'error');
+    transcript.error('connection', e);
+    refreshButtons();
+  });
+  c.on('event', (ev) => {
+    transcript.note(`server event ${ev.event}${ev.session ? ` for session ${ev.session}` : ''}${ev.details ? ` ${JSON.stringify(ev.details)}` : ''}`, 'bad');
+    if (ev.event === 'session_closed' && handle && ev.session === handle.session) {
+      handle = null;
+      state.session = null;
+      refreshButtons();
+    }
+  });
+  specs = (await c.listEnvs()) as unknown as EnvSpec[];
+  state.envs = specs.map((s) => s.id);
+  state.connected = true;
+  setStatus(`connected · ${c.serverInfo.name} ${c.serverInfo.version} · protocol v${c.protocolVersion} · ${c.encoding}`, 'ok');
+  const wanted = new URLSearchParams(location.search).get('env') ?? el.envSelect.value;
+  el.envSelect.replaceChildren(...specs.map((s) => h('option', { value: s.id }, s.id)));
+  if (wanted && specs.some((s) => s.id === wanted)) el.envSelect.value = wanted;
+  const spec = currentSpec();
+  if (spec) describeSpec(spec);
+}
+
+function readResetParams(): { seed?: number; options: Record<string, unknown> } | string {
+  const seedText = el.seed.value.trim();
+  const out: { seed?: number; options: Record<string, unknown> } = { options: {} };
+  const optText = el.options.value.trim();
+  if (optText !== '') {
+    let v: unknown;
+    try {
+      v = JSON.parse(optText);
+    } catch (err) {
+      return `reset options: not valid JSON (${(err as Error).message})`;
+    }
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return 'reset options must be a JSON object';
+    out.options = { ...(v as Record<string, unknown>) };
+  }
+  if (seedText !== '') {
+    const n = Number(seedText);
+    if (!Number.isSafeInteger(n) || n < 0) return `seed must be an integer in 0..2^53-1, got '${seedText}'`;
+    out.seed = n;
+  } else {
+    // Always send an explicit seed so the trajectory can be replayed exactly.
+    out.seed = Math.floor(Math.random() * 1_000_000);
+  }
+  if (!el.task.closest('label')?.hidden && el.task.value.trim() !== '') out.options.task_id = el.task.value.trim();
+  if (!el.split.closest('label')?.hidden && el.split.value !== '') out.options.split = el.split.value;
+  return out;
+}
+
+function readKwargs(): Record<string, unknown> | undefined {
+  if (el.kwargsBox.hidden) return undefined;
+  const t = el.kwargs.value.trim();
+  if (t === '' || t === '{}') return undefined;
+  const v: unknown = JSON.parse(t);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw Object.assign(new Error('make kwargs must be a JSON object'), { code: 'INVALID_KWARGS' });
+  return v as Record<string, unknown>;
+}
+
+async function doMake(envId: string, kwargs: Record<string, unknown> | undefined): Promise<void> {
+  if (!client) throw Object.assign(new Error('not connected'), { code: 'NOT_CONNECTED' });
+  if (handle) {
+    const old = handle;
+    handle = null;
+    await old.close().catch(() => undefined);
+  }
+  handle = await client.make(envId, kwargs);
+  handleKwargs = kwargs;
+  state.envId = envId;
+  state.session = handle.session;
+  buildEditor(handle.spec as unknown as EnvSpec);
+}
+
+async function doReset(params: { seed?: number; options: Record<string, unknown> }, label = 'reset'): Promise<ResetRecord> {
+  if (!handle) throw Object.assign(new Error('make an env first'), { code: 'NO_SESSION' });
+  const r = await handle.reset({ ...(params.seed !== undefined ? { seed: params.seed } : {}), options: params.options });
+  const rec: ResetRecord = {
+    type: 'reset',
+    env_id: handle.spec.id,
+    ...(handleKwargs ? { kwargs: handleKwargs } : {}),
+    seed: params.seed ?? null,
+    options: params.options,
+    observation: r.observation,
+    info: r.info,
+  };
+  traj = { reset: rec, steps: [] };
+  state.trajectory = traj;
+  state.replay = null;
+  el.replaySummary.hidden = true;
+  transcript.clear();
+  transcript.reset(rec, label);
+  updateChart();
+  editor?.focus();
+  return rec;
+}
+
+async function doStep(action: unknown, saved?: StepRecord): Promise<StepRecord> {
+  if (!handle || !traj) throw Object.assign(new Error('reset first'), { code: 'NO_SESSION' });
+  const r = await handle.step(action);
+  const rec: StepRecord = { type: 'step', step: traj.steps.length + 1, action, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+  traj.steps.push(rec);
+  transcript.step(rec, traj.steps.reduce((a, st) => a + st.reward, 0), saved);
+  updateChart();
+  return rec;
+}
+
+async function doReplay(text: string, fileName: string): Promise<void> {
+  const saved = fromJsonl(text);
+  if (!handle || handle.spec.id !== saved.reset.env_id || JSON.stringify(handleKwargs ?? null) !== JSON.stringify(saved.reset.kwargs ?? null)) {
+    if (!specs.some((s) => s.id === saved.reset.env_id)) throw Object.assign(new Error(`this server has no env '${saved.reset.env_id}'`), { code: 'UNKNOWN_ENV' });
+    el.envSelect.value = saved.reset.env_id;
+    describeSpec(currentSpec() as EnvSpec);
+    await doMake(saved.reset.env_id, saved.reset.kwargs);
+  }
+  if (saved.reset.seed !== null) el.seed.value = String(saved.reset.seed);
+  el.options.value = Object.keys(saved.reset.options).length > 0 ? JSON.stringify(saved.reset.options) : '';
+  await doReset({ ...(saved.reset.seed !== null ? { seed: saved.reset.seed } : {}), options: saved.reset.options }, `replay of ${fileName}`);
+  let differing = 0;
+  let stoppedAt: number | null = null;
+  for (const rec of saved.steps) {
+    try {
+      const got = await doStep(rec.action, rec);
+      if (Math.abs(got.reward - rec.reward) > 1e-9) differing++;
+    } catch (err) {
+      stoppedAt = rec.step;
+      transcript.error(`replay step ${rec.step}`, asError(err));
+      break;
+    }
+  }
+  const done = traj?.steps.length ?? 0;
+  state.replay = { steps: done, differing, stoppedAt };
+  el.replaySummary.hidden = false;
+  el.replaySummary.className = `replay-summary ${differing === 0 && stoppedAt === null ? 'good' : 'bad'}`;
+  el.replaySummary.textContent =
+    stoppedAt !== null
+      ? `replay stopped at step ${stoppedAt} of ${saved.steps.length}`
+      : differing === 0
+        ? `replayed ${done} steps: every reward matches`
+        : `replayed ${done} steps: ${differing} reward${differing === 1 ? '' : 's'} differ`;
+  transcript.note(el.replaySummary.textContent, differing === 0 && stoppedAt === null ? 'good' : 'bad');
+}
+
+function download(): void {
+  if (!traj) return;
+  const blob = new Blob([toJsonl(traj)], { type: 'application/x-ndjson' });
+  const a = h('a', { href: URL.createObjectURL(blob), download: `${traj.reset.env_id.replace(/[^A-Za-z0-9_.-]+/g, '_')}-seed${traj.reset.seed ?? 'none'}.jsonl` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
+// --- wiring -----------------------------------------------------------------------------------
+
+const params = new URLSearchParams(location.search);
+el.url.value = params.get('url') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/ws`;
+if (params.get('encoding') === 'msgpack') el.encoding.value = 'msgpack';
+if (params.get('seed')) el.seed.value = params.get('seed') ?? '';
+if (params.get('task')) el.task.value = params.get('task') ?? '';
+if (params.get('options')) el.options.value = params.get('options') ?? '';
+
+el.form.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  void run('connect', doConnect);
+});
+el.envSelect.addEventListener('change', () => {
+  const spec = currentSpec();
+  if (spec) describeSpec(spec);
+  refreshButtons();
+});
+el.makeReset.addEventListener('click', () => {
+  void run('make', async () => {
+    const p = readResetParams();
+    if (typeof p === 'string') throw Object.assign(new Error(p), { code: 'BAD_INPUT' });
+    await doMake(el.envSelect.value, readKwargs());
+    await doReset(p);
+  });
+});
+el.reset.addEventListener('click', () => {
+  void run('reset', async () => {
+    const p = readResetParams();
+    if (typeof p === 'string') throw Object.assign(new Error(p), { code: 'BAD_INPUT' });
+    await doReset(p);
+  });
+});
+el.actionForm.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  if (!editor || el.step.disabled) return;
+  const r = editor.read();
+  if (!r.ok) {
+    showActionError(r.error);
+    return;
+  }
+  showActionError('');
+  const used = editor;
+  void run('step', async () => {
+    await doStep(r.value);
+    used.afterStep?.();
+  });
+});
+el.download.addEventListener('click', download);
+el.load.addEventListener('change', () => {
+  const file = el.load.files?.[0];
+  if (!file) return;
+  void run('replay', async () => {
+    await doReplay(await file.text(), file.name);
+  });
+  el.load.value = '';
+});
+el.loadButton.addEventListener('click', () => el.load.click());
+el.clearFrames.addEventListener('click', () => framesPane.clear());
+
+updateChart();
+refreshButtons();
+// Connect straight away unless told not to: against a token-less local server the page is ready at once.
+if (params.get('connect') !== '0') {
+  void run('connect', async () => {
+    try {
+      await doConnect();
+    } catch (err) {
+      // A token-protected server: say so in the status line, not as a transcript error.
+      if (asError(err).code === 'UNAUTHORIZED' || client === null) {
+        el.token.focus();
+        return;
+      }
+      throw err;
+    }
+    if (params.get('env') && params.get('autoreset') === '1') {
+      const p = readResetParams();
+      if (typeof p !== 'string') {
+        await doMake(el.envSelect.value, undefined);
+        await doReset(p);
+      }
+    }
+  });
+}

@@ -1,0 +1,336 @@
+// `sandgym play <env_id>`: the thin terminal layer over PlaySession. Connects to --url, or starts an
+// in-process server on a free loopback port, then runs a readline loop (history, line editing) feeding
+// lines to the session one at a time, in order, even when pasted faster than steps complete.
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
+import type { PlayBackend, PlayFiles } from './backend.js';
+import { formatError, makeStyle, wantsColour } from './format.js';
+import { parseSeed, PlaySession } from './session.js';
+import type { EnvSpec } from './types.js';
+
+export const PLAY_HELP = `Usage: sandgym play <env_id> [options] [-- serve options]
+
+Step through one environment by hand, over the same protocol trainers use.
+Without --url an in-process server (built-in envs) is started on a free loopback port.
+
+Options:
+  --url <ws-url>         connect to a running server (ws://HOST:PORT/v1/ws)
+  --token <t>            bearer token (default: $SANDGYM_TOKEN)
+  --seed <n>             seed of the first reset (default: random, printed)
+  --task <id>            reset option task_id (task envs)
+  --split <name>         reset option split (task envs)
+  --options <json>       more reset options, a JSON object (e.g. '{"word": "crane"}')
+  --kwargs <json>        make kwargs, a JSON object
+  --encoding <e>         json | msgpack (default json)
+  --fixtures             in-process server: also register the test/* fixture envs
+  --env-module <path>    in-process server: load envs from this module (repeatable)
+  --driver <kind>        in-process server: sandbox driver docker | local | auto
+                         (needed by envs that run a sandbox, e.g. shell-v0, code-v0)
+  --config <file>        in-process server: JSON config file (as for sandgym serve)
+  -- <serve options>     in-process server: any other \`sandgym serve\` option
+  -h, --help             show this help
+
+In the REPL, type an action (a tool call like \`bash ls -la\` or \`submit 42\`, raw JSON,
+or the text of a text action) or a command (:reset [seed], :task ID, :spec, :history,
+:save FILE.jsonl, :replay FILE.jsonl, :help, :quit).`;
+
+export interface PlayArgs {
+  envId: string;
+  url?: string;
+  token?: string;
+  seed?: number;
+  task?: string;
+  split?: string;
+  options?: Record<string, unknown>;
+  kwargs?: Record<string, unknown>;
+  encoding: 'json' | 'msgpack';
+  fixtures: boolean;
+  envModules: string[];
+  driver?: string;
+  config?: string;
+  /** Arguments after `--`, handed to the in-process server exactly as `sandgym serve` takes them. */
+  serverArgs: string[];
+}
+
+export class PlayUsageError extends Error {
+  override readonly name = 'PlayUsageError';
+}
+
+/** Parses argv (after `play`); null means --help. Throws PlayUsageError with a readable message. */
+export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlayArgs | null {
+  const dashes = argv.indexOf('--');
+  const own = dashes < 0 ? argv : argv.slice(0, dashes);
+  const serverArgs = dashes < 0 ? [] : argv.slice(dashes + 1);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: own,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        seed: { type: 'string' },
+        task: { type: 'string' },
+        split: { type: 'string' },
+        options: { type: 'string' },
+        kwargs: { type: 'string' },
+        encoding: { type: 'string' },
+        fixtures: { type: 'boolean' },
+        'env-module': { type: 'string', multiple: true },
+        driver: { type: 'string' },
+        config: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new PlayUsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return null;
+  if (positionals.length !== 1) throw new PlayUsageError(positionals.length === 0 ? 'missing <env_id>' : `expected one env id, got ${positionals.length}: ${positionals.join(' ')}`);
+  const args: PlayArgs = {
+    envId: positionals[0] as string,
+    encoding: 'json',
+    fixtures: values.fixtures ?? false,
+    envModules: values['env-module'] ?? [],
+    serverArgs,
+  };
+  if (values.url !== undefined) {
+    if (!/^wss?:\/\/[^/]+/.test(values.url)) throw new PlayUsageError(`--url must be a ws:// or wss:// URL, got '${values.url}'`);
+    if (values.fixtures || values['env-module'] || values.config || values.driver || serverArgs.length > 0) {
+      throw new PlayUsageError('--fixtures, --env-module, --driver, --config and -- <serve options> configure the in-process server; they do not apply with --url');
+    }
+    args.url = values.url;
+  }
+  const token = values.token ?? env.SANDGYM_TOKEN;
+  if (token !== undefined && token !== '') args.token = token;
+  if (values.seed !== undefined) {
+    const seed = parseSeed(values.seed);
+    if (seed === null) throw new PlayUsageError(`--seed must be an integer in 0..2^53-1, got '${values.seed}'`);
+    args.seed = seed;
+  }
+  if (values.task !== undefined) args.task = values.task;
+  if (values.split !== undefined) args.split = values.split;
+  if (values.kwargs !== undefined) args.kwargs = jsonObjectFlag('kwargs', values.kwargs);
+  if (values.options !== undefined) args.options = jsonObjectFlag('options', values.options);
+  if (values.encoding !== undefined) {
+    if (values.encoding !== 'json' && values.encoding !== 'msgpack') throw new PlayUsageError(`--encoding must be json or msgpack, got '${values.encoding}'`);
+    args.encoding = values.encoding;
+  }
+  if (values.config !== undefined) args.config = values.config;
+  if (values.driver !== undefined) args.driver = values.driver;
+  return args;
+}
+
+function jsonObjectFlag(name: string, raw: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch (err) {
+    throw new PlayUsageError(`--${name} must be a JSON object: ${(err as Error).message}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new PlayUsageError(`--${name} must be a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+/** Starts a server in this process on 127.0.0.1:0; returns its URL and a stop function. */
+async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop: () => Promise<void> }> {
+  const { buildApp } = await import('../app.js');
+  // The same flags and validation as `sandgym serve`, so every server option works here too.
+  const { serveConfigFromArgs } = await import('../cli/serve.js');
+  const serveArgv = [
+    ...(args.config !== undefined ? ['--config', args.config] : []),
+    ...(args.fixtures ? ['--fixtures'] : []),
+    ...args.envModules.flatMap((m) => ['--env-module', m]),
+    ...(args.driver !== undefined ? ['--driver', args.driver] : []),
+    ...args.serverArgs,
+  ];
+  const cfg = await serveConfigFromArgs(serveArgv, {});
+  if (cfg === null) throw new PlayUsageError('see `sandgym serve --help` for the options after --');
+  const sg = await buildApp({
+    ...cfg,
+    // Private to this process: loopback, any free port, and only the token play itself sends.
+    host: '127.0.0.1',
+    port: 0,
+    tokens: args.token ? [args.token] : [],
+    // The REPL owns the terminal: only real problems may interleave with it, unless asked otherwise.
+    log_level: serveArgv.includes('--log-level') ? cfg.log_level : 'error',
+  });
+  await sg.app.listen({ host: '127.0.0.1', port: 0 });
+  return { url: sg.url(), stop: () => sg.app.close() };
+}
+
+function clientBackend(client: SandgymClient): PlayBackend {
+  return {
+    async make(envId, kwargs) {
+      const handle = await client.make(envId, kwargs);
+      return {
+        spec: handle.spec as unknown as EnvSpec,
+        reset: (a) => handle.reset(a),
+        step: (action) => handle.step(action),
+        close: () => handle.close(),
+      };
+    },
+  };
+}
+
+const nodeFiles: PlayFiles = {
+  readText: (path) => readFile(path, 'utf8'),
+  writeText: (path, text) => writeFile(path, text, 'utf8'),
+};
+
+function historyFile(env: NodeJS.ProcessEnv): string | null {
+  if (env.SANDGYM_HISTORY_FILE !== undefined) return env.SANDGYM_HISTORY_FILE === '' ? null : env.SANDGYM_HISTORY_FILE;
+  return join(homedir(), '.sandgym', 'play_history');
+}
+
+async function loadHistory(path: string | null): Promise<string[]> {
+  if (!path) return [];
+  try {
+    // readline wants most recent first.
+    return (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '').slice(-500).reverse();
+  } catch {
+    return [];
+  }
+}
+
+async function saveHistoryLine(path: string | null, line: string): Promise<void> {
+  if (!path || line.trim() === '') return;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    await appendFile(path, line.replace(/\n/g, ' ') + '\n');
+  } catch {
+    /* history is a convenience; never fail the REPL over it */
+  }
+}
+
+export async function runPlayCli(argv: string[]): Promise<number> {
+  const out = process.stdout;
+  const err = process.stderr;
+  let args: PlayArgs | null;
+  try {
+    args = parsePlayArgs(argv);
+  } catch (e) {
+    err.write(`sandgym play: ${(e as Error).message}\nRun "sandgym play --help" for usage.\n`);
+    return 2;
+  }
+  if (args === null) {
+    out.write(PLAY_HELP + '\n');
+    return 0;
+  }
+  // `sandgym play ... | head`: a closed pipe ends the program quietly, as for any Unix filter.
+  out.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+  const colour = wantsColour(out, process.env);
+  const st = makeStyle(colour);
+
+  let server: { url: string; stop: () => Promise<void> } | null = null;
+  let url = args.url;
+  if (url === undefined) {
+    try {
+      server = await startInProcessServer(args);
+    } catch (e) {
+      if (e instanceof PlayUsageError || (e as Error).name === 'UsageError' || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+        err.write(`sandgym play: ${(e as Error).message}\nRun "sandgym play --help" for usage.\n`);
+        return 2;
+      }
+      err.write(`sandgym play: cannot start the in-process server: ${(e as Error).message}\n`);
+      return 1;
+    }
+    url = server.url;
+    out.write(st.dim(`in-process server on ${url} (pass --url to use a running one)`) + '\n');
+  }
+
+  let client: SandgymClient;
+  try {
+    client = await connect(url, { token: args.token, encoding: args.encoding, clientName: 'sandgym-play' });
+  } catch (e) {
+    err.write(`sandgym play: cannot connect to ${url}\n${formatError(e, st)}\n`);
+    await server?.stop();
+    return 1;
+  }
+  client.on('event', (ev) => {
+    const details = ev.details ? ` ${JSON.stringify(ev.details)}` : '';
+    out.write(`\n${st.yellow(`server event ${ev.event}${ev.session ? ` (session ${ev.session})` : ''}${details}`)}\n`);
+  });
+  let leaving = false;
+  client.on('close', (e) => {
+    if (!leaving) out.write(`\n${formatError(e, st)}\n`);
+  });
+
+  const session = new PlaySession({
+    backend: clientBackend(client),
+    files: nodeFiles,
+    envId: args.envId,
+    colour,
+    ...(args.kwargs ? { kwargs: args.kwargs } : {}),
+    ...(args.seed !== undefined ? { seed: args.seed } : {}),
+    ...(args.task !== undefined ? { task: args.task } : {}),
+    ...(args.split !== undefined ? { split: args.split } : {}),
+    ...(args.options ? { options: args.options } : {}),
+  });
+  const started = await session.start();
+  out.write(started.output + '\n');
+  if (!started.ok) {
+    await client.close().catch(() => undefined);
+    await server?.stop();
+    return 1;
+  }
+  try {
+    await repl(session, out);
+  } finally {
+    leaving = true;
+    await session.close();
+    await client.close().catch(() => undefined);
+    await server?.stop().catch(() => undefined);
+  }
+  return 0;
+}
+
+async function repl(session: PlaySession, out: NodeJS.WriteStream): Promise<void> {
+  const interactive = process.stdin.isTTY === true && out.isTTY === true;
+  // Piped input (scripts, CI) gets the outputs only, without prompts between them.
+  const histPath = interactive ? historyFile(process.env) : null;
+  const rl: Interface = createInterface({
+    input: process.stdin,
+    output: interactive ? out : undefined,
+    terminal: interactive,
+    historySize: 500,
+    history: await loadHistory(histPath),
+    removeHistoryDuplicates: true,
+    prompt: session.prompt,
+  });
+  let interrupted = false;
+  rl.on('SIGINT', () => {
+    // First Ctrl-C clears the line, a second one on an empty line leaves (like node's REPL).
+    if (interrupted || rl.line === '') {
+      if (interrupted) return rl.close();
+      interrupted = true;
+      out.write('\n(press Ctrl-C again, Ctrl-D or type :quit to leave)\n');
+    } else {
+      out.write('\n');
+    }
+    rl.write(null, { ctrl: true, name: 'u' });
+    rl.prompt();
+  });
+  if (interactive) rl.prompt();
+  for await (const line of rl) {
+    interrupted = false;
+    await saveHistoryLine(histPath, line);
+    const result = await session.handleLine(line);
+    if (result.output !== '') out.write(result.output + '\n');
+    if (result.quit) break;
+    if (interactive) {
+      rl.setPrompt(session.prompt);
+      rl.prompt();
+    }
+  }
+  rl.close();
+}
