@@ -1,7 +1,7 @@
 """Sans-I/O protocol core: request ids, framing, reply routing, error mapping, events.
 
 Nothing here touches a socket, a thread or an event loop. The I/O layers (:mod:`sandgym.client`
-for asyncio, :mod:`sandgym.sync` on top of it) feed received frames to :meth:`ProtocolCore.receive`
+for asyncio, :mod:`sandgym.sync` over websockets' blocking API with leader/follower reads) feed received frames to :meth:`ProtocolCore.receive`
 and send what :meth:`ProtocolCore.request` returns; the core tells them which pending call a reply
 belongs to. Each pending call carries an opaque ``token`` of the layer's choosing (a future).
 

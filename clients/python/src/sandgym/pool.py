@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any, Coroutine, Sequence, TypeVar
+import threading
+from typing import Any, Sequence, TypeVar
 
 from .client import AsyncClient, AsyncEnv
 from .errors import ConnectionClosedError, SandgymError
-from .sync import Env, _LoopThread
+from .sync import Client, Env
 
 __all__ = ["AsyncClientPool", "ClientPool"]
 
@@ -138,7 +139,8 @@ class AsyncClientPool:
 
 
 class ClientPool:
-    """Blocking :class:`AsyncClientPool` (its own private loop thread, like :class:`Client`)."""
+    """Blocking :class:`AsyncClientPool`: several :class:`Client` connections behind one ``make``
+    (same placement, reconnect and CAPACITY rules). Thread-safe like :class:`Client`."""
 
     def __init__(
         self,
@@ -148,39 +150,92 @@ class ClientPool:
         placement: str = "least_loaded",
         **client_kwargs: Any,
     ) -> None:
-        self._lt = _LoopThread("sandgym-pool-loop")
+        urls = [urls] if isinstance(urls, str) else list(urls)
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}")
+        if not urls or connections_per_url < 1:
+            raise ValueError("need at least one url and connections_per_url >= 1")
+        self.placement = placement
+        self._slots: list[str] = [u for u in urls for _ in range(connections_per_url)]
+        self._clients: list[Client | None] = [None] * len(self._slots)
+        self._client_kwargs = client_kwargs
+        self._rr = itertools.count()
+        self._locks = [threading.Lock() for _ in self._slots]
         try:
-            self._async = self._lt.run(
-                AsyncClientPool.connect(
-                    urls, connections_per_url=connections_per_url, placement=placement, **client_kwargs
-                )
-            )
+            for i in range(len(self._slots)):  # connect every slot now (fails if any fails)
+                self._client(i)
         except BaseException:
-            self._lt.stop()
+            self.close()
             raise
 
     @classmethod
     def connect(cls, urls: str | Sequence[str], **kwargs: Any) -> "ClientPool":
         return cls(urls, **kwargs)
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._lt.run(coro)
+    @property
+    def clients(self) -> list[Client]:
+        return [c for c in self._clients if c is not None and not c.closed]
 
     def load(self) -> list[int]:
-        return self._async.load()
+        """Open sessions per slot (dropped connections count 0)."""
+        return [c.open_sessions if c is not None and not c.closed else 0 for c in self._clients]
+
+    def _client(self, i: int) -> Client:
+        c = self._clients[i]
+        if c is not None and not c.closed:
+            return c
+        with self._locks[i]:
+            c = self._clients[i]
+            if c is None or c.closed:
+                c = Client(self._slots[i], **self._client_kwargs)
+                self._clients[i] = c
+            return c
+
+    def _order(self) -> list[int]:
+        n = len(self._slots)
+        start = next(self._rr) % n
+        rr = [(start + k) % n for k in range(n)]
+        if self.placement == "round_robin":
+            return sorted(rr, key=self._draining)
+        load = self.load()
+        # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
+        return sorted(rr, key=lambda i: (self._draining(i), load[i]))
+
+    def _draining(self, i: int) -> bool:
+        c = self._clients[i]
+        return c is not None and c.shutting_down and not c.closed
 
     def make(self, env_id: str, **kwargs: Any) -> Env:
-        return Env(self, self._run(self._async.make(env_id, **kwargs)))  # type: ignore[arg-type]
+        last: BaseException | None = None
+        for i in self._order():
+            try:
+                return self._client(i).make(env_id, **kwargs)
+            except ConnectionClosedError as exc:
+                last = exc
+            except SandgymError as exc:
+                if exc.code != "CAPACITY":
+                    raise
+                last = exc
+        assert last is not None
+        raise last
 
     def list_envs(self) -> list[dict[str, Any]]:
-        return self._run(self._async.list_envs())
+        last: BaseException | None = None
+        for i in self._order():
+            try:
+                return self._client(i).list_envs()
+            except ConnectionClosedError as exc:
+                last = exc
+        assert last is not None
+        raise last
 
     def close(self) -> None:
-        if self._lt.thread.is_alive():
-            try:
-                self._run(self._async.close())
-            finally:
-                self._lt.stop()
+        for c in self._clients:
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # pragma: no cover - closing a broken connection
+                    pass
 
     def __enter__(self) -> "ClientPool":
         return self
