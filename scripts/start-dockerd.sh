@@ -4,7 +4,7 @@ set -euo pipefail
 if docker info >/dev/null 2>&1; then echo "dockerd already running"; exit 0; fi
 if ! command -v dockerd >/dev/null 2>&1; then echo "dockerd not installed" >&2; exit 1; fi
 mkdir -p /var/log
-nohup dockerd >/var/log/sandgym-dockerd.log 2>&1 &
+nohup dockerd >>/var/log/sandgym-dockerd.log 2>&1 &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then echo "dockerd started"; exit 0; fi
   sleep 1
