@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 import weakref
 from typing import Any, Callable, Mapping, Sequence
@@ -15,6 +14,7 @@ from websockets.asyncio.client import ClientConnection, connect as ws_connect
 from . import _core
 from ._core import Discarded, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
 from ._version import __version__
+from ._shared import EnvView, capacity_delay
 from .errors import (
     ConnectionClosedError,
     RequestTimeoutError,
@@ -300,13 +300,7 @@ class AsyncClient:
                 await asyncio.sleep(self._capacity_delay(exc, attempt))
 
     def _capacity_delay(self, exc: SandgymError, attempt: int) -> float:
-        hinted = exc.details.get("retry_after_ms")
-        if isinstance(hinted, (int, float)) and not isinstance(hinted, bool) and hinted >= 0:
-            base = hinted / 1000.0
-        else:
-            base = min(self.capacity_max_delay, 0.05 * 2 ** (attempt - 1))
-        # jitter so that many callers rejected together do not return together
-        return min(self.capacity_max_delay, base * (1.0 + 0.25 * random.random()))
+        return capacity_delay(exc, attempt, self.capacity_max_delay)
 
     async def _request_once(self, type_: str, params: dict[str, Any] | None, timeout: Any) -> Any:
         if self._closed_exc is not None:
@@ -417,40 +411,12 @@ def _step_tuple(res: Mapping[str, Any]) -> StepResult:
     )
 
 
-class AsyncEnv:
+class AsyncEnv(EnvView):
     """One session on an :class:`AsyncClient` (Gymnasium-style ``reset`` / ``step`` / ``close``)."""
 
     def __init__(self, client: AsyncClient, session: str, spec: Mapping[str, Any]) -> None:
+        super().__init__(session, spec)
         self.client = client
-        self.session = session
-        self.spec: dict[str, Any] = dict(spec)
-        self._closed = False
-        #: details of the server's ``session_closed`` event, when the server closed this session
-        self.closed_reason: dict[str, Any] | None = None
-
-    @property
-    def env_id(self) -> str:
-        return str(self.spec.get("id", ""))
-
-    @property
-    def observation_space(self) -> dict[str, Any]:
-        """The protocol observation space (a dict); see :mod:`sandgym.spaces` to convert it."""
-        return dict(self.spec.get("observation_space") or {})
-
-    @property
-    def action_space(self) -> dict[str, Any]:
-        return dict(self.spec.get("action_space") or {})
-
-    @property
-    def tools(self) -> list[dict[str, Any]] | None:
-        tools = self.spec.get("tools")
-        if tools is None and self.action_space.get("type") == "tool_call":
-            tools = self.action_space.get("tools")
-        return list(tools) if tools is not None else None
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     async def reset(
         self,
@@ -491,7 +457,4 @@ class AsyncEnv:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<AsyncEnv {self.env_id} session={self.session} {state}>"
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import random
 import threading
 import time
 import weakref
@@ -35,6 +34,7 @@ from . import _core, codec
 from ._core import Discarded, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
 from ._version import __version__
 from .client import _UNSET, DEFAULT_TIMEOUT, EventHandler, StepResult, _step_tuple, _ws_close_info
+from ._shared import EnvView, capacity_delay
 from .errors import ERROR_CLASSES, ConnectionClosedError, RequestTimeoutError, SandgymError
 
 __all__ = ["Client", "Env"]
@@ -431,13 +431,7 @@ class Client:
                 time.sleep(self._capacity_delay(exc, attempt))
 
     def _capacity_delay(self, exc: SandgymError, attempt: int) -> float:
-        hinted = exc.details.get("retry_after_ms")
-        if isinstance(hinted, (int, float)) and not isinstance(hinted, bool) and hinted >= 0:
-            base = hinted / 1000.0
-        else:
-            base = min(self.capacity_max_delay, 0.05 * 2 ** (attempt - 1))
-        # jitter so that many callers rejected together do not return together
-        return min(self.capacity_max_delay, base * (1.0 + 0.25 * random.random()))
+        return capacity_delay(exc, attempt, self.capacity_max_delay)
 
     def _request_once(self, type_: str, params: dict[str, Any] | None, timeout: Any) -> Any:
         call = _Call()
@@ -519,40 +513,12 @@ class Client:
         return out
 
 
-class Env:
+class Env(EnvView):
     """One session on a :class:`Client` (blocking ``reset`` / ``step`` / ``close``)."""
 
     def __init__(self, client: Client, session: str, spec: Mapping[str, Any]) -> None:
+        super().__init__(session, spec)
         self.client = client
-        self.session = session
-        self.spec: dict[str, Any] = dict(spec)
-        self._closed = False
-        #: details of the server's ``session_closed`` event, when the server closed this session
-        self.closed_reason: dict[str, Any] | None = None
-
-    @property
-    def env_id(self) -> str:
-        return str(self.spec.get("id", ""))
-
-    @property
-    def observation_space(self) -> dict[str, Any]:
-        """The protocol observation space (a dict); see :mod:`sandgym.spaces` to convert it."""
-        return dict(self.spec.get("observation_space") or {})
-
-    @property
-    def action_space(self) -> dict[str, Any]:
-        return dict(self.spec.get("action_space") or {})
-
-    @property
-    def tools(self) -> list[dict[str, Any]] | None:
-        tools = self.spec.get("tools")
-        if tools is None and self.action_space.get("type") == "tool_call":
-            tools = self.action_space.get("tools")
-        return list(tools) if tools is not None else None
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None, timeout: float | None = _UNSET
@@ -583,6 +549,3 @@ class Env:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<Env {self.env_id} session={self.session} {state}>"
