@@ -1,0 +1,154 @@
+// code-v0 grading benchmark: `npx tsx bench/grading.bench.ts [--quick] [--driver docker|local|auto]`.
+// 1. Grading latency per shipped task: the reference submission graded in a fresh grading sandbox from
+//    the warm pool (acquire, copy in, syntax check + tests, parse), p50/p95 over the set.
+// 2. One full code-v0 episode (reset, 4 agent steps, submit) split into pool acquire, agent steps and
+//    grading. Prints markdown and writes bench/results/grading.json. Needs Docker + sandgym/python:1.
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runScriptedAgent, seedWorkspace } from '../envs/src/code/agents.js';
+import { createCodeEnv } from '../envs/src/code/code-env.js';
+import { gradeSubmission } from '../envs/src/code/grade.js';
+import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
+import { loadTaskSets, TaskSet } from '../envs/src/code/task-loader.js';
+import { openSandboxProvider } from '../envs/src/code/tasks-cli.js';
+import { taskRequirement } from '../envs/src/code/validate.js';
+import type { Sandbox, SandboxProvider, SandboxRequirement } from '../envs/src/sandbox-api.js';
+
+const quick = process.argv.includes('--quick');
+const driverArg = process.argv[process.argv.indexOf('--driver') + 1];
+const driverKind = (process.argv.includes('--driver') ? driverArg : 'docker') as 'docker' | 'local' | 'auto';
+const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'grading.json');
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+}
+const r0 = (x: number) => Math.round(x);
+const stat = (xs: number[]) => ({ n: xs.length, p50_ms: r0(pct(xs, 50)), p95_ms: r0(pct(xs, 95)), max_ms: r0(Math.max(...xs)) });
+
+/** Measures every acquire the env or the grader makes. */
+class TimedProvider implements SandboxProvider {
+  acquires: number[] = [];
+  constructor(private readonly inner: SandboxProvider) {}
+  async acquire(req: SandboxRequirement): Promise<Sandbox> {
+    const t = performance.now();
+    const sb = await this.inner.acquire(req);
+    this.acquires.push(performance.now() - t);
+    return sb;
+  }
+  release(sb: Sandbox): Promise<void> {
+    return this.inner.release(sb);
+  }
+}
+
+async function main() {
+  const all = await loadTaskSets([SHIPPED_TASKS_DIR]);
+  const tasks = quick ? all.filter((_, i) => i % 4 === 0) : all;
+  const handle = await openSandboxProvider(driverKind, { maxTotal: 4 });
+  const provider = new TimedProvider(handle.provider);
+  try {
+    // Warm the pool (first creation of a sandgym/python:1 sandbox is a cold start, not grading).
+    for (let i = 0; i < 2; i++) await provider.release(await provider.acquire(taskRequirement(all[0]!)));
+    provider.acquires = [];
+
+    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number }[] = [];
+    for (const task of tasks) {
+      const req = taskRequirement(task);
+      const agent = await provider.acquire(req);
+      let tar: Uint8Array;
+      try {
+        await seedWorkspace(agent, task);
+        await runScriptedAgent(agent, task, 'reference');
+        tar = await agent.getTar('/workspace');
+      } finally {
+        await provider.release(agent);
+      }
+      const g = await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true });
+      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total });
+      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total})\n`);
+    }
+
+    // One full episode through the env API (shaping none: agent steps are pure tool calls).
+    const def = createCodeEnv({ taskSet: new TaskSet(all, ['train', 'eval']) });
+    const abort = new AbortController();
+    const noop = () => undefined;
+    const env = await def.create({ signal: abort.signal, logger: { debug: noop, info: noop, warn: noop, error: noop }, sandboxes: provider }, { shaping: 'none' });
+    const slug = all.find((t) => t.spec.id === 'py-slugify')!;
+    provider.acquires = [];
+    const t0 = performance.now();
+    await env.reset(0, { task_id: 'py-slugify' });
+    const tReset = performance.now() - t0;
+    const resetAcquire = provider.acquires[0] ?? 0;
+    const steps: number[] = [];
+    const actions = [
+      { name: 'list_files', arguments: {} },
+      { name: 'read_file', arguments: { path: 'slug.py' } },
+      { name: 'write_file', arguments: { path: 'slug.py', content: Buffer.from(slug.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8') } },
+      { name: 'bash', arguments: { command: 'python3 -c "import slug; print(slug.slugify(\'Hello World\'))"' } },
+    ];
+    for (const a of actions) {
+      const t = performance.now();
+      await env.step(a);
+      steps.push(performance.now() - t);
+    }
+    const ts = performance.now();
+    const fin = await env.step({ name: 'submit', arguments: {} });
+    const tSubmit = performance.now() - ts;
+    const total = performance.now() - t0;
+    await env.close();
+    const grade = fin.info?.grade as { score: number; timings_ms: { acquire: number; run: number; total: number } };
+    const episode = {
+      task: 'py-slugify',
+      score: grade.score,
+      total_ms: r0(total),
+      reset_ms: r0(tReset),
+      pool_acquire_ms: r0(resetAcquire + grade.timings_ms.acquire),
+      agent_pool_acquire_ms: r0(resetAcquire),
+      seed_workspace_ms: r0(tReset - resetAcquire),
+      agent_steps_ms: r0(steps.reduce((a, b) => a + b, 0)),
+      agent_step_ms: steps.map(r0),
+      grading_ms: r0(tSubmit),
+      grading_split_ms: { copy_out_filter_ms: r0(tSubmit - grade.timings_ms.total + (grade.timings_ms.total - grade.timings_ms.acquire - grade.timings_ms.run)), acquire_ms: r0(grade.timings_ms.acquire), run_ms: r0(grade.timings_ms.run) },
+    };
+
+    const result = {
+      when: new Date().toISOString(),
+      host: { cpus: os.cpus().length, node: process.version },
+      driver: handle.driver,
+      quick,
+      grading: { tasks: perTask.length, total: stat(perTask.map((t) => t.total_ms)), acquire: stat(perTask.map((t) => t.acquire_ms)), run: stat(perTask.map((t) => t.run_ms)), all_scored_1: perTask.every((t) => t.score === 1) },
+      per_task: perTask,
+      episode,
+    };
+    const g = result.grading;
+    const md = [
+      `## code-v0 grading (${handle.driver}, ${perTask.length} tasks, reference submissions, sequential, ${os.cpus().length} cores)`,
+      '',
+      '| phase | p50 ms | p95 ms | max ms |',
+      '|---|---:|---:|---:|',
+      `| grading total (filter + acquire + copy + run + parse) | ${g.total.p50_ms} | ${g.total.p95_ms} | ${g.total.max_ms} |`,
+      `| grading sandbox acquire (warm pool) | ${g.acquire.p50_ms} | ${g.acquire.p95_ms} | ${g.acquire.max_ms} |`,
+      `| copy in + syntax + tests + report | ${g.run.p50_ms} | ${g.run.p95_ms} | ${g.run.max_ms} |`,
+      '',
+      `### One episode (py-slugify: reset, 4 tool steps, submit): ${episode.total_ms} ms`,
+      '',
+      '| part | ms |',
+      '|---|---:|',
+      `| pool acquire (agent + grading sandbox) | ${episode.pool_acquire_ms} |`,
+      `| seed workspace | ${episode.seed_workspace_ms} |`,
+      `| agent steps (list, read, write, bash) | ${episode.agent_steps_ms} (${episode.agent_step_ms.join(' / ')}) |`,
+      `| grading on submit (incl. its acquire ${episode.grading_split_ms.acquire_ms}, run ${episode.grading_split_ms.run_ms}) | ${episode.grading_ms} |`,
+      '',
+    ].join('\n');
+    process.stdout.write(md + '\n');
+    await mkdir(path.dirname(OUT), { recursive: true });
+    await writeFile(OUT, JSON.stringify(result, null, 2) + '\n');
+    process.stdout.write(`wrote ${path.relative(process.cwd(), OUT)}\n`);
+  } finally {
+    await handle.close();
+  }
+}
+
+await main();

@@ -1,0 +1,406 @@
+// code-v0: a coding agent edits a task's workspace in its own sandbox through five tools and is
+// rewarded from hidden tests run in a FRESH grading sandbox (grade.ts). Rewards are potential-based
+// shaping over the rubric score, so an episode's rewards sum to its final score.
+//
+// Episode end: `submit` (terminated, final grade); the task's max_steps (truncated; the step that
+// reaches the limit performs its action and is graded too, so a truncated episode's rewards also sum
+// to the grade of its final workspace); a sandbox failure throws SandboxFailure (SANDBOX_ERROR: never
+// a reward of 0). env_spec.max_episode_steps is the largest task max_steps, so the env always reaches
+// a task's own limit no later than the server's.
+import { randomInt } from 'node:crypto';
+import path from 'node:path';
+import type { Space } from '../../../protocol/src/index.js';
+import { InvalidArgument, SandboxFailure, type EnvContext, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
+import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { seedWorkspace } from './agents.js';
+import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
+import type { RunnerOptions } from './grader-plan.js';
+import { DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rubricSpec, type Weights } from './rubric.js';
+import { TaskAccessError, type TaskSet } from './task-loader.js';
+import type { LoadedTask, RubricComponent, ShapingMode, Split } from './task-types.js';
+
+export const CODE_ENV_ID = 'code-v0';
+export const WORKSPACE = '/workspace';
+/** Per stream (stdout, stderr, file content) in an observation; beyond it a visible marker. */
+export const DEFAULT_OUTPUT_CHARS = 16_000;
+const OBSERVATION_MAX = 65_536;
+const MAX_READ_BYTES = 1024 * 1024;
+const DEFAULT_BASH_TIMEOUT_S = 60;
+const MAX_BASH_TIMEOUT_S = 600;
+
+const TOOLS = [
+  {
+    name: 'bash',
+    description: 'Run a bash command in /workspace. Returns the exit code, stdout and stderr (capped).',
+    parameters: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', minLength: 1, maxLength: 100_000 },
+        timeout_s: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_S },
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'read_file',
+    description: 'Read a text file under /workspace, optionally lines start_line..end_line (1-based, inclusive).',
+    parameters: {
+      type: 'object',
+      properties: {
+        path: { type: 'string', minLength: 1, maxLength: 4096 },
+        start_line: { type: 'integer', minimum: 1 },
+        end_line: { type: 'integer', minimum: 1 },
+      },
+      required: ['path'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'write_file',
+    description: 'Create or overwrite a file under /workspace (parent directories are created).',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string', minLength: 1, maxLength: 4096 }, content: { type: 'string', maxLength: 1_048_576 } },
+      required: ['path', 'content'],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: 'list_files',
+    description: 'List files and directories under a /workspace path (default the workspace root), 4 levels deep.',
+    parameters: { type: 'object', properties: { path: { type: 'string', maxLength: 4096 } }, additionalProperties: false },
+  },
+  {
+    name: 'submit',
+    description: 'Submit the workspace for grading; ends the episode.',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+  },
+] as const;
+
+export interface CodeEnvOptions {
+  taskSet: TaskSet;
+  id?: string;
+  /** Default rubric weights (a task's task.json overrides them). */
+  weights?: Weights;
+  /** Per-stream cap of tool output in observations (characters). */
+  outputChars?: number;
+  /** Grade cache size per env instance (entries). */
+  cacheCapacity?: number;
+  /**
+   * Where things live inside the sandboxes. Defaults match the real drivers (/workspace, /tmp);
+   * tests with a host stand-in provider point them at temp directories.
+   */
+  paths?: { agentWorkspace?: string; gradeWorkspace?: string; scratch?: string };
+  /** Interpreter paths / PATH for the grading runner (defaults: python3/node on PATH). */
+  runner?: RunnerOptions;
+  /** The image declared in env_spec.sandbox (each task still names its own). */
+  image?: string;
+  /**
+   * Kill every process the code under test left running before the report is read (default true).
+   * Needs sandboxes with their own PID namespace (docker, bubblewrap): false with a host stand-in.
+   */
+  killStragglers?: boolean;
+}
+
+type Kwargs = { shaping?: ShapingMode };
+
+function requirementOf(task: LoadedTask): SandboxRequirement {
+  return { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
+}
+
+/** Keeps the head and the tail of long output, with a marker saying how much was cut. */
+export function capText(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const head = Math.floor(max * 0.6);
+  const tail = max - head;
+  return `${s.slice(0, head)}\n[... ${s.length - head - tail} characters truncated ...]\n${s.slice(s.length - tail)}`;
+}
+
+/**
+ * Maps an agent-supplied path onto the sandbox workspace, or null when it leaves it. Relative
+ * paths are relative to /workspace; absolute ones must be /workspace or below it.
+ */
+export function confinePath(p: string, root: string): { abs: string; rel: string } | null {
+  if (p.includes('\u0000')) return null;
+  const virt = path.posix.normalize(p.startsWith('/') ? p : `${WORKSPACE}/${p}`);
+  if (virt !== WORKSPACE && !virt.startsWith(`${WORKSPACE}/`)) return null;
+  const rel = virt === WORKSPACE ? '' : virt.slice(WORKSPACE.length + 1).replace(/\/+$/, '');
+  return { abs: rel ? `${root}/${rel}` : root, rel };
+}
+
+function formatExec(r: { exit_code: number | null; signal: string | null; stdout: string; stderr: string; truncated: boolean; timed_out: boolean }, cap: number, timeoutS?: number): string {
+  const head = r.timed_out ? `timed out after ${timeoutS ?? '?'}s (killed)` : r.exit_code !== null ? `exit_code: ${r.exit_code}` : `killed by signal ${r.signal ?? 'unknown'}`;
+  const parts = [head];
+  if (r.stdout) parts.push(`--- stdout ---\n${capText(r.stdout.replace(/\n$/, ''), cap)}`);
+  if (r.stderr) parts.push(`--- stderr ---\n${capText(r.stderr.replace(/\n$/, ''), cap)}`);
+  if (r.truncated) parts.push('[output truncated by the sandbox]');
+  return parts.join('\n');
+}
+
+class CodeEnvInstance implements EnvInstance {
+  private task: LoadedTask | null = null;
+  private sb: Sandbox | null = null;
+  private steps = 0;
+  private done = true;
+  private weights: Partial<Weights> = {};
+  private readonly shaper = new PotentialShaper();
+  /** Weighted component values of the last grade (the per-component potentials). */
+  private potentials: Partial<Record<RubricComponent, number>> = {};
+  private lastGrade: GradeResult | null = null;
+  private readonly cache: GradeCache<GradeResult>;
+  private readonly cap: number;
+  private readonly agentRoot: string;
+
+  constructor(
+    private readonly opts: CodeEnvOptions,
+    private readonly provider: SandboxProvider,
+    private readonly kwargs: Kwargs,
+  ) {
+    this.cache = new GradeCache<GradeResult>(opts.cacheCapacity ?? 64);
+    this.cap = opts.outputChars ?? DEFAULT_OUTPUT_CHARS;
+    this.agentRoot = (opts.paths?.agentWorkspace ?? WORKSPACE).replace(/\/+$/, '');
+  }
+
+  private pickTask(seed: number | undefined, options: Record<string, unknown>): LoadedTask {
+    for (const k of Object.keys(options)) if (k !== 'task_id' && k !== 'split') throw new InvalidArgument(`unknown reset option ${JSON.stringify(k)} (allowed: task_id, split)`, `/${k}`);
+    const { task_id: id, split } = options;
+    if (id !== undefined && (typeof id !== 'string' || id === '')) throw new InvalidArgument('task_id must be a non-empty string', '/task_id');
+    if (split !== undefined && split !== 'train' && split !== 'eval') throw new InvalidArgument('split must be "train" or "eval"', '/split');
+    // A session sees eval tasks only when it asks for the eval split (and the server exposes it).
+    const s: Split = split ?? 'train';
+    if (!this.opts.taskSet.exposedSplits.includes(s)) throw new InvalidArgument(`split ${JSON.stringify(s)} is not exposed by this server`, '/split');
+    try {
+      return id !== undefined ? this.opts.taskSet.get(id, s) : this.opts.taskSet.pick(seed ?? randomInt(2 ** 47), s);
+    } catch (err) {
+      if (err instanceof TaskAccessError) throw new InvalidArgument(err.message, err.path);
+      throw err;
+    }
+  }
+
+  private async releaseAgent(): Promise<void> {
+    const sb = this.sb;
+    this.sb = null;
+    if (!sb) return;
+    try {
+      await this.provider.release(sb);
+    } catch {
+      // Best effort: a dead sandbox is cleaned up by the pool / at session close.
+    }
+  }
+
+  async reset(seed: number | undefined, options: Record<string, unknown>) {
+    const task = this.pickTask(seed, options);
+    await this.releaseAgent();
+    this.done = true;
+    this.task = task;
+    this.weights = resolveWeights(task, this.opts.weights ?? DEFAULT_WEIGHTS);
+    this.steps = 0;
+    this.shaper.reset();
+    this.potentials = {};
+    this.lastGrade = null;
+    this.sb = await this.provider.acquire(requirementOf(task));
+    await seedWorkspace(this.sb, task);
+    this.done = false;
+    const listing = task.workspace.map((f) => `  ${f.path}`).join('\n') || '  (empty)';
+    const observation = capText(
+      `${task.spec.instruction}\n\nYour workspace is ${WORKSPACE}. Files:\n${listing}\n\n` +
+        `Tools: bash, read_file, write_file, list_files, submit. Hidden tests grade the workspace; call submit when done ` +
+        `(at most ${task.spec.max_steps} steps).`,
+      OBSERVATION_MAX,
+    );
+    return { observation, info: { ...this.taskInfo(), max_steps: task.spec.max_steps, shaping: this.shaping(), reward_components: this.zeroComponents() } };
+  }
+
+  private shaping(): ShapingMode {
+    return this.kwargs.shaping ?? this.task?.spec.shaping ?? 'on_write';
+  }
+
+  private taskInfo() {
+    const t = this.task as LoadedTask;
+    return { task_id: t.spec.id, split: t.spec.split, difficulty: t.spec.difficulty };
+  }
+
+  private zeroComponents(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const k of componentNames(this.task as LoadedTask)) out[k] = 0;
+    return out;
+  }
+
+  async step(action: unknown): Promise<StepResult> {
+    if (this.done || !this.sb || !this.task) throw new Error('code-v0: step without an active episode (reset first)');
+    const { name, arguments: args } = action as { name: string; arguments: Record<string, unknown> };
+    const tool = TOOLS.find((t) => t.name === name);
+    if (!tool) throw new InvalidArgument(`unknown tool ${JSON.stringify(name)}`, '/name');
+    this.steps += 1;
+    const observation = await this.runTool(name, args ?? {});
+    const submitted = name === 'submit';
+    const truncated = !submitted && this.steps >= this.task.spec.max_steps;
+    const mode = this.shaping();
+    const wantGrade = submitted || truncated || mode === 'every_step' || (mode === 'on_write' && name === 'write_file');
+    let reward = 0;
+    const components = this.zeroComponents();
+    let grade: GradeResult | null = null;
+    if (wantGrade) {
+      grade = await this.grade();
+      reward = this.shaper.step(grade.score.total);
+      for (const k of componentNames(this.task)) {
+        const v = (this.weights[k] ?? 0) * (grade.score.components[k] ?? 0);
+        components[k] = v - (this.potentials[k] ?? 0);
+        this.potentials[k] = v;
+      }
+      this.lastGrade = grade;
+    }
+    if (submitted || truncated) this.done = true;
+    const final = submitted || truncated;
+    const info: Record<string, unknown> = {
+      ...this.taskInfo(),
+      step: this.steps,
+      graded: grade !== null,
+      reward_components: components,
+      score: this.shaper.current,
+    };
+    if (grade) info.grade = this.gradeInfo(grade);
+    const obs = final && grade ? `${observation}\n\n${this.finalText(grade, submitted)}` : observation;
+    return { observation: capText(obs, OBSERVATION_MAX), reward, terminated: submitted, truncated, info };
+  }
+
+  private finalText(g: GradeResult, submitted: boolean): string {
+    const how = submitted ? 'Submitted.' : `Step limit (${this.task?.spec.max_steps}) reached; the workspace was graded as is.`;
+    return `${how} Score: ${g.score.total.toFixed(3)}${g.tests ? ` (${g.tests.passed}/${g.tests.collected} tests passed)` : ''}.`;
+  }
+
+  private gradeInfo(g: GradeResult): Record<string, unknown> {
+    return {
+      score: g.score.total,
+      components: g.score.components,
+      ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}),
+      ...(g.tests ? { tests: g.tests } : {}),
+      cached: g.cached,
+      workspace_hash: g.workspace_hash,
+      dropped: g.dropped.length,
+      timings_ms: g.timings_ms,
+    };
+  }
+
+  private async grade(): Promise<GradeResult> {
+    const task = this.task as LoadedTask;
+    const tar = await (this.sb as Sandbox).getTar(this.agentRoot);
+    const p = this.opts.paths;
+    return gradeSubmission(task, tar, {
+      provider: this.provider,
+      requirement: requirementOf(task),
+      cache: this.cache,
+      ...(this.opts.weights ? { weights: this.opts.weights } : {}),
+      ...(p?.gradeWorkspace ? { workspace: p.gradeWorkspace } : {}),
+      ...(p?.scratch ? { scratch: p.scratch } : {}),
+      ...(this.opts.runner ?? {}),
+      killStragglers: this.opts.killStragglers ?? true,
+    });
+  }
+
+  private async runTool(name: string, args: Record<string, unknown>): Promise<string> {
+    const sb = this.sb as Sandbox;
+    switch (name) {
+      case 'bash': {
+        const timeoutS = Math.min(MAX_BASH_TIMEOUT_S, typeof args.timeout_s === 'number' ? args.timeout_s : DEFAULT_BASH_TIMEOUT_S);
+        const r = await sb.exec({ argv: ['bash', '-c', String(args.command ?? '')], cwd: this.agentRoot, timeout_ms: timeoutS * 1000, max_output_bytes: 4 * this.cap });
+        return formatExec(r, this.cap, timeoutS);
+      }
+      case 'read_file': {
+        const p = confinePath(String(args.path ?? ''), this.agentRoot);
+        if (!p) return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE}`;
+        const r = await sb.exec({ argv: ['cat', '--', p.abs], cwd: this.agentRoot, timeout_ms: 30_000, max_output_bytes: MAX_READ_BYTES });
+        if (r.exit_code !== 0) return `error: cannot read ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^cat: /, '') || `exit code ${r.exit_code}`}`;
+        return this.sliceLines(r.stdout, p.rel, args.start_line, args.end_line, r.truncated);
+      }
+      case 'write_file': {
+        const p = confinePath(String(args.path ?? ''), this.agentRoot);
+        if (!p || p.rel === '') return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE} or not a file path`;
+        const content = String(args.content ?? '');
+        const r = await sb.exec({
+          argv: ['sh', '-c', 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write_file', p.abs],
+          cwd: this.agentRoot,
+          stdin: content,
+          timeout_ms: 30_000,
+          max_output_bytes: 4096,
+        });
+        if (r.exit_code !== 0) return `error: cannot write ${WORKSPACE}/${p.rel}: ${r.stderr.trim() || `exit code ${r.exit_code}`}`;
+        return `wrote ${Buffer.byteLength(content)} bytes to ${WORKSPACE}/${p.rel}`;
+      }
+      case 'list_files': {
+        const p = confinePath(typeof args.path === 'string' && args.path !== '' ? args.path : WORKSPACE, this.agentRoot);
+        if (!p) return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE}`;
+        const script = 'cd -- "$1" || exit 2; find . -mindepth 1 -maxdepth 4 \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune -o \\( -type d -printf "%P/\\n" -o -printf "%P\\n" \\) | LC_ALL=C sort | head -n 2000';
+        const r = await sb.exec({ argv: ['sh', '-c', script, 'list_files', p.abs], cwd: this.agentRoot, timeout_ms: 30_000, max_output_bytes: 4 * this.cap });
+        if (r.exit_code !== 0) return `error: cannot list ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^sh: \d+: cd: /, '') || `exit code ${r.exit_code}`}`;
+        const where = p.rel ? `${WORKSPACE}/${p.rel}` : WORKSPACE;
+        return r.stdout.trim() === '' ? `${where}: (empty)` : `${where}:\n${capText(r.stdout.trimEnd(), this.cap)}`;
+      }
+      case 'submit':
+        return 'submitted';
+      default:
+        throw new InvalidArgument(`unknown tool ${JSON.stringify(name)}`, '/name');
+    }
+  }
+
+  private sliceLines(text: string, rel: string, start: unknown, end: unknown, truncated: boolean): string {
+    const lines = text.split('\n');
+    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+    const total = lines.length;
+    const a = typeof start === 'number' ? start : 1;
+    const b = typeof end === 'number' ? Math.min(end, total) : total;
+    if (typeof start === 'number' || typeof end === 'number') {
+      if (a > b) return `error: empty line range ${a}..${typeof end === 'number' ? end : total} (${WORKSPACE}/${rel} has ${total} lines)`;
+      const body = lines.slice(a - 1, b).join('\n');
+      return `${WORKSPACE}/${rel} (lines ${a}-${b} of ${total}):\n${capText(body, this.cap)}`;
+    }
+    return `${capText(text, this.cap)}${truncated ? '\n[file larger than 1 MiB: truncated]' : ''}`;
+  }
+
+  async close(): Promise<void> {
+    this.done = true;
+    await this.releaseAgent();
+  }
+
+  /** For tests and benches: the last grade of this episode. */
+  get lastGradeResult(): GradeResult | null {
+    return this.lastGrade;
+  }
+}
+
+/** Builds the code-v0 definition over a loaded task set (the server passes its --tasks/--splits). */
+export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
+  const tasks = opts.taskSet.list();
+  const maxSteps = tasks.reduce((m, t) => Math.max(m, t.spec.max_steps), 1);
+  const observation_space: Space = { type: 'text', max_length: OBSERVATION_MAX };
+  const action_space: Space = { type: 'tool_call', tools: TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as unknown as Record<string, unknown> })) } as Space;
+  return {
+    id: opts.id ?? CODE_ENV_ID,
+    description:
+      'Coding tasks in a sandbox: edit /workspace with bash/read_file/write_file/list_files, then submit. ' +
+      'Hidden tests run in a fresh grading sandbox; rewards are potential-based shaping of the rubric score (they sum to the final score). ' +
+      'reset options: {task_id?, split? ("train" default | "eval")}.',
+    observation_space,
+    action_space,
+    max_episode_steps: maxSteps,
+    reward_range: [-1, 1],
+    stochastic: false,
+    kwargs_schema: {
+      type: 'object',
+      properties: { shaping: { enum: ['none', 'on_write', 'every_step'] } },
+      additionalProperties: false,
+    },
+    rubric: rubricSpec(opts.weights ?? DEFAULT_WEIGHTS),
+    tasks: { splits: opts.taskSet.splitCounts() },
+    sandbox: { image: opts.image ?? tasks[0]?.spec.image ?? 'sandgym/python:1' },
+    create(ctx: EnvContext, kwargs: Record<string, unknown>): EnvInstance {
+      if (!ctx.sandboxes) throw new SandboxFailure('code-v0 needs sandboxes, but this server has no sandbox driver');
+      const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs);
+      ctx.signal.addEventListener('abort', () => void inst.close(), { once: true });
+      return inst;
+    },
+  };
+}
+
+export type CodeEnvInstanceType = CodeEnvInstance;

@@ -1,0 +1,135 @@
+// Grades one submission: filter the agent's workspace tar, then run grader-plan.ts in a fresh
+// grading sandbox and score the structured report with the rubric. Infrastructure failures throw
+// SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
+import { SandboxFailure } from '../api.js';
+import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { planGrading, parseRunOutput, tamperedTests, type RunnerOptions } from './grader-plan.js';
+import { parseJunitXml, scoreReport, type TestReport } from './report.js';
+import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, syntaxFraction, type Score, type Weights } from './rubric.js';
+import type { LoadedTask, RubricComponent } from './task-types.js';
+import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
+import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
+
+export interface GradeResult {
+  task_id: string;
+  score: Score;
+  tests?: Omit<TestReport, 'cases'>;
+  dropped: FilterResult['dropped'];
+  restored: string[];
+  changed: string[];
+  tamper: TamperFinding[];
+  final_state_failed?: string[];
+  workspace_hash: string;
+  cached: boolean;
+  timings_ms: { filter: number; acquire: number; run: number; total: number };
+  /** Tail of the runner's output, for operators (may quote hidden tests: never show it to the agent). */
+  log_tail?: string;
+}
+
+export interface GradeOptions extends RunnerOptions, ReadTarOptions {
+  provider: SandboxProvider;
+  /** Requirement for the fresh grading sandbox (the task's image and limits). */
+  requirement: SandboxRequirement;
+  weights?: Weights;
+  cache?: GradeCache<GradeResult>;
+  /** Workspace path inside the grading sandbox (default /workspace) and scratch dir (default /tmp). */
+  workspace?: string;
+  scratch?: string;
+  nonce?: string;
+  /** Static scan of changed sources for runner tampering (default true; off only to test the deeper layers). */
+  tamperScan?: boolean;
+  /** Kill what the code under test left running before reading the report (real sandboxes only; see PlanOptions). */
+  killStragglers?: boolean;
+}
+
+/** The component names a task's score carries (for info.reward_components). */
+export function componentNames(task: LoadedTask): RubricComponent[] {
+  return task.spec.final_state ? ['tests', 'syntax', 'final_state'] : ['tests', 'syntax'];
+}
+
+export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array, opts: GradeOptions): Promise<GradeResult> {
+  const t0 = performance.now();
+  const weights = resolveWeights(task, opts.weights ?? DEFAULT_WEIGHTS);
+  const base = { task_id: task.spec.id, dropped: [], restored: [], changed: [], tamper: [], cached: false };
+  let filtered: FilterResult;
+  try {
+    const entries = await readTar(workspaceTar, opts);
+    filtered = filterWorkspace(entries, { original: task.workspace, ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}) });
+  } catch (err) {
+    if (!(err instanceof WorkspaceTooLarge)) throw new SandboxFailure(`workspace archive unreadable: ${(err as Error).message}`, { cause: err });
+    const ms = performance.now() - t0;
+    return { ...base, score: combine({}, weights, err.message), workspace_hash: '', timings_ms: { filter: ms, acquire: 0, run: 0, total: ms } };
+  }
+  const hash = workspaceHash(filtered.files, filtered.dirs);
+  const key = GradeCache.key(task.spec.id, hash);
+  const hit = opts.cache?.get(key);
+  if (hit) return { ...hit, cached: true };
+
+  const filterMs = performance.now() - t0;
+  const common = { ...base, dropped: filtered.dropped, restored: filtered.restored, changed: filtered.changed, workspace_hash: hash };
+  const tamper = opts.tamperScan === false ? [] : scanForTampering(filtered.files, filtered.changed);
+  if (tamper.length > 0) {
+    const first = tamper[0];
+    const reason = first ? `tampering suspected: ${first.path}:${first.line} mentions ${first.pattern}` : 'tampering suspected';
+    const result: GradeResult = { ...common, tamper, score: combine({}, weights, reason), timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs } };
+    opts.cache?.set(key, result);
+    return result;
+  }
+
+  const finalState = task.spec.final_state ? checkFinalState(task.spec.final_state, filtered.files, filtered.dirs) : undefined;
+  const plan = planGrading(task, { ...opts, changed: filtered.changed });
+  const ta = performance.now();
+  const sb = await opts.provider.acquire(opts.requirement);
+  const acquireMs = performance.now() - ta;
+  let out: ReturnType<typeof parseRunOutput>;
+  const tr = performance.now();
+  try {
+    const tar = await writeTar([
+      ...filtered.dirs.map((d) => ({ path: d, type: 'directory' as const })),
+      ...filtered.files.map((f) => ({ path: f.path, content: f.content, mode: f.mode })),
+    ]);
+    await sb.putTar(plan.layout.workspace, tar);
+    const prep = await sb.exec(plan.prepare);
+    if (prep.exit_code !== 0) throw new SandboxFailure(`grading sandbox: cannot create ${plan.layout.root}: ${prep.stderr.slice(0, 500)}`);
+    await sb.putFiles(plan.files);
+    const res = await sb.exec(plan.run);
+    out = parseRunOutput(res.stdout, plan.nonce, plan.layout.workspace);
+    if (out.preflight_failed) {
+      throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run ${task.spec.test.format} tests: ${out.log_tail.trim().slice(-500) || 'runner unavailable'}`);
+    }
+    if (res.timed_out && !out.complete) out.timed_out = true;
+  } finally {
+    await opts.provider.release(sb);
+  }
+  const runMs = performance.now() - tr;
+
+  let zero: string | undefined;
+  let tests: GradeResult['tests'];
+  const parsed = parseJunitXml(out.report, task.spec.test.format);
+  const scored = scoreReport(parsed, task.spec.test.expected_tests);
+  if (scored.report) {
+    const { cases: _cases, ...summary } = scored.report;
+    tests = summary;
+  }
+  const changedTests = tamperedTests(plan.testHashes, out.hashes);
+  if (!out.complete) zero = out.timed_out ? 'grading run timed out' : 'grading run did not complete (runner or its parent was killed)';
+  else if (out.timed_out) zero = `tests timed out after ${task.spec.test.timeout_s}s`;
+  else if (changedTests.length > 0) zero = `hidden tests modified during the run: ${changedTests.join(', ')}`;
+  else if (!scored.ok) zero = scored.reason;
+  // Both runners exit 0 (all passed) or 1 (some failed) after writing their report; anything else
+  // (a signal, an internal error) means the run was interrupted and its report cannot be trusted.
+  else if (out.status !== 0 && out.status !== 1) zero = `test runner exited with status ${out.status ?? 'unknown'}`;
+
+  const components: Partial<Record<RubricComponent, number>> = { tests: scored.fraction, syntax: syntaxFraction(out.syntax) };
+  if (finalState) components.final_state = finalState.fraction;
+  const result: GradeResult = {
+    ...common,
+    score: combine(components, weights, zero),
+    ...(tests ? { tests } : {}),
+    ...(finalState ? { final_state_failed: finalState.failed } : {}),
+    timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
+    log_tail: out.log_tail,
+  };
+  opts.cache?.set(key, result);
+  return result;
+}

@@ -1,0 +1,186 @@
+// The reward: named, weighted components combined into a total in [0, 1], the potential-based
+// shaping that turns successive grades into per-step rewards, and the grading cache.
+import type { FinalStateCheck, LoadedTask, RubricComponent } from './task-types.js';
+import type { KeptFile } from './workspace-filter.js';
+
+export type Weights = Record<RubricComponent, number>;
+
+/** Env defaults; a task overrides any of them in task.json "rubric". */
+export const DEFAULT_WEIGHTS: Weights = { tests: 0.8, syntax: 0.1, final_state: 0.1 };
+
+export const RUBRIC_DESCRIPTIONS: Record<RubricComponent, string> = {
+  tests: 'fraction of the hidden tests passing (0 unless exactly expected_tests were collected)',
+  syntax: 'fraction of the changed source files that parse/compile (0 when nothing changed)',
+  final_state: "fraction of the task's final_state checks met by the submitted workspace",
+};
+
+/**
+ * Weights of the components that apply to a task (final_state only when it defines checks),
+ * normalised to sum to 1 so a perfect submission scores exactly 1.
+ */
+export function resolveWeights(task: Pick<LoadedTask, 'spec'>, defaults: Weights = DEFAULT_WEIGHTS): Partial<Weights> {
+  const w: Partial<Weights> = {
+    tests: task.spec.rubric?.tests ?? defaults.tests,
+    syntax: task.spec.rubric?.syntax ?? defaults.syntax,
+  };
+  if (task.spec.final_state) w.final_state = task.spec.rubric?.final_state ?? defaults.final_state;
+  const sum = Object.values(w).reduce((a, b) => a + b, 0);
+  if (!(sum > 0)) throw new RangeError(`task ${task.spec.id}: rubric weights sum to 0`);
+  for (const k of Object.keys(w) as RubricComponent[]) w[k] = (w[k] ?? 0) / sum;
+  return w;
+}
+
+/** The rubric list for env_spec.rubric (weights before per-task overrides). */
+export function rubricSpec(defaults: Weights = DEFAULT_WEIGHTS): { name: RubricComponent; weight: number; description: string }[] {
+  return (Object.keys(defaults) as RubricComponent[]).map((name) => ({ name, weight: defaults[name], description: RUBRIC_DESCRIPTIONS[name] }));
+}
+
+export interface Score {
+  /** In [0, 1]. */
+  total: number;
+  components: Partial<Record<RubricComponent, number>>;
+  /** Set when a gate forced the total to 0 (tampering, wrong test count, missing report...). */
+  zero_reason?: string;
+}
+
+function clamp01(x: number): number {
+  return Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0;
+}
+
+/** Weighted sum of the components; a zero_reason gates the total (and every component) to 0. */
+export function combine(components: Partial<Record<RubricComponent, number>>, weights: Partial<Weights>, zeroReason?: string): Score {
+  if (zeroReason !== undefined) {
+    const zeros: Partial<Record<RubricComponent, number>> = {};
+    for (const k of Object.keys(weights) as RubricComponent[]) zeros[k] = 0;
+    return { total: 0, components: zeros, zero_reason: zeroReason };
+  }
+  let total = 0;
+  const out: Partial<Record<RubricComponent, number>> = {};
+  for (const k of Object.keys(weights) as RubricComponent[]) {
+    const c = clamp01(components[k] ?? 0);
+    out[k] = c;
+    total += (weights[k] ?? 0) * c;
+  }
+  // Rounding guards against 0.30000000000000004-style totals above 1 or tiny negatives.
+  return { total: clamp01(Math.round(total * 1e9) / 1e9), components: out };
+}
+
+/** Syntax component: fraction of changed checkable files that compile; nothing changed scores 0. */
+export function syntaxFraction(results: readonly { path: string; ok: boolean }[]): number {
+  if (results.length === 0) return 0;
+  return results.filter((r) => r.ok).length / results.length;
+}
+
+function isExecutable(mode: number): boolean {
+  return (mode & 0o111) !== 0;
+}
+
+/** final_state component, evaluated on the filtered workspace in the server (no agent code runs). */
+export function checkFinalState(checks: readonly FinalStateCheck[], files: readonly KeptFile[], dirs: readonly string[] = []): { fraction: number; failed: string[] } {
+  const byPath = new Map(files.map((f) => [f.path, f]));
+  const dirSet = new Set(dirs);
+  for (const f of files) {
+    const segs = f.path.split('/');
+    for (let i = 1; i < segs.length; i++) dirSet.add(segs.slice(0, i).join('/'));
+  }
+  const failed: string[] = [];
+  checks.forEach((c, i) => {
+    const f = byPath.get(c.path);
+    const text = f ? Buffer.from(f.content).toString('utf8') : '';
+    let ok: boolean;
+    switch (c.check) {
+      case 'exists':
+        ok = f !== undefined || dirSet.has(c.path);
+        break;
+      case 'absent':
+        ok = f === undefined && !dirSet.has(c.path);
+        break;
+      case 'equals':
+        ok = f !== undefined && text === c.value;
+        break;
+      case 'contains':
+        ok = f !== undefined && text.includes(c.value ?? '');
+        break;
+      case 'matches':
+        ok = f !== undefined && new RegExp(c.value ?? '', 'm').test(text);
+        break;
+      case 'executable':
+        ok = f !== undefined && isExecutable(f.mode);
+        break;
+    }
+    if (!ok) failed.push(`#${i} ${c.check} ${c.path}`);
+  });
+  return { fraction: checks.length === 0 ? 1 : (checks.length - failed.length) / checks.length, failed };
+}
+
+/**
+ * Potential-based shaping with the rubric score as the potential: each graded step earns
+ * score_t - score_{t-1}, starting from 0 at reset, so an episode's rewards telescope to its final
+ * score and the optimal policy is unchanged. Ungraded steps earn 0 and keep the potential.
+ */
+export class PotentialShaper {
+  private potential = 0;
+  private total = 0;
+
+  reset(): void {
+    this.potential = 0;
+    this.total = 0;
+  }
+
+  /** Reward for a step whose workspace was graded to `score` (null: not graded this step). */
+  step(score: number | null): number {
+    if (score === null) return 0;
+    const r = score - this.potential;
+    this.potential = score;
+    this.total += r;
+    return r;
+  }
+
+  get current(): number {
+    return this.potential;
+  }
+
+  /** Sum of rewards so far (equals `current` up to float rounding). */
+  get sum(): number {
+    return this.total;
+  }
+}
+
+/** LRU cache of grades keyed by task id + filtered-workspace hash: an unchanged workspace is never re-graded. */
+export class GradeCache<V> {
+  private readonly map = new Map<string, V>();
+  hits = 0;
+  misses = 0;
+
+  constructor(readonly capacity = 256) {}
+
+  static key(taskId: string, workspaceHash: string): string {
+    return `${taskId}\u0000${workspaceHash}`;
+  }
+
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v === undefined) {
+      this.misses += 1;
+      return undefined;
+    }
+    this.hits += 1;
+    this.map.delete(key);
+    this.map.set(key, v);
+    return v;
+  }
+
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    while (this.map.size > this.capacity) {
+      const oldest = this.map.keys().next().value;
+      if (oldest === undefined) break;
+      this.map.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}

@@ -1,0 +1,266 @@
+// Loads task-set directories (docs/TASKS.md): validates every task.json against task-schema.json
+// (compiled once), checks the directory layout, reads the files and hashes the content.
+// Errors name the file and the field so a broken task set fails at startup, not mid-training.
+import { readFile, readdir, lstat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import { Rng } from '../rng.js';
+import { sha256Hex, taskContentHash } from './task-hash.js';
+import type { LoadedTask, Split, TaskFile, TaskSolution, TaskSpec } from './task-types.js';
+
+const schemaPath = new URL('./task-schema.json', import.meta.url);
+const taskSchema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, useDefaults: false });
+const validateTaskJson = ajv.compile<TaskSpec>(taskSchema);
+
+/** Per-file cap: task files are source code, not data sets. */
+export const MAX_TASK_FILE_BYTES = 1024 * 1024;
+const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'README.md']);
+const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
+  'pytest-junit': ['python3', '-m', 'pytest'],
+  'node-test-junit': ['node', '--test'],
+};
+/** Flags the grader owns; a task may not set them (they would undo the isolation). */
+const RESERVED_FLAG = /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
+
+export class TaskLoadError extends Error {
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super(message);
+    this.name = 'TaskLoadError';
+  }
+}
+
+/** "envs/tasks/foo/task.json: /test/expected_tests must be integer" */
+function formatAjvError(file: string, e: ErrorObject): string {
+  let where = e.instancePath || '/';
+  let msg = e.message ?? 'is invalid';
+  if (e.keyword === 'required') where = `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`, msg = 'is required';
+  if (e.keyword === 'additionalProperties') where = `${e.instancePath}/${(e.params as { additionalProperty: string }).additionalProperty}`, msg = 'is not an allowed field';
+  if (e.keyword === 'enum') msg = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  return `${file}: ${where} ${msg}`;
+}
+
+function rel(p: string): string {
+  const r = path.relative(process.cwd(), p);
+  return r && !r.startsWith('..') ? r : p;
+}
+
+/** Validates a parsed task.json; returns the spec with defaults applied or throws TaskLoadError. */
+export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec'] {
+  if (!validateTaskJson(value)) {
+    const errors = (validateTaskJson.errors ?? []).filter((e) => e.keyword !== 'if');
+    throw new TaskLoadError(errors.map((e) => formatAjvError(file, e)).join('\n'), file);
+  }
+  const spec = value;
+  const test = spec.test;
+  const command = test.command ?? DEFAULT_COMMAND[test.format];
+  const prefix = DEFAULT_COMMAND[test.format];
+  if (!prefix.every((p, i) => command[i] === p)) {
+    throw new TaskLoadError(`${file}: /test/command must start with ${JSON.stringify(prefix)} for format ${test.format}`, file);
+  }
+  command.slice(prefix.length).forEach((arg, i) => {
+    if (RESERVED_FLAG.test(arg)) throw new TaskLoadError(`${file}: /test/command/${prefix.length + i} ${JSON.stringify(arg)} is reserved for the grader`, file);
+  });
+  if (spec.final_state?.some((c) => c.check === 'matches')) {
+    spec.final_state.forEach((c, i) => {
+      if (c.check !== 'matches') return;
+      try {
+        new RegExp(c.value ?? '');
+      } catch (err) {
+        throw new TaskLoadError(`${file}: /final_state/${i}/value is not a valid regular expression (${(err as Error).message})`, file);
+      }
+    });
+  }
+  if (spec.rubric?.final_state !== undefined && spec.rubric.final_state > 0 && !spec.final_state) {
+    throw new TaskLoadError(`${file}: /rubric/final_state is set but the task defines no final_state checks`, file);
+  }
+  return {
+    ...spec,
+    max_steps: spec.max_steps ?? 30,
+    tags: spec.tags ?? [],
+    shaping: spec.shaping ?? 'on_write',
+    test: { ...test, command, timeout_s: test.timeout_s ?? 60 },
+  };
+}
+
+/** Reads every regular file under dir (sorted, POSIX paths); symlinks and special files are refused. */
+export async function readTree(dir: string): Promise<TaskFile[]> {
+  const out: TaskFile[] = [];
+  async function walk(abs: string, relDir: string): Promise<void> {
+    const names = (await readdir(abs)).sort();
+    for (const name of names) {
+      const p = path.join(abs, name);
+      const r = relDir ? `${relDir}/${name}` : name;
+      const st = await lstat(p);
+      if (st.isSymbolicLink()) throw new TaskLoadError(`${rel(p)}: symlinks are not allowed in tasks`, p);
+      if (st.isDirectory()) {
+        if (name === '__pycache__' || name === 'node_modules' || name === '.pytest_cache') continue;
+        await walk(p, r);
+      } else if (st.isFile()) {
+        if (name.endsWith('.pyc')) continue;
+        if (st.size > MAX_TASK_FILE_BYTES) throw new TaskLoadError(`${rel(p)}: file larger than ${MAX_TASK_FILE_BYTES} bytes`, p);
+        const content = new Uint8Array(await readFile(p));
+        out.push({ path: r, content, mode: st.mode & 0o111 ? 0o755 : 0o644, sha256: sha256Hex(content) });
+      } else {
+        throw new TaskLoadError(`${rel(p)}: only regular files and directories are allowed`, p);
+      }
+    }
+  }
+  await walk(dir, '');
+  return out;
+}
+
+async function isDir(p: string): Promise<boolean> {
+  try {
+    return (await lstat(p)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function isTestFileName(format: TaskSpec['test']['format'], p: string): boolean {
+  const base = path.posix.basename(p);
+  if (format === 'pytest-junit') return /^test_.*\.py$/.test(base) || /_test\.py$/.test(base);
+  return /\.test\.(mjs|cjs|js)$/.test(base);
+}
+
+/** Loads one task directory. */
+export async function loadTask(taskDir: string, setDir: string): Promise<LoadedTask> {
+  const dir = path.resolve(taskDir);
+  const file = rel(path.join(dir, 'task.json'));
+  let raw: string;
+  try {
+    raw = await readFile(path.join(dir, 'task.json'), 'utf8');
+  } catch {
+    throw new TaskLoadError(`${file}: missing`, file);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw new TaskLoadError(`${file}: invalid JSON (${(err as Error).message})`, file);
+  }
+  const spec = validateTaskSpec(parsed, file);
+  if (spec.id !== path.basename(dir)) throw new TaskLoadError(`${file}: /id ${JSON.stringify(spec.id)} must equal the directory name ${JSON.stringify(path.basename(dir))}`, file);
+  for (const name of await readdir(dir)) {
+    if (!ALLOWED_ENTRIES.has(name)) throw new TaskLoadError(`${rel(path.join(dir, name))}: unexpected entry (allowed: ${[...ALLOWED_ENTRIES].join(', ')})`, file);
+  }
+  for (const sub of ['workspace', 'tests', 'solution']) {
+    if (!(await isDir(path.join(dir, sub)))) throw new TaskLoadError(`${rel(path.join(dir, sub))}/: missing directory`, file);
+  }
+  const workspace = await readTree(path.join(dir, 'workspace'));
+  const tests = await readTree(path.join(dir, 'tests'));
+  const solutionFiles = await readTree(path.join(dir, 'solution'));
+  const testDir = rel(path.join(dir, 'tests'));
+  if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
+    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'pytest-junit' ? 'test_*.py' : '*.test.mjs'})`, file);
+  }
+  if (solutionFiles.length === 0) throw new TaskLoadError(`${rel(path.join(dir, 'solution'))}/: empty (need overlay files or solve.sh)`, file);
+  const script = solutionFiles.find((f) => f.path === 'solve.sh');
+  const solution: TaskSolution = script ? { kind: 'script', script, files: solutionFiles.filter((f) => f !== script) } : { kind: 'overlay', files: solutionFiles };
+  return { spec, dir, set: path.resolve(setDir), workspace, tests, solution, content_hash: taskContentHash(spec.instruction, tests) };
+}
+
+export interface LoadOptions {
+  /** 'error' (default): an id seen twice is refused. 'keep': keep both (for leakage checks). */
+  onDuplicate?: 'error' | 'keep';
+}
+
+/** Loads task sets: each dir holds task directories (a dir that itself has task.json is one task). */
+export async function loadTaskSets(dirs: readonly string[], opts: LoadOptions = {}): Promise<LoadedTask[]> {
+  const tasks: LoadedTask[] = [];
+  const seen = new Map<string, string>();
+  for (const d of dirs) {
+    const setDir = path.resolve(d);
+    if (!(await isDir(setDir))) throw new TaskLoadError(`${rel(setDir)}: task set directory not found`, setDir);
+    let taskDirs: string[];
+    try {
+      await lstat(path.join(setDir, 'task.json'));
+      taskDirs = [setDir];
+    } catch {
+      taskDirs = [];
+      for (const name of (await readdir(setDir)).sort()) {
+        if (name.startsWith('.')) continue;
+        const p = path.join(setDir, name);
+        if (await isDir(p)) taskDirs.push(p);
+      }
+    }
+    for (const td of taskDirs) {
+      const task = await loadTask(td, setDir);
+      const prev = seen.get(task.spec.id);
+      if (prev !== undefined && opts.onDuplicate !== 'keep') {
+        throw new TaskLoadError(`${rel(path.join(task.dir, 'task.json'))}: /id ${JSON.stringify(task.spec.id)} duplicates ${rel(path.join(prev, 'task.json'))}`, td);
+      }
+      seen.set(task.spec.id, task.dir);
+      tasks.push(task);
+    }
+  }
+  return tasks;
+}
+
+/** Raised when a caller asks for a task or split it may not see. */
+export class TaskAccessError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+    this.name = 'TaskAccessError';
+  }
+}
+
+/**
+ * Tasks indexed by id and split, with an allow-list of exposed splits: a task of a split that is
+ * not exposed is never returned, whatever the caller asks (eval tasks stay out of training).
+ */
+export class TaskSet {
+  private readonly byId = new Map<string, LoadedTask>();
+  private readonly bySplit = new Map<Split, LoadedTask[]>();
+
+  constructor(
+    tasks: readonly LoadedTask[],
+    readonly exposedSplits: readonly Split[] = ['train'],
+  ) {
+    for (const t of tasks) {
+      if (!exposedSplits.includes(t.spec.split)) continue;
+      if (this.byId.has(t.spec.id)) throw new TaskLoadError(`duplicate task id ${JSON.stringify(t.spec.id)}`, t.dir);
+      this.byId.set(t.spec.id, t);
+      const list = this.bySplit.get(t.spec.split) ?? [];
+      list.push(t);
+      this.bySplit.set(t.spec.split, list);
+    }
+    // Sorted by id so a seed picks the same task whatever the directory listing order.
+    for (const list of this.bySplit.values()) list.sort((a, b) => (a.spec.id < b.spec.id ? -1 : a.spec.id > b.spec.id ? 1 : 0));
+  }
+
+  /** Counts per exposed split (env_spec.tasks.splits). */
+  splitCounts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const s of this.exposedSplits) out[s] = this.bySplit.get(s)?.length ?? 0;
+    return out;
+  }
+
+  list(split?: Split): LoadedTask[] {
+    if (split !== undefined) return [...(this.bySplit.get(split) ?? [])];
+    return [...this.byId.values()];
+  }
+
+  /** By id; an id of a hidden split is reported exactly like an unknown id (no existence oracle). */
+  get(id: string, split?: Split): LoadedTask {
+    const t = this.byId.get(id);
+    if (!t || (split !== undefined && t.spec.split !== split)) throw new TaskAccessError(`unknown task ${JSON.stringify(id)}${split ? ` in split ${split}` : ''}`, '/task_id');
+    return t;
+  }
+
+  /** Deterministic pick: the same seed and split give the same task for the same task set. */
+  pick(seed: number, split: Split): LoadedTask {
+    if (!this.exposedSplits.includes(split)) throw new TaskAccessError(`split ${JSON.stringify(split)} is not exposed by this server`, '/split');
+    const list = this.bySplit.get(split) ?? [];
+    if (list.length === 0) throw new TaskAccessError(`split ${JSON.stringify(split)} has no tasks`, '/split');
+    return new Rng(seed).pick(list);
+  }
+}

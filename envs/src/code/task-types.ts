@@ -1,0 +1,57 @@
+// Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
+
+export type Split = 'train' | 'eval';
+export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
+export type Difficulty = 'easy' | 'medium' | 'hard';
+export type ShapingMode = 'none' | 'on_write' | 'every_step';
+export type TestFormat = 'pytest-junit' | 'node-test-junit';
+export type RubricComponent = 'tests' | 'syntax' | 'final_state';
+
+export interface FinalStateCheck {
+  path: string;
+  check: 'exists' | 'absent' | 'equals' | 'contains' | 'matches' | 'executable';
+  value?: string;
+}
+
+/** task.json as written (optional fields may be absent). */
+export interface TaskSpec {
+  id: string;
+  instruction: string;
+  split: Split;
+  language: TaskLanguage;
+  image: string;
+  limits?: Partial<{ memory_mb: number; cpus: number; pids: number; disk_mb: number; nofile: number; timeout_s: number }>;
+  max_steps?: number;
+  tags?: string[];
+  difficulty: Difficulty;
+  rubric?: Partial<Record<RubricComponent, number>>;
+  shaping?: ShapingMode;
+  test: { format: TestFormat; command?: string[]; expected_tests: number; timeout_s?: number };
+  final_state?: FinalStateCheck[];
+}
+
+/** One file of a task directory, read into memory (task sets are small and read once at startup). */
+export interface TaskFile {
+  /** POSIX path relative to the section directory (workspace/, tests/ or solution/). */
+  path: string;
+  content: Uint8Array;
+  /** Permission bits (0o755 for executables, else 0o644). */
+  mode: number;
+  sha256: string;
+}
+
+export type TaskSolution = { kind: 'overlay'; files: TaskFile[] } | { kind: 'script'; script: TaskFile; files: TaskFile[] };
+
+/** A validated task with defaults applied and its files loaded. */
+export interface LoadedTask {
+  spec: TaskSpec & { max_steps: number; tags: string[]; shaping: ShapingMode; test: TaskSpec['test'] & { command: string[]; timeout_s: number } };
+  /** Absolute path of the task directory. */
+  dir: string;
+  /** Absolute path of the task-set directory the task came from. */
+  set: string;
+  workspace: TaskFile[];
+  tests: TaskFile[];
+  solution: TaskSolution;
+  /** sha256 over the normalised instruction and the hidden test files (see task-hash.ts). */
+  content_hash: string;
+}

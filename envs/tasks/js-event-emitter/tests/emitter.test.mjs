@@ -1,0 +1,88 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const ws = process.env.SANDGYM_WORKSPACE ?? process.cwd();
+const load = (p) => import(pathToFileURL(path.join(ws, p)).href);
+const { Emitter } = await load('emitter.mjs');
+
+test('on and emit with arguments', () => {
+  const e = new Emitter();
+  const got = [];
+  e.on('x', (a, b) => got.push([a, b]));
+  assert.equal(e.emit('x', 1, 2), 1);
+  assert.deepEqual(got, [[1, 2]]);
+  assert.equal(e.emit('nothing'), 0);
+});
+
+test('unsubscribe function removes one registration', () => {
+  const e = new Emitter();
+  let n = 0;
+  const fn = () => n++;
+  const off1 = e.on('x', fn);
+  e.on('x', fn);
+  off1();
+  off1();
+  e.emit('x');
+  assert.equal(n, 1);
+  assert.equal(e.listenerCount('x'), 1);
+});
+
+test('once', () => {
+  const e = new Emitter();
+  let n = 0;
+  e.once('x', () => {
+    n++;
+    e.emit('x');
+  });
+  e.emit('x');
+  e.emit('x');
+  assert.equal(n, 1);
+  assert.equal(e.listenerCount('x'), 0);
+});
+
+test('off removes earliest registration', () => {
+  const e = new Emitter();
+  const order = [];
+  const a = () => order.push('a');
+  e.on('x', a);
+  e.on('x', () => order.push('b'));
+  e.on('x', a);
+  e.off('x', a);
+  e.emit('x');
+  assert.deepEqual(order, ['b', 'a']);
+});
+
+test('snapshot semantics during emit', () => {
+  const e = new Emitter();
+  const order = [];
+  const late = () => order.push('late');
+  let offB;
+  e.on('x', () => {
+    order.push('a');
+    e.on('x', late);
+    offB();
+  });
+  offB = e.on('x', () => order.push('b'));
+  assert.equal(e.emit('x'), 1);
+  assert.deepEqual(order, ['a']);
+  e.emit('x');
+  assert.deepEqual(order, ['a', 'a', 'late']);
+});
+
+test('errors do not stop other listeners', () => {
+  const e = new Emitter();
+  let ran = false;
+  e.on('x', () => {
+    throw new Error('first');
+  });
+  e.on('x', () => {
+    throw new Error('second');
+  });
+  e.on('x', () => {
+    ran = true;
+  });
+  assert.throws(() => e.emit('x'), /first/);
+  assert.equal(ran, true);
+});

@@ -1,0 +1,7 @@
+export function parseQuery(qs) {
+  throw new Error('not implemented');
+}
+
+export function stringifyQuery(obj) {
+  throw new Error('not implemented');
+}

@@ -1,0 +1,2 @@
+from .models import Item
+from .store import Store

@@ -1,0 +1,2 @@
+from .book import Ledger
+from .transactions import Transaction

@@ -1,0 +1,65 @@
+import pytest
+from cachelib import LRUCache
+
+
+def test_basic_get_put():
+    c = LRUCache(2)
+    c.put("a", 1)
+    assert c.get("a") == 1
+    assert c.get("zz", "d") == "d"
+
+
+def test_capacity_respected():
+    c = LRUCache(2)
+    for i in range(5):
+        c.put(i, i)
+    assert len(c) == 2
+    assert c.evictions == 3
+
+
+def test_evicts_least_recent():
+    c = LRUCache(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    c.put("c", 3)
+    assert "a" not in c and "b" in c and "c" in c
+
+
+def test_get_refreshes():
+    c = LRUCache(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    c.get("a")
+    c.put("c", 3)
+    assert "a" in c and "b" not in c
+
+
+def test_update_refreshes_and_no_eviction():
+    c = LRUCache(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    c.put("a", 10)
+    c.put("c", 3)
+    assert c.get("a") == 10 and "b" not in c
+    assert c.evictions == 1
+
+
+def test_capacity_one():
+    c = LRUCache(1)
+    c.put("a", 1)
+    c.put("b", 2)
+    assert c.get("a") is None and c.get("b") == 2
+
+
+@pytest.mark.parametrize("cap", [0, -1])
+def test_invalid_capacity(cap):
+    with pytest.raises(ValueError):
+        LRUCache(cap)
+
+
+def test_many_operations():
+    c = LRUCache(3)
+    for i in range(100):
+        c.put(i % 7, i)
+        c.get((i + 3) % 7)
+    assert len(c) == 3

@@ -1,0 +1,1 @@
+from .lru import LRUCache

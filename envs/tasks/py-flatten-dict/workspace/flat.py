@@ -1,0 +1,6 @@
+def flatten(d: dict, sep: str = ".") -> dict:
+    raise NotImplementedError
+
+
+def unflatten(d: dict, sep: str = ".") -> dict:
+    raise NotImplementedError

@@ -1,0 +1,6 @@
+def parse_duration(s: str) -> int:
+    raise NotImplementedError
+
+
+def format_duration(seconds: int) -> str:
+    raise NotImplementedError

@@ -1,0 +1,6 @@
+def compare(a: str, b: str) -> int:
+    raise NotImplementedError
+
+
+def sort_versions(vs):
+    raise NotImplementedError

@@ -1,0 +1,153 @@
+import { describe, expect, test } from 'vitest';
+import { gradingLayout, newGradingNonce, parseRunOutput, planGrading, pytestIni, runnerArgv, shellQuote, tamperedTests } from '../../src/code/grader-plan.js';
+import { shippedTask } from './helpers.js';
+
+const NONCE = '0123456789abcdef0123456789abcdef';
+const py = await shippedTask('py-fix-inventory');
+const js = await shippedTask('js-fix-cart');
+
+describe('layout', () => {
+  test('fresh random directory outside the workspace', () => {
+    const l = gradingLayout(NONCE);
+    expect(l.workspace).toBe('/workspace');
+    expect(l.root).toBe(`/tmp/sandgym-grade-${NONCE}`);
+    expect(l.report).toBe(`${l.root}/out/report.xml`);
+    for (const p of [l.tests, l.report, l.ini, l.runScript]) expect(p.startsWith('/workspace')).toBe(false);
+    expect(gradingLayout(NONCE, { workspace: '/w/', scratch: '/s/' }).root).toBe(`/s/sandgym-grade-${NONCE}`);
+    expect(() => gradingLayout('../../etc')).toThrow(RangeError);
+    expect(newGradingNonce()).toMatch(/^[0-9a-f]{32}$/);
+    expect(newGradingNonce()).not.toBe(newGradingNonce());
+  });
+});
+
+describe('runner argv', () => {
+  test('pytest: clean env, isolated interpreter, generated ini, no cache/plugins, rootdir at the hidden tests', () => {
+    const l = gradingLayout(NONCE);
+    const argv = runnerArgv(py, l);
+    expect(argv.slice(0, 2)).toEqual(['env', '-i']);
+    expect(argv).toContain('PYTHONNOUSERSITE=1');
+    expect(argv).toContain('PYTEST_DISABLE_PLUGIN_AUTOLOAD=1');
+    expect(argv).toContain('PYTEST_ADDOPTS=');
+    expect(argv).toContain(`SANDGYM_WORKSPACE=${l.workspace}`);
+    const i = argv.indexOf('python3');
+    expect(argv.slice(i, i + 5)).toEqual(['python3', '-I', '-B', '-m', 'pytest']);
+    const rest = argv.slice(i + 5);
+    expect(rest).toEqual(expect.arrayContaining(['-c', l.ini, `--rootdir=${l.tests}`, `--confcutdir=${l.tests}`, '-p', 'no:cacheprovider', '-o', 'addopts=', `--junitxml=${l.report}`]));
+    expect(rest[rest.length - 1]).toBe(`${l.tests}/test_inventory.py`);
+    // Nothing in the runner's argv points into the workspace except the pythonpath in the generated ini.
+    expect(rest.filter((a) => a.includes('/workspace'))).toEqual([]);
+    expect(pytestIni(l)).toContain('pythonpath = /workspace');
+    expect(pytestIni(l)).toMatch(/^addopts =$/m);
+  });
+
+  test('node: junit reporter to the fresh report path, explicit hidden test files', () => {
+    const l = gradingLayout(NONCE);
+    const argv = runnerArgv(js, l, { node: '/usr/bin/node' });
+    const i = argv.indexOf('/usr/bin/node');
+    expect(argv.slice(i)).toEqual(['/usr/bin/node', '--test', `--test-reporter=${l.reporter}`, `--test-reporter-destination=${l.report}`, `${l.tests}/cart.test.mjs`]);
+    expect(argv).toContain('NODE_OPTIONS=');
+  });
+
+  test('extra task arguments are kept (reserved ones are refused at load time)', () => {
+    const t = { ...py, spec: { ...py.spec, test: { ...py.spec.test, command: ['python3', '-m', 'pytest', '-x'] } } };
+    const argv = runnerArgv(t, gradingLayout(NONCE));
+    expect(argv.indexOf('-x')).toBe(argv.indexOf('pytest') + 1);
+  });
+});
+
+describe('planGrading', () => {
+  const plan = planGrading(py, { nonce: NONCE, changed: ['inventory/store.py', 'notes.md', 'data.json'] });
+
+  test('hidden tests go to the fresh dir read-only; scripts and ini generated', () => {
+    const paths = plan.files.map((f) => f.path);
+    expect(paths).toContain(`${plan.layout.tests}/test_inventory.py`);
+    expect(paths).toEqual(expect.arrayContaining([plan.layout.ini, plan.layout.runScript, plan.layout.gradeScript, plan.layout.syntaxScript, plan.layout.syntaxList]));
+    expect(plan.files.every((f) => f.mode === 0o444)).toBe(true);
+    expect(plan.files.every((f) => !f.path.startsWith('/workspace'))).toBe(true);
+    const list = plan.files.find((f) => f.path === plan.layout.syntaxList)?.content;
+    expect(list).toBe('/workspace/inventory/store.py\n/workspace/data.json\n');
+    expect(plan.testHashes).toEqual({ './test_inventory.py': py.tests[0]?.sha256 });
+  });
+
+  test('prepare creates the directory without -p (fails if it already exists)', () => {
+    expect(plan.prepare.argv?.[2]).toMatch(/^umask 077 && mkdir "\$1" && mkdir /);
+    expect(plan.prepare.argv?.at(-1)).toBe(plan.layout.root);
+  });
+
+  test('the nonce travels on stdin only, never in argv or a file', () => {
+    expect(plan.run.stdin).toBe(`${NONCE}\n`);
+    expect(plan.run.argv).toEqual(['sh', plan.layout.gradeScript, plan.layout.root, '60', '0']);
+    expect(planGrading(py, { nonce: NONCE, killStragglers: true }).run.argv?.at(-1)).toBe('1');
+    // It is part of the directory name, but never a frame marker in any file we write.
+    for (const f of plan.files) expect(String(f.content)).not.toContain(`${NONCE}:`);
+    expect(plan.run.timeout_ms).toBeGreaterThan(60_000);
+    expect(plan.run.env).toBeUndefined();
+  });
+
+  test('run script quotes every argument', () => {
+    const run = String(plan.files.find((f) => f.path === plan.layout.runScript)?.content);
+    expect(run.startsWith('cd /workspace && exec env -i ')).toBe(true);
+    expect(run).toContain(' -o addopts= -');
+    expect(run).toContain("'PYTEST_ADDOPTS='".replace(/'/g, ''));
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+    expect(shellQuote('a b')).toBe(`'a b'`);
+    expect(shellQuote('--x=/a/b')).toBe('--x=/a/b');
+  });
+});
+
+describe('parseRunOutput', () => {
+  const frame = (tag: string) => `\n${NONCE}:${tag}\n`;
+  const xml = '<testsuites><testcase classname="a" name="b"/></testsuites>';
+  const good = [
+    frame('syntax:begin'),
+    '{"path": "/workspace/a.py", "ok": true}\n{"path": "/workspace/b.py", "ok": false}\nnoise',
+    frame('syntax:end'),
+    frame('status:1'),
+    frame('report:begin'),
+    Buffer.from(xml).toString('base64'),
+    frame('report:end'),
+    frame('hashes:begin'),
+    `${'a'.repeat(64)}  ./test_x.py\n`,
+    frame('hashes:end'),
+    frame('log:begin'),
+    Buffer.from('1 passed').toString('base64'),
+    frame('log:end'),
+    frame('done'),
+  ].join('');
+
+  test('extracts syntax, status, report, hashes and log', () => {
+    const out = parseRunOutput(good, NONCE);
+    expect(out.complete).toBe(true);
+    expect(out.status).toBe(1);
+    expect(out.timed_out).toBe(false);
+    expect(new TextDecoder().decode(out.report ?? new Uint8Array())).toBe(xml);
+    expect(out.syntax).toEqual([
+      { path: 'a.py', ok: true },
+      { path: 'b.py', ok: false },
+    ]);
+    expect(out.hashes).toEqual({ './test_x.py': 'a'.repeat(64) });
+    expect(out.log_tail).toBe('1 passed');
+  });
+
+  test('frames without the nonce are plain text; a duplicated frame voids the report', () => {
+    const forged = good.replace(frame('status:1'), `\nWRONGNONCE:report:begin\nZZZZ\n${frame('status:1')}`);
+    expect(parseRunOutput(forged, NONCE).report).not.toBeNull();
+    const dup = good + frame('report:begin') + Buffer.from('<testsuites/>').toString('base64') + frame('report:end');
+    const out = parseRunOutput(dup, NONCE);
+    expect(out.report).toBeNull();
+    expect(out.complete).toBe(false);
+  });
+
+  test('timeouts and truncated runs', () => {
+    expect(parseRunOutput(good.replace('status:1', 'status:124'), NONCE).timed_out).toBe(true);
+    const cut = parseRunOutput(good.slice(0, good.indexOf(`${NONCE}:done`)), NONCE);
+    expect(cut.complete).toBe(false);
+    expect(parseRunOutput('', NONCE)).toMatchObject({ complete: false, report: null, status: null });
+  });
+
+  test('tamperedTests lists changed, missing and extra files', () => {
+    const exp = { './a.py': 'x', './b.py': 'y' };
+    expect(tamperedTests(exp, { './a.py': 'x', './b.py': 'y' })).toEqual([]);
+    expect(tamperedTests(exp, { './a.py': 'z', './c.py': 'y' })).toEqual(['./a.py', './b.py', './c.py']);
+  });
+});

@@ -1,0 +1,68 @@
+// Shared test helpers: load the shipped tasks once and grade a submission end to end on the host.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runScriptedAgent, seedWorkspace, type ScriptedAgent } from '../../src/code/agents.js';
+import { gradeSubmission, type GradeResult } from '../../src/code/grade.js';
+import { loadTaskSets } from '../../src/code/task-loader.js';
+import type { LoadedTask } from '../../src/code/task-types.js';
+import type { FileEntry } from '../../src/sandbox-api.js';
+import { LocalProvider, LocalSandbox, hostPython } from './local-sandbox.js';
+
+export const TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../tasks');
+
+let cached: Promise<LoadedTask[]> | undefined;
+export function shippedTasks(): Promise<LoadedTask[]> {
+  cached ??= loadTaskSets([TASKS_DIR]);
+  return cached;
+}
+
+export async function shippedTask(id: string): Promise<LoadedTask> {
+  const t = (await shippedTasks()).find((x) => x.spec.id === id);
+  if (!t) throw new Error(`no shipped task ${id}`);
+  return t;
+}
+
+export const PYTHON = hostPython();
+
+export interface LocalGradeOptions {
+  agent?: ScriptedAgent;
+  /** Extra files the "agent" writes after the scripted agent ran (relative to the workspace). */
+  files?: FileEntry[];
+  /** Shell commands the "agent" runs in its workspace afterwards (symlinks, deletions...). */
+  commands?: string[];
+  tamperScan?: boolean;
+}
+
+/** Seeds a workspace, applies the agent, tars it and grades it in a fresh local "sandbox". */
+export async function gradeLocally(task: LoadedTask, opts: LocalGradeOptions = {}): Promise<GradeResult> {
+  if (!PYTHON) throw new Error('python3 with pytest is required');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-code-'));
+  try {
+    const agentSb = new LocalSandbox('agent', path.join(dir, 'agent'));
+    await seedWorkspace(agentSb, task);
+    await runScriptedAgent(agentSb, task, opts.agent ?? 'null', { workspace: agentSb.workspace, scratch: dir });
+    if (opts.files) await agentSb.putFiles(opts.files);
+    for (const cmd of opts.commands ?? []) {
+      const r = await agentSb.exec({ argv: ['bash', '-c', cmd], cwd: agentSb.workspace });
+      if (r.exit_code !== 0) throw new Error(`agent command failed: ${cmd}: ${r.stderr}`);
+    }
+    const tar = await agentSb.getTar(agentSb.workspace);
+    const provider = new LocalProvider(path.join(dir, 'grade'));
+    const result = await gradeSubmission(task, tar, {
+      provider,
+      requirement: { image: task.spec.image },
+      workspace: provider.workspace,
+      scratch: provider.scratch,
+      python: PYTHON,
+      node: process.execPath,
+      path: process.env.PATH ?? '/usr/bin:/bin',
+      ...(opts.tamperScan !== undefined ? { tamperScan: opts.tamperScan } : {}),
+    });
+    if (provider.acquired !== provider.released) throw new Error('grading sandbox not released');
+    return result;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,255 @@
+// Reward integrity of code-v0, end to end: a real server (buildApp, docker driver, warm pool) on a
+// loopback socket, the TS client, and every attack from the issue played as agent actions THROUGH
+// THE ENV. Each attack starts from a workspace whose score is 0 (or from a known score) and must
+// leave the reward at 0 (or unchanged). Needs Docker and the sandgym/python:1 image: skipped with
+// the reason otherwise, a failure when SANDGYM_REQUIRE_DOCKER=1 (CI).
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
+import type { LoadedTask } from '../../envs/src/code/task-types.js';
+import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const IMAGE = 'sandgym/python:1';
+
+async function dockerReason(): Promise<string | null> {
+  const docker = new Docker();
+  try {
+    await docker.ping();
+  } catch (e) {
+    return `no Docker daemon answers (${(e as Error).message}); run scripts/start-dockerd.sh`;
+  }
+  try {
+    await docker.getImage(IMAGE).inspect();
+  } catch {
+    return `image ${IMAGE} missing; run \`node bin/sandgym.js images build\``;
+  }
+  return null;
+}
+
+const reason = await dockerReason();
+if (reason && process.env.SANDGYM_REQUIRE_DOCKER === '1') throw new Error(`Docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: ${reason}`);
+if (reason) console.warn(`[integrity] skipping code-v0 integrity suite: ${reason}`);
+
+const tasks = await loadTaskSets([SHIPPED_TASKS_DIR]);
+const byId = (id: string) => tasks.find((t) => t.spec.id === id) as LoadedTask;
+const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const solution = (id: string, file: string) => text(byId(id).solution.files.find((f) => f.path === file)!.content);
+
+type Action = { name: string; arguments: Record<string, unknown> };
+const call = (name: string, args: Record<string, unknown> = {}): Action => ({ name, arguments: args });
+const write = (p: string, content: string) => call('write_file', { path: p, content });
+const bash = (command: string) => call('bash', { command });
+
+interface StepOut {
+  observation: string;
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  info: Record<string, unknown>;
+}
+
+interface Episode {
+  steps: StepOut[];
+  total: number;
+  final: StepOut;
+  grade: { score: number; zero_reason?: string; components: Record<string, number>; tests?: { collected: number; passed: number } };
+}
+
+let server: TestServer;
+let client: SandgymClient;
+let env: EnvHandle<string, Action>;
+
+/** reset on the task, play the actions, submit; rewards over the wire. */
+async function episode(taskId: string, actions: Action[]): Promise<Episode> {
+  await env.reset({ seed: 0, options: { task_id: taskId } });
+  const steps: StepOut[] = [];
+  for (const a of [...actions, call('submit')]) steps.push((await env.step(a)) as unknown as StepOut);
+  const final = steps[steps.length - 1]!;
+  expect(final.terminated).toBe(true);
+  return { steps, total: steps.reduce((s, r) => s + r.reward, 0), final, grade: final.info.grade as Episode['grade'] };
+}
+
+const PASS_ALL_CONFTEST = 'import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n';
+
+describe.skipIf(reason !== null)('code-v0 reward integrity over the wire (docker)', () => {
+  beforeAll(async () => {
+    // Only train exposed: also checks that eval stays unreachable.
+    server = await startServer({ driver: 'docker', splits: ['train'], pools: { min_idle: 1, max_total: 6 }, fixtures: false });
+    client = await connect(server.url);
+    env = await client.make<string, Action>('code-v0', {});
+  }, 120_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await server?.close();
+  }, 60_000);
+
+  test('env_spec over the wire: tools, rubric, train split only, sandbox image', async () => {
+    const spec = env.spec as unknown as { tools: { name: string }[]; rubric: { name: string }[]; tasks: { splits: Record<string, number> }; sandbox: { image: string } };
+    expect(spec.tools.map((t) => t.name)).toEqual(['bash', 'read_file', 'write_file', 'list_files', 'submit']);
+    expect(spec.rubric.map((r) => r.name)).toEqual(['tests', 'syntax', 'final_state']);
+    expect(Object.keys(spec.tasks.splits)).toEqual(['train']);
+    expect(spec.sandbox.image).toBe(IMAGE);
+  });
+
+  test('baselines: reference via write_file sums to 1.0; null agent 0; shaping sums to the final score', async () => {
+    const ref = await episode('py-slugify', [write('slug.py', solution('py-slugify', 'slug.py'))]);
+    expect(ref.total).toBeCloseTo(1, 9);
+    expect(ref.grade.score).toBe(1);
+    const nul = await episode('py-slugify', []);
+    expect(nul.total).toBe(0);
+    const js = await episode('js-deep-equal', [
+      write('deep-equal.mjs', 'export function deepEqual(a, b) { return Object.is(a, b); }\n'),
+      write('deep-equal.mjs', solution('js-deep-equal', 'deep-equal.mjs')),
+      write('deep-equal.mjs', 'export function deepEqual(a, b) { return a === b; }\n'),
+    ]);
+    expect(js.steps.map((s) => s.info.graded)).toEqual([true, true, true, true]);
+    expect(js.steps[1]!.info.score).toBe(1);
+    expect(js.total).toBeCloseTo(js.final.info.score as number, 9);
+    expect(js.final.info.score).toBeLessThan(1);
+  }, 120_000);
+
+  test('eval tasks are never returned to a session that did not ask, and not at all on a train-only server', async () => {
+    const evalId = tasks.find((t) => t.spec.split === 'eval')!.spec.id;
+    for (const options of [{ task_id: evalId }, { task_id: evalId, split: 'eval' }, { split: 'eval' }]) {
+      const err = await env.reset({ seed: 1, options }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SandgymError);
+      expect((err as SandgymError).code).toBe('INVALID_ARGUMENT');
+    }
+    for (let seed = 0; seed < 5; seed++) expect((await env.reset({ seed })).info.split).toBe('train');
+  }, 60_000);
+
+  test('attack: own tests and edited/deleted test files score 0', async () => {
+    const e = await episode('py-slugify', [
+      write('tests/test_slug.py', 'def test_ok():\n    assert True\n'),
+      write('test_mine.py', 'def test_ok():\n    assert True\n'),
+      write('mine_test.py', 'def test_ok():\n    assert True\n'),
+      bash('rm -rf tests/__init__.py; ls -R'),
+    ]);
+    expect(e.total).toBe(0);
+    expect(e.grade.tests?.collected).toBe(byId('py-slugify').spec.test.expected_tests);
+  }, 60_000);
+
+  test('attack: conftest.py, pytest.ini / pyproject.toml / setup.cfg / tox.ini settings score 0', async () => {
+    const ini = '[pytest]\naddopts = -p no:junitxml --co\npython_files = nothing_*.py\n';
+    const e = await episode('py-slugify', [
+      write('conftest.py', PASS_ALL_CONFTEST),
+      write('sub/conftest.py', PASS_ALL_CONFTEST),
+      write('pytest.ini', ini),
+      write('setup.cfg', ini.replace('[pytest]', '[tool:pytest]')),
+      write('tox.ini', ini.replace('[pytest]', '[tool:pytest]')),
+      write('pyproject.toml', '[tool.pytest.ini_options]\naddopts = "--co"\n'),
+    ]);
+    expect(e.total).toBe(0);
+    for (const s of e.steps) expect(s.info.score).toBe(0);
+  }, 60_000);
+
+  test('attack: sitecustomize.py, usercustomize.py and .pth files score 0', async () => {
+    const hook = 'import slug\nslug.slugify = lambda s: "x"\n';
+    const e = await episode('py-slugify', [write('sitecustomize.py', hook), write('usercustomize.py', hook), write('evil.pth', 'import sitecustomize\n'), write('lib/zz.pth', 'import usercustomize\n')]);
+    expect(e.total).toBe(0);
+  }, 60_000);
+
+  test('attack: os._exit(0) / sys.exit(0) at import score 0 (python and node)', async () => {
+    for (const code of ['import os\nos._exit(0)\n', 'import sys\nsys.exit(0)\n', 'raise SystemExit(0)\n', 'getattr(__import__("o" + "s"), "_ex" + "it")(0)\n']) {
+      const e = await episode('py-slugify', [write('slug.py', code)]);
+      expect(e.total, code).toBe(0);
+      expect(e.grade.zero_reason, code).toBeDefined();
+    }
+    const js = await episode('js-deep-equal', [write('deep-equal.mjs', 'globalThis["pro" + "cess"]["ex" + "it"](0);\nexport function deepEqual() { return true; }\n')]);
+    expect(js.total).toBe(0);
+  }, 120_000);
+
+  test('attack: printing fake "passed" lines leaves the reward unchanged', async () => {
+    const plain = 'def slugify(text):\n    return ""\n';
+    const loud = 'print("10 passed in 0.01s")\nprint("<testcase name=\\"x\\"/>")\nprint("ok 1 - all\\n1..1")\n' + 'def slugify(text):\n    print("PASSED")\n    return ""\n';
+    const a = await episode('py-slugify', [write('slug.py', plain)]);
+    const b = await episode('py-slugify', [write('slug.py', loud)]);
+    expect(b.total).toBeCloseTo(a.total, 9);
+    expect(b.grade.tests?.passed).toBe(a.grade.tests?.passed);
+    expect(a.grade.tests?.passed).toBeLessThan(byId('py-slugify').spec.test.expected_tests);
+  }, 60_000);
+
+  test('attack: the hidden tests and the solution are not in the agent sandbox', async () => {
+    await env.reset({ seed: 0, options: { task_id: 'py-slugify' } });
+    const hiddenNames = byId('py-slugify').tests.map((t) => t.path.split('/').pop()!);
+    const probe = await env.step(bash("find / -xdev \\( -name 'test_*.py' -o -name '*_test.py' -o -name 'solve.sh' -o -name 'solution' -o -name 'sandgym-grade-*' \\) 2>/dev/null | grep -v -e '/usr/lib/python3' -e '/usr/share' | head -50; echo END"));
+    expect(probe.observation).toContain('END');
+    for (const n of hiddenNames) expect(probe.observation).not.toContain(n);
+    expect(probe.observation).not.toContain('sandgym-grade-');
+    const grep = await env.step(bash('grep -rl "def test_" /workspace /tmp /home 2>/dev/null; ls -la /workspace; echo END'));
+    expect(grep.observation).toContain('END');
+    for (const n of hiddenNames) expect(grep.observation).not.toContain(n);
+    const read = await env.step(call('read_file', { path: '../tests/test_slug.py' }));
+    expect(read.observation).toMatch(/outside \/workspace/);
+    const final = await env.step(call('submit'));
+    expect(final.reward).toBe(0);
+  }, 60_000);
+
+  test('attack: tampering with the report location scores 0', async () => {
+    const fake = '<testsuites><testsuite>' + '<testcase classname="t" name="x"/>'.repeat(10) + '</testsuite></testsuites>';
+    // Plain attempt (the tamper scan names it) ...
+    const plain = await episode('py-slugify', [
+      write('report.xml', fake),
+      write('out/report.xml', fake),
+      write('slug.py', `import glob\nfor d in glob.glob("/tmp/sandgym-grade-*/out"):\n    open(d + "/report.xml", "w").write(${JSON.stringify(fake)})\ndef slugify(text):\n    raise NotImplementedError\n`),
+    ]);
+    expect(plain.total).toBe(0);
+    // ... and an obfuscated one that finds the report path from its parent's argv, forges it and kills the runner.
+    const forger = [
+      'import os, signal',
+      'args = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(bytes(1))',
+      'key = ("--jun" + "itxml=").encode()',
+      'for a in args:',
+      '    if a.startswith(key):',
+      '        cases = "".join(f\'<testcase classname="t" name="c{i}"/>\' for i in range(10))',
+      '        open(a[len(key):].decode(), "w").write(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")',
+      'os.kill(os.getppid(), signal.SIGTERM)',
+      'def slugify(text):',
+      '    raise NotImplementedError',
+      '',
+    ].join('\n');
+    const forged = await episode('py-slugify', [write('slug.py', forger)]);
+    expect(forged.total).toBe(0);
+    expect(forged.grade.zero_reason).toBeDefined();
+    // A symlinked report path in the workspace is dropped too.
+    const linked = await episode('py-slugify', [bash('ln -s /tmp report.xml && ln -s /etc/passwd slug2.py')]);
+    expect(linked.total).toBe(0);
+  }, 120_000);
+
+  test('attack: rewriting the hidden tests during the run scores 0', async () => {
+    const code = [
+      'import inspect',
+      'for f in inspect.stack():',
+      '    if f.filename.endswith("test_slug.py"):',
+      '        try:',
+      '            open(f.filename, "w").write("def test_x():\\n    pass\\n")',
+      '        except OSError:',
+      '            pass',
+      '',
+    ].join('\n');
+    const e = await episode('py-slugify', [write('slug.py', code + solution('py-slugify', 'slug.py'))]);
+    // Either the write fails (tests are read-only) and the solution scores 1, or it lands and the hash check zeroes it.
+    if (e.grade.score !== 1) expect(e.total).toBe(0);
+    expect(e.grade.tests?.collected ?? 0).not.toBe(1);
+  }, 60_000);
+
+  test('infrastructure failure is SANDBOX_ERROR, never a reward of 0; reset recovers', async () => {
+    await env.reset({ seed: 0, options: { task_id: 'py-slugify' } });
+    // The agent kills every process of its user, including the sandbox's command channel.
+    const err = await env.step(bash('kill -9 -1; sleep 5')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandgymError);
+    expect((err as SandgymError).code).toBe('SANDBOX_ERROR');
+    // The session is poisoned (RESET_NEEDED), or closed by the server when the sandbox layer saw the
+    // sandbox die (session_closed, code SANDBOX_ERROR): either way no reward was ever produced.
+    const after = await env.step(bash('true')).catch((e: unknown) => e);
+    expect(['RESET_NEEDED', 'UNKNOWN_SESSION']).toContain((after as SandgymError).code);
+    if ((after as SandgymError).code === 'UNKNOWN_SESSION') env = await client.make<string, Action>('code-v0', {});
+    const r = await env.reset({ seed: 0, options: { task_id: 'py-slugify' } });
+    expect(r.info.task_id).toBe('py-slugify');
+    const ok = await env.step(write('slug.py', solution('py-slugify', 'slug.py')));
+    expect(ok.reward).toBe(1);
+  }, 120_000);
+});
