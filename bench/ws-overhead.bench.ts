@@ -9,7 +9,10 @@
 // Asserts nothing: prints a markdown table and writes bench/results/ws-overhead.json.
 //
 // Run: npx tsx bench/ws-overhead.bench.ts   (or `npm run bench` for every benchmark)
-// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_CPU_PROF=dir profiles the server process.
+// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_CPU_PROF=dir profiles the server process;
+//      BENCH_PHASES=rtt,client,pipelined,batch,memory runs only those phases (default: all), e.g. for
+//      interleaved before/after repetitions on a busy machine (compare server CPU per step: it is steadier
+//      than latency or throughput when other work shares the cores).
 
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -36,6 +39,7 @@ const BATCH_FRAMES = scale(4_000);
 const BATCH_WINDOW = 8;
 const IDLE_SESSIONS = QUICK ? 1_000 : 10_000;
 const IDLE_CONNECTIONS = 10;
+const PHASES = new Set((process.env.BENCH_PHASES ?? 'rtt,client,pipelined,batch,memory').split(',').map((p) => p.trim()));
 
 const enc = (encoding: Encoding, v: unknown) => (encoding === 'msgpack' ? encodeMsgpack(v) : encodeJson(v));
 
@@ -281,23 +285,35 @@ async function main(): Promise<void> {
       batch: {} as Results['batch'],
     };
     for (const e of ENCODINGS) {
-      log(`step round trip (${e})`);
-      results.rtt![e] = await measureRtt(sandgym, echo, e);
-      log(`TS client round trip (${e})`);
-      results.ts_client_rtt![e] = await measureTsClient(sandgym, e);
-      log(`pipelined (${e})`);
-      results.pipelined![e] = await measurePipelined(sandgym, e);
-      log(`batch (${e})`);
-      results.batch![e] = await measureBatch(sandgym, e);
+      if (PHASES.has('rtt')) {
+        log(`step round trip (${e})`);
+        results.rtt![e] = await measureRtt(sandgym, echo, e);
+      }
+      if (PHASES.has('client')) {
+        log(`TS client round trip (${e})`);
+        results.ts_client_rtt![e] = await measureTsClient(sandgym, e);
+      }
+      if (PHASES.has('pipelined')) {
+        log(`pipelined (${e})`);
+        results.pipelined![e] = await measurePipelined(sandgym, e);
+      }
+      if (PHASES.has('batch')) {
+        log(`batch (${e})`);
+        results.batch![e] = await measureBatch(sandgym, e);
+      }
     }
     await Promise.all([sandgym.stop(), echo.stop()]);
-    log(`memory over ${IDLE_SESSIONS} idle sessions (fresh server)`);
-    results.memory = await measureMemory(configPath);
+    if (PHASES.has('memory')) {
+      log(`memory over ${IDLE_SESSIONS} idle sessions (fresh server)`);
+      results.memory = await measureMemory(configPath);
+    }
     const full = results as Results;
     full.machine.loadavg_end = round(loadavg()[0]!, 2);
-    await writeFile(join(resultsDir, 'ws-overhead.json'), JSON.stringify(full, null, 2) + '\n');
+    const partial = !['rtt', 'client', 'pipelined', 'batch', 'memory'].every((p) => PHASES.has(p));
+    // A partial run only prints its numbers (one JSON line): it never overwrites the full results.
+    if (!partial) await writeFile(join(resultsDir, 'ws-overhead.json'), JSON.stringify(full, null, 2) + '\n');
     console.log(`## ws-overhead (${full.machine.cpus} × ${full.machine.cpu_model}, Node ${full.machine.node}, load average ${full.machine.loadavg_start} -> ${full.machine.loadavg_end}${QUICK ? ', QUICK run' : ''})\n`);
-    console.log(table(full));
+    console.log(partial ? JSON.stringify(full) : table(full));
     console.log(`\n${full.note}. Command: \`${full.command}\`. Raw numbers: bench/results/ws-overhead.json`);
   } finally {
     await Promise.all([sandgym.stop(), echo.stop()]);

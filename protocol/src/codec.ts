@@ -349,11 +349,56 @@ export function isValidUtf8(b: Uint8Array, start = 0, end = b.length): boolean {
 
 /** Where a value leaves the protocol data model, or null when it is encodable. */
 export function findUnencodable(value: unknown, encoding: Encoding = 'json'): { path: string; reason: string } | null {
-  return walkEncodable(value, '', 0, encoding === 'json');
+  const json = encoding === 'json';
+  // Every outgoing frame is checked, and almost every frame is fine: answer that with an
+  // allocation-free pass, and build JSON Pointer paths (a string per key) only for a failing value.
+  if (isEncodableValue(value, 0, json)) return null;
+  return walkEncodable(value, '', 0, json);
 }
 
 /** JSON.stringify writes integral doubles below 1e21 as digit strings: beyond 2^53 a peer would refuse them. */
 const JSON_EXPONENT_FORM = 1e21;
+
+/**
+ * The same decision as walkEncodable, without paths. It must never accept what walkEncodable refuses
+ * (findUnencodable trusts a true); `for...in` visits a superset of Object.keys (also inherited
+ * enumerable keys), so a false here at worst costs a walkEncodable that then finds nothing.
+ */
+function isEncodableValue(v: unknown, depth: number, json: boolean): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      if (!Number.isFinite(v)) return false;
+      if (json && Number.isInteger(v)) {
+        const a = Math.abs(v);
+        return !(a > MAX_SAFE && a < JSON_EXPONENT_FORM);
+      }
+      return true;
+    case 'object': {
+      if (v === null) return true;
+      if (depth >= MAX_MSGPACK_DEPTH) return false;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const item: unknown = v[i];
+          if (item === undefined || !isEncodableValue(item, depth + 1, json)) return false;
+        }
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in v) {
+        if (key === '__proto__') return false;
+        const item: unknown = (v as Record<string, unknown>)[key];
+        if (item !== undefined && !isEncodableValue(item, depth + 1, json)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
 
 function walkEncodable(v: unknown, path: string, depth: number, json: boolean): { path: string; reason: string } | null {
   switch (typeof v) {

@@ -8,6 +8,7 @@ import { decodeFrame, findUnencodable, validateRequest } from '../../protocol/sr
 import { err, isInvalidArgument, isSandboxFailure, ProtocolError, reasonOf, wireError } from './errors.js';
 import { callAsync, DeadlineExceeded } from './deadline.js';
 import { encodeReply, isEncodable } from './fast-encode.js';
+import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
 import type { ServerCore } from './server-core.js';
 import { Session, type BatchCollector, type Job, type SessionRequest } from './session.js';
 import { closeSession, runOp } from './session-ops.js';
@@ -57,6 +58,8 @@ export class Connection {
   private closed = false;
   /** Makes in flight on this connection (count toward the per-connection cap). */
   private pendingMakes = 0;
+  /** All outbound frames go through it: one socket write per event-loop turn, and backpressure. */
+  private readonly out: WriteCoalescer;
 
   constructor(
     private readonly ws: WebSocket,
@@ -64,6 +67,11 @@ export class Connection {
     authorization: string | undefined,
   ) {
     this.authed = !core.tokens.enabled;
+    this.out = new WriteCoalescer(ws, {
+      // Room for a few of the largest frames the server accepts, and never below the default.
+      hardLimitBytes: Math.max(DEFAULT_HARD_LIMIT_BYTES, 4 * core.config.max_message_bytes),
+      onOverflow: (bytes) => core.log.warn({ buffered_bytes: bytes, sessions: this.sessions.size }, 'client is not reading its replies; terminating the connection'),
+    });
     core.connections.add(this);
     ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on('pong', () => {
@@ -371,7 +379,7 @@ export class Connection {
       const id = (frame as { id?: number | null }).id ?? null;
       data = encodeReply({ id, type: 'error', error: wireError(err('INTERNAL', { reason: 'reply could not be encoded' })) }, bin);
     }
-    this.ws.send(data);
+    this.out.send(data);
   }
 
   sendResult(id: number, result: unknown, bin: boolean): void {

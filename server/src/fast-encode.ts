@@ -1,7 +1,8 @@
-// Reply encoding for the hot path. The protocol codec checks every value while building a JSON
-// Pointer per key (allocations on every step); here a first allocation-free pass decides whether
-// the value is in the wire data model, and only a failing value goes through the codec, which then
-// throws with the exact path.
+// Reply encoding for the hot path. `isEncodable` is an allocation-free check of an env result (the
+// drain poisons a session whose result is outside the wire data model, before it is framed).
+// `encodeReply` checks each frame once: JSON here (then JSON.stringify), msgpack inside the codec's
+// encodeMsgpack, whose check is the same allocation-free pass (JSON Pointer paths are built only for a
+// failing value, and the codec then throws ProtocolError with the exact path).
 import { encodeFrame, encodeMsgpack, MAX_MSGPACK_DEPTH } from '../../protocol/src/index.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
@@ -53,7 +54,9 @@ export function isEncodable(v: unknown, binary: boolean): boolean {
 
 /** Same bytes as protocol encodeFrame; throws the codec's ProtocolError (with path) when unencodable. */
 export function encodeReply(frame: unknown, binary: boolean): string | Uint8Array {
-  if (!encodable(frame, 0, !binary)) return encodeFrame(frame, binary);
+  // msgpack: encodeMsgpack's own check is this same pass; walking here too would check twice.
+  if (binary) return encodeMsgpack(frame);
+  if (!encodable(frame, 0, true)) return encodeFrame(frame, false);
   // JSON.stringify drops undefined object values exactly like the codec does.
-  return binary ? encodeMsgpack(frame) : JSON.stringify(frame);
+  return JSON.stringify(frame);
 }

@@ -1,0 +1,143 @@
+// Per-connection write coalescing and outbound backpressure.
+//
+// Why: `ws.send` ends in one `socket.write` -> one `writev`/`write` syscall per reply. With pipelined
+// requests (or many sessions on one connection) a burst of replies is produced in one event-loop turn,
+// and the syscalls were 37–44% of the server's CPU. Corking the underlying net.Socket on the first
+// reply of a turn and uncorking it once at the end of that turn sends the whole burst in one writev.
+//
+// When to uncork: in `setImmediate`, i.e. the check phase of the SAME event-loop iteration. A
+// microtask is too early: the replies of one session's queue are several promise hops apart (each
+// `await` in drain/runOp), so a microtask flush would run after the first reply of a burst and
+// coalesce almost nothing. `setImmediate` adds no latency to a lone reply either: while an immediate
+// is pending libuv polls with a zero timeout, so the flush runs right after the I/O callbacks of the
+// current iteration (measured: sequential step p50 unchanged, see bench/ws-overhead.bench.ts).
+//
+// Backpressure policy (a client that does not read its replies):
+//   - above `highWaterBytes` of unsent bytes (the socket's buffer + ws's own queue, i.e.
+//     `ws.bufferedAmount`) we stop READING from that client (`ws.pause()`): it cannot make the server
+//     produce more replies, and requests already read finish and queue their (bounded) replies;
+//     reading resumes on the socket's 'drain' (buffer fully flushed to the kernel).
+//   - when reads are ALREADY paused and the unsent bytes still pass `hardLimitBytes` (reachable only
+//     through replies to requests read before the pause: one socket read can carry a thousand small
+//     requests with large replies, e.g. list_envs or batch), the connection is terminated: a close
+//     frame could not get through a full buffer anyway, and its sessions are closed by the normal
+//     close path. A single large reply to a client that was keeping up only pauses reads: it never
+//     terminates by itself. So the server holds at most hardLimitBytes + one reply per connection.
+//   - a client that stops reading entirely also stops answering pings, so the heartbeat terminates
+//     it within two heartbeat intervals; while paused its memory is bounded by the limits above.
+import type { WebSocket } from 'ws';
+
+/** Unsent bytes above which we stop reading from the client. */
+export const DEFAULT_HIGH_WATER_BYTES = 4 * 1024 * 1024;
+/** Unsent bytes above which the connection is terminated. */
+export const DEFAULT_HARD_LIMIT_BYTES = 64 * 1024 * 1024;
+
+export interface WriteCoalescerOptions {
+  highWaterBytes?: number;
+  hardLimitBytes?: number;
+  /** Called once when the hard limit terminates the connection (for logging). */
+  onOverflow?: (bufferedBytes: number) => void;
+}
+
+/** The part of net.Socket we use (ws keeps it as `_socket`; not in ws's public types). */
+interface RawSocket {
+  cork(): void;
+  uncork(): void;
+  readonly writableCorked: number;
+  readonly writableNeedDrain: boolean;
+  readonly destroyed: boolean;
+  once(event: 'drain', fn: () => void): unknown;
+  removeListener(event: 'drain', fn: () => void): unknown;
+}
+
+const OPEN = 1;
+
+export class WriteCoalescer {
+  private sock: RawSocket | null;
+  /** True between the cork of a turn and its uncork. */
+  private corked = false;
+  /** True while reading is paused for backpressure. */
+  private pausedForBackpressure = false;
+  private terminated = false;
+  private readonly highWater: number;
+  private readonly hardLimit: number;
+  private readonly flushBound = () => this.flush();
+  private readonly onDrainBound = () => this.onDrain();
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly opts: WriteCoalescerOptions = {},
+  ) {
+    this.sock = (ws as unknown as { _socket?: RawSocket | null })._socket ?? null;
+    this.highWater = opts.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
+    this.hardLimit = Math.max(opts.hardLimitBytes ?? DEFAULT_HARD_LIMIT_BYTES, this.highWater);
+    // Release everything we hold when the socket goes away (close or terminate): an uncork on a
+    // destroyed socket is a no-op, but a pending 'drain' listener must not keep closures alive.
+    ws.once('close', () => this.dispose());
+  }
+
+  /** True while reads are paused because the client is not reading its replies. */
+  get paused(): boolean {
+    return this.pausedForBackpressure;
+  }
+
+  /**
+   * Queue one frame. Frames keep their order (one socket, one writer); they leave in one write at
+   * the end of the current event-loop turn. Returns false when the frame was dropped because the
+   * connection is not open (as `ws.send` would drop it, without the error callback).
+   */
+  send(data: string | Uint8Array): boolean {
+    const ws = this.ws;
+    if (ws.readyState !== OPEN || this.terminated) return false;
+    const sock = this.sock;
+    if (!this.corked && sock !== null && !sock.destroyed) {
+      this.corked = true;
+      sock.cork();
+      setImmediate(this.flushBound);
+    }
+    // Write errors surface as the socket's 'error'/'close' (handled by ws -> Connection.onClose); a
+    // callback per frame would cost an allocation per reply for nothing.
+    ws.send(data);
+    const buffered = ws.bufferedAmount;
+    if (buffered > this.highWater) this.backpressure(buffered);
+    return true;
+  }
+
+  /** Write out everything held for this turn (also safe to call at any time, e.g. before close). */
+  flush(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    const sock = this.sock;
+    // Uncork exactly the one cork we took; ws's own nested cork/uncork pairs are balanced.
+    if (sock !== null && sock.writableCorked > 0) sock.uncork();
+  }
+
+  private backpressure(buffered: number): void {
+    if (this.pausedForBackpressure && buffered > this.hardLimit) {
+      if (this.terminated) return;
+      this.terminated = true;
+      this.opts.onOverflow?.(buffered);
+      this.dispose();
+      this.ws.terminate();
+      return;
+    }
+    // 'drain' only fires after a write was refused (buffer above the socket's own high-water mark);
+    // pausing without it would never resume, so wait for the next send to cross that mark.
+    if (this.pausedForBackpressure || this.sock === null || !this.sock.writableNeedDrain) return;
+    this.pausedForBackpressure = true;
+    this.ws.pause();
+    this.sock.once('drain', this.onDrainBound);
+  }
+
+  private onDrain(): void {
+    if (!this.pausedForBackpressure) return;
+    this.pausedForBackpressure = false;
+    if (this.ws.readyState === OPEN) this.ws.resume();
+  }
+
+  private dispose(): void {
+    this.flush();
+    if (this.pausedForBackpressure && this.sock !== null) this.sock.removeListener('drain', this.onDrainBound);
+    this.pausedForBackpressure = false;
+  }
+}
