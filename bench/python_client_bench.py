@@ -263,7 +263,7 @@ def main() -> int:
         if url is None:
             node = os.environ.get("SANDGYM_NODE", "node").split()
             srv, url = start_process([*node, "bin/sandgym.js", "serve", "--host", "127.0.0.1", "--port", "0", "--fixtures",
-                                      "--log-level", "warn"], r"sandgym listening on (ws://\S+)")
+                                      "--log-level", "warn", "--driver", "none"], r"sandgym listening on (ws://\S+)")
             procs.append(srv)
         n, w = args.steps, args.warmup
         rows: list[dict[str, Any]] = []

@@ -11,6 +11,9 @@ import { DockerDriver } from '../server/src/sandbox/docker/docker-driver.js';
 import { LocalDriver } from '../server/src/sandbox/local/local-driver.js';
 import { SandboxPool } from '../server/src/sandbox/pool.js';
 import type { DriverSandbox } from '../server/src/sandbox/types.js';
+import { buildApp } from '../server/src/app.js';
+import type { PooledSandboxService } from '../server/src/sandbox-adapter.js';
+import { connect } from '../clients/ts/src/index.js';
 
 const IMAGE = 'sandgym/busybox:1';
 const quick = process.argv.includes('--quick');
@@ -131,6 +134,45 @@ async function bwrap() {
   return { bwrap_true: stat(raw), sandbox_ready: stat(ready), channel_round_trip: stat(rt) };
 }
 
+const N_EPISODES = quick ? 6 : 20;
+
+/**
+ * A full shell-v0 episode over the WebSocket (make + reset + 5 bash steps, the last one solving the
+ * task, + close) against a real server with a warm pool. 'replace' waits (untimed) between episodes
+ * until the pool has a sandbox idle again, so it measures a pool hit; 'wipe' reuses in place.
+ */
+async function shellEpisodes(driverKind: 'docker' | 'local', reuse: 'replace' | 'wipe') {
+  const built = await buildApp({ driver: driverKind, pools: { min_idle: 2, max_total: 8 }, log_level: 'error', host: '127.0.0.1', port: 0 });
+  await built.app.listen({ host: '127.0.0.1', port: 0 });
+  const service = built.core.sandbox as PooledSandboxService;
+  const idle = () => service.pools.stats().reduce((n, s) => n + s.idle, 0);
+  const client = await connect(built.url());
+  const times: number[] = [];
+  const stepTimes: number[] = [];
+  try {
+    for (let i = 0; i < N_EPISODES + 2; i++) {
+      while (idle() < 1) await new Promise((r) => setTimeout(r, 10));
+      const t0 = performance.now();
+      const env = await client.make<string>('shell-v0', { reuse });
+      await env.reset({ options: { task_id: 'create-file' } });
+      const cmds = ['ls -la', 'cat hello.txt 2>/dev/null || echo missing', 'echo draft > hello.txt', 'wc -c hello.txt', "echo 'hello world' > hello.txt"];
+      let last = 0;
+      for (const c of cmds) {
+        const ts = performance.now();
+        last = (await env.step({ name: 'bash', arguments: { command: c } })).reward;
+        if (i >= 2) stepTimes.push(performance.now() - ts);
+      }
+      await env.close();
+      if (last !== 1) throw new Error('shell-v0 bench episode did not solve its task');
+      if (i >= 2) times.push(performance.now() - t0); // first two are warm-up
+    }
+  } finally {
+    await client.close();
+    await built.app.close();
+  }
+  return { episode: stat(times), step: stat(stepTimes) };
+}
+
 const driver = new DockerDriver({ instanceId: `bench-${Date.now().toString(36)}`, createConcurrency: 4 });
 const load0 = os.loadavg();
 const results = {
@@ -140,6 +182,11 @@ const results = {
   pool: await poolVsCold(driver),
   fleet: await fleet(driver),
   bwrap: await bwrap(),
+  shell_v0: {
+    docker_replace: await shellEpisodes('docker', 'replace'),
+    docker_wipe: await shellEpisodes('docker', 'wipe'),
+    local_replace: await shellEpisodes('local', 'replace'),
+  },
   loadavg_at_end: os.loadavg().map(r2),
 };
 await driver.close();
@@ -155,6 +202,10 @@ const rows: [string, string, string][] = [
   ['bubblewrap spawn (`bwrap ... true`)', `${results.bwrap.bwrap_true.p50_ms} ms`, `${results.bwrap.bwrap_true.p99_ms} ms`],
   ['local sandbox ready (prlimit+bwrap+agent hello)', `${results.bwrap.sandbox_ready.p50_ms} ms`, `${results.bwrap.sandbox_ready.p99_ms} ms`],
   ['local channel round trip', `${results.bwrap.channel_round_trip.p50_ms} ms`, `${results.bwrap.channel_round_trip.p99_ms} ms`],
+  ['shell-v0 episode over WS (make+reset+5 steps+close), docker, replace, warm pool', `${results.shell_v0.docker_replace.episode.p50_ms} ms`, `${results.shell_v0.docker_replace.episode.p99_ms} ms`],
+  ['shell-v0 step over WS (bash + check), docker', `${results.shell_v0.docker_replace.step.p50_ms} ms`, `${results.shell_v0.docker_replace.step.p99_ms} ms`],
+  ['shell-v0 episode, docker, reuse wipe', `${results.shell_v0.docker_wipe.episode.p50_ms} ms`, `${results.shell_v0.docker_wipe.episode.p99_ms} ms`],
+  ['shell-v0 episode, local (bubblewrap), replace', `${results.shell_v0.local_replace.episode.p50_ms} ms`, `${results.shell_v0.local_replace.episode.p99_ms} ms`],
 ];
 console.log(`\n| metric | p50 | p99 |\n|---|---|---|`);
 for (const [a, b, d] of rows) console.log(`| ${a} | ${b} | ${d} |`);

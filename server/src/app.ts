@@ -37,11 +37,12 @@ function payloadSlack(max: number): number {
   return Math.max(64 * 1024, Math.min(max, 1024 * 1024));
 }
 
-async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger): Promise<SandboxService | null> {
-  if (!config.driver) return null;
+async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry: EnvRegistry): Promise<SandboxService | null> {
+  if (!config.driver || config.driver === 'none') return null;
   // Imported only when a driver is configured: servers without sandboxes never load dockerode.
   const { createSandboxService } = await import('./sandbox-adapter.js');
-  return createSandboxService(config, log);
+  // The registry is passed so pools are warmed for its sandboxed envs without building it twice.
+  return createSandboxService(config, log, registry);
 }
 
 export async function buildApp(config: Partial<ServerConfig> = {}, options: BuildOptions = {}): Promise<SandgymApp> {
@@ -52,7 +53,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const app = options.logger
     ? Fastify({ loggerInstance: options.logger, logController })
     : Fastify({ logger: { level: cfg.log_level, stream: process.stderr }, logController });
-  const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log));
+  const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
   const core = new ServerCore(cfg, registry, app.log, sandbox);
 
   await app.register(websocket, {

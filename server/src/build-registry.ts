@@ -3,11 +3,18 @@ import { builtinEnvs } from '../../envs/src/builtin/index.js';
 import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
 import { loadEnvModule } from '../../envs/src/module-loader.js';
 import { EnvRegistry } from '../../envs/src/registry.js';
-import type { ServerConfig } from './config.js';
+import { codeEnvFromConfig } from '../../envs/src/code/server-env.js';
+import { ConfigError, type ServerConfig } from './config.js';
 
-export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'>): Promise<EnvRegistry> {
+export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'> & Partial<Pick<ServerConfig, 'tasks' | 'splits'>>): Promise<EnvRegistry> {
   const registry = new EnvRegistry();
   registry.registerAll(builtinEnvs);
+  // code-v0 over config.tasks (default: the shipped envs/tasks); a broken task refuses startup.
+  try {
+    registry.register(await codeEnvFromConfig(config));
+  } catch (e) {
+    throw new ConfigError(`tasks: ${(e as Error).message}`, 'tasks');
+  }
   if (config.fixtures) registry.registerAll(fixtureEnvs);
   for (const path of config.env_modules) {
     const defs = await loadEnvModule(path);

@@ -25,11 +25,45 @@ export interface ServerConfig {
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Allows binding a non-loopback host without tokens. */
   insecure: boolean;
-  /** Sandbox driver; unset = no sandboxes (envs declaring one get UNSUPPORTED at make). */
-  driver?: 'docker' | 'local' | 'auto';
+  /** Sandbox driver; unset or 'none' = no sandboxes (envs declaring one get UNSUPPORTED at make).
+   *  The CLI defaults to 'auto'; buildApp (tests, embedding) defaults to none. */
+  driver?: 'docker' | 'local' | 'auto' | 'none';
   /** Warm pool sizing per (image, limits) pool: min_idle, max_total, refill_concurrency. */
   pools?: Record<string, unknown>;
-  sandbox?: Record<string, unknown>;
+  /** Sandbox layer options (limits, driver knobs); see SandboxConfig and docs/SANDBOX.md. */
+  sandbox?: SandboxConfig;
+  /** code-v0 task-set directories; empty = the shipped envs/tasks. */
+  tasks: string[];
+  /** Task splits sessions may ask for (code-v0). Default all; a session gets eval only when it asks. */
+  splits: ('train' | 'eval')[];
+}
+
+export interface SandboxLimitsConfig {
+  memory_mb?: number;
+  cpus?: number;
+  pids?: number;
+  disk_mb?: number;
+  nofile?: number;
+  timeout_s?: number;
+}
+
+export interface SandboxConfig {
+  /** Limits of a sandbox whose env asks for none (merged over the built-in defaults). */
+  limits_default?: SandboxLimitsConfig;
+  /** The most any env may ask for (merged over the built-in maxima). */
+  limits_max?: SandboxLimitsConfig;
+  /** A request above a maximum: 'refuse' (INVALID_ARGUMENT, default) or 'clamp'. */
+  limit_policy?: 'refuse' | 'clamp';
+  /** Docker: 'channel' (default, persistent shell) or 'docker-exec' (one exec per command). */
+  exec_path?: 'channel' | 'docker-exec';
+  /** Docker: uid:gid the sandbox runs as (default 65534:65534); never 0. */
+  user?: string;
+  /** Docker: OCI runtime, e.g. 'runsc' when gVisor is configured in daemon.json. */
+  runtime?: string;
+  /** Docker: a sandbox whose server stops refreshing its lease kills itself after this long. */
+  lease_ttl_ms?: number;
+  /** Docker: container creations in flight at once. */
+  create_concurrency?: number;
 }
 
 export const DEFAULT_CONFIG: ServerConfig = {
@@ -48,9 +82,24 @@ export const DEFAULT_CONFIG: ServerConfig = {
   heartbeat_ms: 30_000,
   log_level: 'info',
   insecure: false,
+  tasks: [],
+  splits: ['train', 'eval'],
 };
 
 const posInt = { type: 'integer', minimum: 1, maximum: 2 ** 31 - 1 };
+
+const SANDBOX_LIMITS_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    memory_mb: { type: 'integer', minimum: 16, maximum: 1024 * 1024 },
+    cpus: { type: 'number', exclusiveMinimum: 0, maximum: 1024 },
+    pids: { type: 'integer', minimum: 8, maximum: 4_194_304 },
+    disk_mb: { type: 'integer', minimum: 1, maximum: 1024 * 1024 },
+    nofile: { type: 'integer', minimum: 64, maximum: 1_048_576 },
+    timeout_s: { type: 'number', exclusiveMinimum: 0, maximum: 7 * 24 * 3600 },
+  },
+} as const;
 
 export const CONFIG_SCHEMA = {
   type: 'object',
@@ -72,13 +121,29 @@ export const CONFIG_SCHEMA = {
     heartbeat_ms: posInt,
     log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     insecure: { type: 'boolean' },
-    driver: { enum: ['docker', 'local', 'auto'] },
+    driver: { enum: ['docker', 'local', 'auto', 'none'] },
     pools: {
       type: 'object',
       additionalProperties: true,
       properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt },
     },
-    sandbox: { type: 'object' },
+    sandbox: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        limits_default: SANDBOX_LIMITS_SCHEMA,
+        limits_max: SANDBOX_LIMITS_SCHEMA,
+        limit_policy: { enum: ['refuse', 'clamp'] },
+        exec_path: { enum: ['channel', 'docker-exec'] },
+        // uid[:gid], numeric, never root: names may not exist in minimal images.
+        user: { type: 'string', pattern: '^[1-9][0-9]{0,9}(:[1-9][0-9]{0,9})?$' },
+        runtime: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+        lease_ttl_ms: { type: 'integer', minimum: 10_000, maximum: 24 * 3600_000 },
+        create_concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+      },
+    },
+    tasks: { type: 'array', items: { type: 'string', minLength: 1 } },
+    splits: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['train', 'eval'] } },
   },
 } as const;
 
@@ -102,7 +167,8 @@ export function validateConfigPartial(doc: unknown, source = 'config'): Partial<
     const e = validateConfigDoc.errors?.[0];
     if (!e) throw new ConfigError(`${source}: invalid`, '');
     if (e.keyword === 'additionalProperties') {
-      const key = String((e.params as { additionalProperty: string }).additionalProperty);
+      // Nested unknown keys are named by their path, e.g. 'sandbox/limits_max/memroy_mb'.
+      const key = `${e.instancePath.slice(1)}${e.instancePath ? '/' : ''}${String((e.params as { additionalProperty: string }).additionalProperty)}`;
       throw new ConfigError(`${source}: unknown key '${key}'`, key);
     }
     const key = e.instancePath.replace(/^\//, '').split('/')[0] ?? '';

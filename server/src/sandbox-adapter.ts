@@ -1,18 +1,35 @@
 // Adapts the sandbox layer (driver + warm pools) to the env-facing SandboxProvider, per session.
-// Errors cross the seam typed: SandboxGoneError -> SandboxFailure (SANDBOX_ERROR), SandboxLimitError ->
-// InvalidArgument (INVALID_ARGUMENT). Every sandbox a session holds is released when it closes.
+// Errors cross the seam typed: SandboxGoneError (and any failure to get a sandbox at all) ->
+// SandboxFailure (SANDBOX_ERROR), SandboxLimitError / SandboxRequestError -> InvalidArgument
+// (INVALID_ARGUMENT at make/reset, INVALID_ACTION in step). Every sandbox a session holds is released
+// when it closes; a sandbox that dies (OOM, exit) fails its session at once through `onFailure`.
 import type { FastifyBaseLogger } from 'fastify';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
+import type { EnvRegistry } from '../../envs/src/registry.js';
 import type { Sandbox, SandboxRequirement } from '../../envs/src/sandbox-api.js';
-import type { ServerConfig } from './config.js';
+import { ConfigError, type SandboxConfig, type ServerConfig } from './config.js';
 import type { Readiness, SandboxService, SessionSandboxes } from './sandbox-service.js';
-import { createDriver, PoolSet, SandboxGoneError, SandboxLimitError, type DriverChoice, type DriverSandbox, type SandboxDriver } from './sandbox/index.js';
+import {
+  createDriver,
+  DEFAULT_LIMITS,
+  defaultMaxLimits,
+  PoolSet,
+  SandboxGoneError,
+  SandboxLimitError,
+  SandboxRequestError,
+  type CreateDriverOptions,
+  type DriverChoice,
+  type DriverSandbox,
+  type SandboxDriver,
+  type SandboxLimits,
+  type SandboxSpec,
+} from './sandbox/index.js';
 
-/** Map sandbox-layer errors to env API errors; anything else passes through (-> ENV_ERROR). */
+/** Map sandbox-layer errors met while using a sandbox; anything else passes through (-> ENV_ERROR). */
 function mapError(e: unknown): unknown {
   if (e instanceof SandboxGoneError) return new SandboxFailure(e.reason, { cause: e });
   if (e instanceof SandboxLimitError) return new InvalidArgument(e.message, `/sandbox/limits/${e.limit}`);
-  if (e instanceof Error && e.message === 'acquire aborted') return new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
+  if (e instanceof SandboxRequestError) return new InvalidArgument(e.message, '');
   return e;
 }
 
@@ -36,8 +53,18 @@ function envSandbox(sb: DriverSandbox): Sandbox {
   };
 }
 
+export function specOf(req: SandboxRequirement): SandboxSpec {
+  return { image: req.image, limits: req.limits, workspace: req.workspace };
+}
+
+interface Held {
+  sb: DriverSandbox;
+  wipe: boolean;
+  unsubscribe: () => void;
+}
+
 class SessionProvider implements SessionSandboxes {
-  private readonly held = new Map<string, { sb: DriverSandbox; unsubscribe: () => void }>();
+  private readonly held = new Map<string, Held>();
   private closed = false;
 
   constructor(
@@ -48,14 +75,23 @@ class SessionProvider implements SessionSandboxes {
 
   async acquire(req: SandboxRequirement): Promise<Sandbox> {
     if (this.closed || this.signal.aborted) throw new SandboxFailure('session is closed');
-    const sb = await guard(this.pools.acquire({ image: req.image, limits: req.limits, workspace: req.workspace }, this.signal));
+    let sb: DriverSandbox;
+    try {
+      sb = await this.pools.acquire(specOf(req), this.signal);
+    } catch (e) {
+      if (e instanceof SandboxLimitError) throw mapError(e);
+      if (e instanceof Error && e.message === 'acquire aborted') throw new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
+      // Not getting a sandbox at all (image missing, daemon down, pool closed) is infrastructure.
+      throw new SandboxFailure(e instanceof Error ? e.message : String(e), { cause: e });
+    }
+    const wipe = req.reuse === 'wipe';
     if (this.closed) {
       // The session closed while we waited: hand the sandbox straight back.
-      await this.pools.release(sb, { reset: true });
+      await this.pools.release(sb, { reset: wipe });
       throw new SandboxFailure('session is closed');
     }
     const unsubscribe = sb.onDied((reason) => this.onFailure(`sandbox ${sb.id} died: ${reason}`));
-    this.held.set(sb.id, { sb, unsubscribe });
+    this.held.set(sb.id, { sb, wipe, unsubscribe });
     return envSandbox(sb);
   }
 
@@ -64,7 +100,8 @@ class SessionProvider implements SessionSandboxes {
     if (!h) return;
     this.held.delete(sandbox.id);
     h.unsubscribe();
-    await this.pools.release(h.sb, { reset: true });
+    // 'replace' returns at once (destroy happens in the background); 'wipe' resets in place first.
+    await this.pools.release(h.sb, { reset: h.wipe });
   }
 
   async releaseAll(): Promise<void> {
@@ -72,10 +109,10 @@ class SessionProvider implements SessionSandboxes {
     const all = [...this.held.values()];
     this.held.clear();
     await Promise.all(
-      all.map(async ({ sb, unsubscribe }) => {
+      all.map(async ({ sb, wipe, unsubscribe }) => {
         unsubscribe();
         try {
-          await this.pools.release(sb, { reset: true });
+          await this.pools.release(sb, { reset: wipe });
         } catch {
           // release is best effort; the pool destroys what it cannot reset.
         }
@@ -88,10 +125,25 @@ export class PooledSandboxService implements SandboxService {
   constructor(
     readonly driver: SandboxDriver,
     readonly pools: PoolSet,
+    private readonly log?: FastifyBaseLogger,
   ) {}
 
   forSession(_sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes {
     return new SessionProvider(this.pools, signal, onFailure);
+  }
+
+  /** Starts filling the pool of every env that declares a sandbox, so the first reset is a pop. */
+  warm(registry: EnvRegistry): void {
+    for (const { def } of registry.list()) {
+      if (!def.sandbox) continue;
+      try {
+        this.pools.warm(specOf(def.sandbox));
+        this.log?.info({ env: def.id, image: def.sandbox.image }, 'sandbox pool warming');
+      } catch (e) {
+        // A limit above the server maximum: that env's makes will fail with INVALID_ARGUMENT.
+        this.log?.warn({ env: def.id, err: (e as Error).message }, 'cannot warm a sandbox pool for env');
+      }
+    }
   }
 
   ready(): Readiness {
@@ -99,6 +151,7 @@ export class PooledSandboxService implements SandboxService {
   }
 
   async close(): Promise<void> {
+    this.pools.logStats();
     await this.pools.close();
     await this.driver.close();
   }
@@ -110,13 +163,65 @@ interface PoolsConfig {
   refill_concurrency?: number;
 }
 
-/** Build the service from config.driver ('docker' | 'local' | 'auto') and config.pools. */
-export async function createSandboxService(config: ServerConfig, log: FastifyBaseLogger): Promise<SandboxService> {
+/** Built-in defaults/maxima overlaid with config.sandbox.limits_default / limits_max; defaults must fit. */
+export function limitsFromConfig(sc: SandboxConfig): { defaults: SandboxLimits; maxima: SandboxLimits } {
+  const defaults: SandboxLimits = { ...DEFAULT_LIMITS, ...sc.limits_default };
+  const maxima: SandboxLimits = { ...defaultMaxLimits(), ...sc.limits_max };
+  for (const k of Object.keys(defaults) as (keyof SandboxLimits)[]) {
+    if (defaults[k] > maxima[k]) {
+      const fromDefault = sc.limits_default?.[k] !== undefined;
+      throw new ConfigError(
+        `config: sandbox.limits_default.${k} (${defaults[k]}${fromDefault ? '' : ', built-in'}) exceeds sandbox.limits_max.${k} (${maxima[k]}${sc.limits_max?.[k] !== undefined ? '' : ', built-in'})`,
+        'sandbox',
+      );
+    }
+  }
+  return { defaults, maxima };
+}
+
+/** Driver options from config.sandbox (the same limits go to the pools and the driver). */
+export function driverOptionsFromConfig(sc: SandboxConfig, limits: { defaults: SandboxLimits; maxima: SandboxLimits }): Omit<CreateDriverOptions, 'logger'> {
+  const common = { defaults: limits.defaults, maxima: limits.maxima, limitPolicy: sc.limit_policy };
+  return {
+    docker: {
+      ...common,
+      execPath: sc.exec_path,
+      user: sc.user,
+      runtime: sc.runtime,
+      leaseTtlMs: sc.lease_ttl_ms,
+      createConcurrency: sc.create_concurrency,
+    },
+    local: common,
+  };
+}
+
+/**
+ * Build the service from config.driver ('docker' | 'local' | 'auto'), config.pools and
+ * config.sandbox, and warm a pool for every registered env that declares a sandbox. `registry`
+ * defaults to the one the config describes (env modules are cached imports, so this is cheap).
+ */
+export async function createSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry?: EnvRegistry): Promise<SandboxService> {
   const kind = config.driver as DriverChoice;
   if (kind !== 'docker' && kind !== 'local' && kind !== 'auto') throw new Error(`config: key 'driver' must be docker, local or auto (got '${String(config.driver)}')`);
+  const sc = config.sandbox ?? {};
+  const limits = limitsFromConfig(sc);
   const logger = log.child({ component: 'sandbox' });
-  const driver = await createDriver(kind, { logger });
+  const driver = await createDriver(kind, { logger, ...driverOptionsFromConfig(sc, limits) });
   const p = (config.pools ?? {}) as PoolsConfig;
-  const pools = new PoolSet(driver, { minIdle: p.min_idle, maxTotal: p.max_total, refillConcurrency: p.refill_concurrency, logger });
-  return new PooledSandboxService(driver, pools);
+  const pools = new PoolSet(driver, {
+    minIdle: p.min_idle,
+    maxTotal: p.max_total,
+    refillConcurrency: p.refill_concurrency,
+    defaults: limits.defaults,
+    maxima: limits.maxima,
+    limitPolicy: sc.limit_policy,
+    logger,
+  });
+  logger.info(
+    { driver: driver.kind, instance: driver.instanceId, limits_default: limits.defaults, limits_max: limits.maxima, limit_policy: sc.limit_policy ?? 'refuse', pools: p },
+    `sandbox service ready (driver ${driver.kind})`,
+  );
+  const service = new PooledSandboxService(driver, pools, logger);
+  service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
+  return service;
 }

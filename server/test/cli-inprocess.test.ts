@@ -43,7 +43,7 @@ describe('CLI usage errors (exit 2)', () => {
     [['serve', 'extra'], /no positional arguments/],
     [['serve', '--tokens-file', '/nonexistent/tokens'], /tokens file \/nonexistent\/tokens: cannot read/],
     [['serve', '--host', '10.1.2.3'], /refusing to bind non-loopback host 10\.1\.2\.3 without a token/],
-    [['serve', '--driver', 'vmware'], /--driver must be docker, local or auto/],
+    [['serve', '--driver', 'vmware'], /--driver must be docker, local, auto or none/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['envs', '--url', 'http://x'], /--url must be a ws:\/\/ or wss:\/\/ URL/],
     [['envs', '--url', 'ws://x', '--fixtures'], /apply to the local listing/],
@@ -119,6 +119,16 @@ describe('config files', () => {
     expect(cfg.driver).toBe('docker');
     expect(cfg.pools).toEqual({ x: 1 });
     expect(cfg.tokens.sort()).toEqual(['env1', 'env2', 'from-file', 'from-flag', 'from-tokens-file']);
+  });
+
+  it('serve defaults to --driver auto; none turns sandboxes off; a config file choice is kept', async () => {
+    expect((await serveConfigFromArgs([], {}))!.driver).toBe('auto');
+    expect((await serveConfigFromArgs(['--driver', 'none'], {}))!.driver).toBe('none');
+    expect((await serveConfigFromArgs(['--driver', 'local'], {}))!.driver).toBe('local');
+    const p = file('driver-none.json', JSON.stringify({ driver: 'none' }));
+    expect((await serveConfigFromArgs(['--config', p], {}))!.driver).toBe('none');
+    const bad = file('driver-bad.json', JSON.stringify({ driver: 'podman' }));
+    await expect(serveConfigFromArgs(['--config', bad], {})).rejects.toThrow(/driver/);
   });
 
   it('a non-loopback host is fine with a token or --insecure', async () => {

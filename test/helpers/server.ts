@@ -50,7 +50,7 @@ export interface SpawnedServer {
  * ("sandgym listening on ws://..."). `nodeArgs` go to node itself (e.g. --cpu-prof).
  */
 export async function spawnServer(args: string[] = ['--fixtures'], opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; startTimeoutMs?: number } = {}): Promise<SpawnedServer> {
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/sandgym.js', 'serve', '--port', '0', ...args], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/sandgym.js', 'serve', '--port', '0', '--driver', 'none', ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

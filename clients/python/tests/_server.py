@@ -25,7 +25,7 @@ class ServerProcess:
         self.config = dict(config or {})
         node = os.environ.get("SANDGYM_NODE", "node")
         self.args = [*shlex.split(node), str(REPO / "bin" / "sandgym.js"), "serve", "--host", "127.0.0.1",
-                     "--port", "0", "--fixtures", "--log-level", "warn"]
+                     "--port", "0", "--fixtures", "--log-level", "warn", "--driver", "none"]
         self._cfg_file: str | None = None
         if self.config:
             fd, self._cfg_file = tempfile.mkstemp(prefix="sandgym-test-", suffix=".json")

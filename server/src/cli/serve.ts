@@ -20,10 +20,17 @@ Options:
                          env_modules, driver, pools, max_message_bytes, max_sessions,
                          max_sessions_per_connection, max_batch, step_timeout_ms,
                          reset_timeout_ms, idle_timeout_ms, heartbeat_ms,
-                         log_level, insecure)
+                         log_level, insecure, tasks, splits, sandbox:
+                         see docs/SANDBOX.md)
   --fixtures             also register the test/* fixture envs
-  --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto;
-                         without one, envs that need a sandbox cannot be made
+  --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto | none
+                         (default auto: Docker if a daemon answers, else
+                         bubblewrap; the log names the driver in use); with none,
+                         envs that need a sandbox (shell-v0, code-v0) answer
+                         UNSUPPORTED at make
+  --tasks <dir>          code-v0 task set (repeatable; default: the shipped envs/tasks)
+  --splits <a,b>         task splits sessions may ask for: train, eval (default
+                         both; a session gets eval tasks only when it asks for them)
   --insecure             allow a non-loopback host without tokens
   --log-level <level>    fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help             show this help
@@ -53,6 +60,8 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
       config: { type: 'string' },
       fixtures: { type: 'boolean' },
       driver: { type: 'string' },
+      tasks: { type: 'string', multiple: true },
+      splits: { type: 'string' },
       insecure: { type: 'boolean' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -66,7 +75,12 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   if (level !== undefined && !LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join('|')}, got '${level}'`);
   for (const t of values.token ?? []) if (!t.trim()) throw new UsageError('--token must not be empty');
   const driver = values.driver;
-  if (driver !== undefined && !['docker', 'local', 'auto'].includes(driver)) throw new UsageError(`--driver must be docker, local or auto, got '${driver}'`);
+  if (driver !== undefined && !['docker', 'local', 'auto', 'none'].includes(driver)) throw new UsageError(`--driver must be docker, local, auto or none, got '${driver}'`);
+  for (const t of values.tasks ?? []) if (!t.trim()) throw new UsageError('--tasks must not be empty');
+  const splits = values.splits?.split(',').map((s) => s.trim());
+  if (splits !== undefined && (splits.length === 0 || splits.some((s) => s !== 'train' && s !== 'eval') || new Set(splits).size !== splits.length)) {
+    throw new UsageError(`--splits must be a comma-separated list of distinct splits from train, eval, got '${values.splits}'`);
+  }
 
   const fileLayer = values.config ? await loadConfigFile(values.config) : {};
   const fileTokens = values['tokens-file'] ? await loadTokensFile(values['tokens-file']) : [];
@@ -77,10 +91,15 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     env_modules: values['env-module'],
     fixtures: values.fixtures,
     driver: driver as ServerConfig['driver'],
+    tasks: values.tasks,
+    splits: splits as ServerConfig['splits'] | undefined,
     insecure: values.insecure,
     log_level: level as ServerConfig['log_level'] | undefined,
   };
   const cfg = resolveConfig(fileLayer, flags);
+  // `sandgym serve` (and so `npm start`) offers sandboxed envs out of the box: Docker when a daemon
+  // answers, else bubblewrap. `--driver none` (or driver: "none" in the config) turns sandboxes off.
+  if (cfg.driver === undefined) cfg.driver = 'auto';
   if (!isLoopback(cfg.host) && cfg.tokens.length === 0 && !cfg.insecure) {
     throw new UsageError(
       `refusing to bind non-loopback host ${cfg.host} without a token: pass --token/--tokens-file/SANDGYM_TOKENS, or --insecure to accept unauthenticated connections`,

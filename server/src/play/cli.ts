@@ -152,6 +152,12 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
   ];
   const cfg = await serveConfigFromArgs(serveArgv, {});
   if (cfg === null) throw new PlayUsageError('see `sandgym serve --help` for the options after --');
+  // `serve` defaults to --driver auto, which warms pools for every sandboxed env. A play session uses
+  // one env: start a driver only when that env declares a sandbox (unless the user chose one).
+  const { buildRegistry } = await import('../build-registry.js');
+  const registry = await buildRegistry(cfg);
+  const driverChosen = args.driver !== undefined || serveArgv.includes('--driver') || args.config !== undefined;
+  if (!driverChosen && !registry.get(args.envId)?.def.sandbox) cfg.driver = 'none';
   const sg = await buildApp({
     ...cfg,
     // Private to this process: loopback, any free port, and only the token play itself sends.
@@ -160,7 +166,7 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
     tokens: args.token ? [args.token] : [],
     // The REPL owns the terminal: only real problems may interleave with it, unless asked otherwise.
     log_level: serveArgv.includes('--log-level') ? cfg.log_level : 'error',
-  });
+  }, { registry });
   await sg.app.listen({ host: '127.0.0.1', port: 0 });
   return { url: sg.url(), stop: () => sg.app.close() };
 }

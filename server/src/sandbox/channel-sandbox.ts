@@ -2,6 +2,7 @@
 // CommandChannel. Drivers subclass it and supply teardown (remove the container / kill bwrap).
 import path from 'node:path';
 import { TextDecoder } from 'node:util';
+import { AGENT_STATE_DIR } from './channel/agent-script.js';
 import type { CommandChannel, RawResult } from './channel/channel.js';
 import { buildCommandScript, shellQuote, type FastArgv } from './channel/shell.js';
 import { SandboxGoneError, SandboxRequestError } from './errors.js';
@@ -195,10 +196,15 @@ export abstract class ChannelSandbox implements DriverSandbox {
     await this.channel.killAll('sandbox reset');
     const ws = shellQuote(this.workspace);
     // chmod first: a command may have left unwritable directories behind.
+    // /dev/shm is writable too (private IPC namespace). The agent's per-command files go as well: a
+    // file planted for a future command id (e.g. i.<n>, read as that command's stdin) must not reach
+    // the next episode when the sandbox is reused.
     const wipe = [
-      `chmod -R u+rwX ${ws} /tmp 2>/dev/null`,
+      `chmod -R u+rwX ${ws} /tmp /dev/shm 2>/dev/null`,
       `cd ${ws} && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
       `cd /tmp && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
+      `cd /dev/shm 2>/dev/null && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
+      `rm -f ${AGENT_STATE_DIR}/[ciope].* 2>/dev/null`,
       'exit 0',
     ].join('\n');
     await this.transfer('reset', wipe);

@@ -40,7 +40,7 @@ export interface RunningServer {
 /** Start `sandgym serve ...args` and resolve once it prints its listening line. */
 export function startCliServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'serve', '--driver', 'none', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));

@@ -166,6 +166,27 @@ exit 7`;
       expect((await sb.exec({ script: 'exit 0' })).exit_code).toBe(0);
     });
 
+    it('returns raw output byte for byte: NUL, CR, no final newline, lines that look like frames', async () => {
+      const nonce = (sb as unknown as { channel: { nonce: string } }).channel.nonce;
+      const fake = nonce.slice(0, 31) + 'x';
+      const r = await sb.exec({ script: `printf 'a\\000b\\r\\n\\n${fake} x 1 0\\n\\n'; printf 'no newline' >&2` });
+      expect(r.stdout).toBe(`a\0b\r\n\n${fake} x 1 0\n\n`);
+      expect(r.stderr).toBe('no newline');
+      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
+      await sb.putFiles([{ path: 'bin.dat', content: bytes }]);
+      expect(Buffer.compare(Buffer.from(await sb.getFile('bin.dat')), Buffer.from(bytes))).toBe(0);
+      const capped = await sb.exec({ script: 'cat bin.dat', max_output_bytes: 1000 });
+      expect(capped.truncated).toBe(true);
+    });
+
+    it("commands cannot reach the job runner's FIFO (no inherited fd, no path)", async () => {
+      const r = await sb.exec({ script: 'for f in /proc/$$/fd/*; do readlink "$f"; done; echo "q=$(ls -A /run/sandgym | grep -cx q)"' });
+      expect(r.stdout).not.toMatch(/sandgym\/q/);
+      expect(r.stdout).toContain('q=0');
+      const a = await sb.exec({ argv: ['sh', '-c', 'for f in /proc/$$/fd/*; do readlink "$f"; done'] });
+      expect(a.stdout).not.toMatch(/sandgym\/q/);
+    });
+
     it('bounds disk use of the workspace', async () => {
       const r = await sb.exec({ script: 'dd if=/dev/zero of=big bs=1M count=200 2>&1; echo rc=$?; du -sm . | cut -f1', timeout_ms: 30_000 });
       expect(r.stdout).toMatch(/rc=[1-9]/);

@@ -44,3 +44,36 @@ describe('shell text', () => {
     expect(() => buildCommandScript({ cwd: '/' })).toThrow(/argv \(non-empty\) or script/);
   });
 });
+
+describe('sandbox config keys', async () => {
+  const { validateConfigPartial, ConfigError } = await import('../../src/config.js');
+  const { limitsFromConfig, driverOptionsFromConfig } = await import('../../src/sandbox-adapter.js');
+  it('accepts the documented keys and names bad ones by path', () => {
+    const ok = {
+      sandbox: {
+        limits_default: { memory_mb: 256, timeout_s: 10 },
+        limits_max: { memory_mb: 2048, cpus: 2 },
+        limit_policy: 'clamp',
+        exec_path: 'docker-exec',
+        user: '1000:1000',
+        runtime: 'runsc',
+        lease_ttl_ms: 30_000,
+        create_concurrency: 2,
+      },
+    };
+    expect(validateConfigPartial(ok)).toEqual(ok);
+    expect(() => validateConfigPartial({ sandbox: { limits_max: { memroy_mb: 1 } } })).toThrow("unknown key 'sandbox/limits_max/memroy_mb'");
+    expect(() => validateConfigPartial({ sandbox: { user: '0:0' } })).toThrow(/key 'sandbox' must match pattern .* \(at \/sandbox\/user\)/);
+    expect(() => validateConfigPartial({ sandbox: { limit_policy: 'maybe' } })).toThrow(ConfigError);
+    expect(() => validateConfigPartial({ sandbox: { lease_ttl_ms: 10 } })).toThrow(/lease_ttl_ms/);
+  });
+  it('merges limits over the built-ins, refuses defaults above maxima, and maps driver options', () => {
+    const l = limitsFromConfig({ limits_default: { memory_mb: 256 }, limits_max: { memory_mb: 1024 } });
+    expect(l.defaults).toEqual({ ...DEFAULT_LIMITS, memory_mb: 256 });
+    expect(l.maxima.memory_mb).toBe(1024);
+    expect(() => limitsFromConfig({ limits_max: { memory_mb: 256 } })).toThrow('sandbox.limits_default.memory_mb (512, built-in) exceeds sandbox.limits_max.memory_mb (256)');
+    const o = driverOptionsFromConfig({ exec_path: 'docker-exec', user: '1000', runtime: 'runsc', lease_ttl_ms: 20_000, create_concurrency: 3, limit_policy: 'clamp' }, l);
+    expect(o.docker).toMatchObject({ execPath: 'docker-exec', user: '1000', runtime: 'runsc', leaseTtlMs: 20_000, createConcurrency: 3, limitPolicy: 'clamp', defaults: l.defaults, maxima: l.maxima });
+    expect(o.local).toMatchObject({ limitPolicy: 'clamp', defaults: l.defaults });
+  });
+});

@@ -43,24 +43,16 @@ export interface ChannelOptions {
 
 const INLINE_SCRIPT_MAX = 2048;
 const CHUNK = 1024 * 1024;
-const MAX_LINE = 1024 * 1024;
-const B64_LINE = /^[A-Za-z0-9+/=]*$/;
+/** A frame line is < 100 bytes; anything longer after a marker is not ours. */
+const MAX_FRAME = 4096;
 
+/** Raw output of one stream, capped (bytes beyond the cap are counted as truncation, not kept). */
 class Collector {
   private chunks: Buffer[] = [];
   private bytes = 0;
-  private rest = '';
   truncated = false;
   constructor(private readonly cap: number) {}
-  pushBase64(line: string): void {
-    const text = this.rest + line;
-    const usable = text.length - (text.length % 4);
-    this.rest = text.slice(usable);
-    if (usable === 0 || this.truncated) {
-      if (usable > 0) this.truncated = true;
-      return;
-    }
-    const buf = Buffer.from(text.slice(0, usable), 'base64');
+  push(buf: Buffer): void {
     const room = this.cap - this.bytes;
     if (buf.length > room) {
       this.truncated = true;
@@ -92,17 +84,19 @@ interface Job {
 export class CommandChannel {
   readonly nonce = randomBytes(16).toString('hex');
   private readonly prefix: string;
+  /** Every agent frame starts with "\n<nonce> ": everything between frames is payload. */
+  private readonly marker: Buffer;
+  /** Unparsed tail: a possible partial marker or an incomplete frame line. */
+  private pending: Buffer = Buffer.alloc(0);
   private nextId = 1;
   private queue: { cmd: RawCommand; resolve: (r: RawResult) => void; reject: (e: Error) => void }[] = [];
   private current: Job | null = null;
   private stream: 'o' | 'e' | null = null;
-  private partial: Buffer[] = [];
-  private partialLen = 0;
   private leaseCounter = 0;
   private helloWaiter: { resolve: () => void; reject: (e: Error) => void } | null = null;
   private closedReason: string | null = null;
   private ready = false;
-  /** Lines that were neither frames nor payload: a sign of something writing into the channel. */
+  /** Output that was neither a frame nor expected payload: a sign of something writing into the channel. */
   garbageLines = 0;
   agentPid = 0;
   /** Set by the owning sandbox: called once when the channel closes, with the reason. */
@@ -114,6 +108,7 @@ export class CommandChannel {
     private readonly opts: ChannelOptions,
   ) {
     this.prefix = `${this.nonce} `;
+    this.marker = Buffer.from(`\n${this.nonce} `, 'latin1');
     this.onClose = opts.onClose;
     output.on('data', (chunk: Buffer) => this.onData(chunk));
     output.on('end', () => this.close('channel closed by the sandbox'));
@@ -304,48 +299,41 @@ export class CommandChannel {
   }
 
   private onData(chunk: Buffer): void {
-    let start = 0;
+    const data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    const m = this.marker;
+    let pos = 0;
     for (;;) {
-      const nl = chunk.indexOf(10, start);
-      if (nl < 0) break;
-      let line: Buffer;
-      if (this.partialLen > 0) {
-        this.partial.push(chunk.subarray(start, nl));
-        line = Buffer.concat(this.partial, this.partialLen + nl - start);
-        this.partial = [];
-        this.partialLen = 0;
-      } else {
-        line = chunk.subarray(start, nl);
-      }
-      this.onLine(line.toString('latin1'));
-      start = nl + 1;
-    }
-    if (start < chunk.length) {
-      // Never buffer an unbounded line: a line this long is not ours (ours are < 100 bytes).
-      if (this.partialLen + chunk.length - start > MAX_LINE) {
-        this.partial = [];
-        this.partialLen = 0;
-        this.garbageLines += 1;
+      const at = data.indexOf(m, pos);
+      if (at < 0) {
+        // Hold back what could be the start of a marker split across chunks.
+        const end = Math.max(pos, data.length - (m.length - 1));
+        if (end > pos) this.onPayload(data.subarray(pos, end));
+        this.pending = Buffer.from(data.subarray(end));
         return;
       }
-      const rest = chunk.subarray(start);
-      this.partial.push(Buffer.from(rest));
-      this.partialLen += rest.length;
+      if (at > pos) this.onPayload(data.subarray(pos, at));
+      const lineStart = at + m.length;
+      const nl = data.indexOf(10, lineStart);
+      if (nl < 0) {
+        if (data.length - at > MAX_FRAME) {
+          // Not one of our frames (ours are short): skip this marker and keep scanning.
+          this.garbageLines += 1;
+          pos = at + 1;
+          continue;
+        }
+        this.pending = Buffer.from(data.subarray(at));
+        return;
+      }
+      if (nl - lineStart > MAX_FRAME) this.garbageLines += 1;
+      else this.onFrame(data.toString('latin1', lineStart, nl).split(' '));
+      pos = nl + 1;
     }
   }
 
-  private onLine(line: string): void {
-    if (line.startsWith(this.prefix)) {
-      const f = line.slice(this.prefix.length).split(' ');
-      this.onFrame(f);
-      return;
-    }
+  private onPayload(bytes: Buffer): void {
     const job = this.current;
-    if (job && this.stream && B64_LINE.test(line)) {
-      (this.stream === 'o' ? job.stdout : job.stderr).pushBase64(line);
-      return;
-    }
-    this.garbageLines += 1;
+    if (job && this.stream) (this.stream === 'o' ? job.stdout : job.stderr).push(bytes);
+    else this.garbageLines += 1;
   }
 
   private onFrame(f: string[]): void {

@@ -1,10 +1,10 @@
 // Container creation options: hardened by default, limits from the resolved profile. Kept separate
 // from the driver so the security defaults are reviewable in one place.
 import type Docker from 'dockerode';
-import { AGENT_SCRIPT } from '../channel/agent-script.js';
+import { AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
 import type { SandboxLimits } from '../types.js';
 
-export const STATE_DIR = '/run/sandgym';
+export const STATE_DIR = AGENT_STATE_DIR;
 
 export interface ContainerParams {
   name: string;

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { AGENT_SCRIPT } from '../channel/agent-script.js';
+import { AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
@@ -49,7 +49,7 @@ export const LOCAL_CAPABILITIES: DriverCapabilities = {
   exec_fallback: false,
 };
 
-const STATE_DIR = '/run/sandgym';
+const STATE_DIR = AGENT_STATE_DIR;
 // Probed once at load: creation must not stat the host per sandbox.
 const HAS_LIB64 = existsSync('/lib64');
 const UID_SPAN = 60_000;
