@@ -15,15 +15,36 @@ export class EnvModuleError extends Error {
   }
 }
 
+const TS_FILE = /\.(c|m)?tsx?$/;
+
+/**
+ * A user's `my-env.ts` usually lives outside this package, often in a folder whose package.json does
+ * not say `"type": "module"`: Node then treats the .ts as CommonJS and a plain import() of ESM syntax
+ * fails. tsx's tsImport loads TypeScript in either module system.
+ */
+async function importModule(abs: string): Promise<unknown> {
+  if (!TS_FILE.test(abs)) return import(pathToFileURL(abs).href);
+  const { tsImport } = await import('tsx/esm/api');
+  return tsImport(pathToFileURL(abs).href, import.meta.url);
+}
+
+/** A TS file compiled as CommonJS shows up as `{ default: { default: <export> } }`. */
+function unwrapCjsDefault(v: unknown): unknown {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && 'default' in v && !('id' in v) && Object.keys(v).every((k) => k === 'default' || k === '__esModule')) {
+    return (v as { default: unknown }).default;
+  }
+  return v;
+}
+
 export async function loadEnvModule(path: string, cwd = process.cwd()): Promise<EnvDefinition[]> {
   const abs = resolve(cwd, path);
   let mod: { default?: unknown };
   try {
-    mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
+    mod = (await importModule(abs)) as { default?: unknown };
   } catch (e) {
     throw new EnvModuleError(path, `cannot import (${(e as Error).message})`);
   }
-  const exported = mod.default;
+  const exported = unwrapCjsDefault(mod.default);
   if (exported === undefined) throw new EnvModuleError(path, 'has no default export (expected an EnvDefinition or an array of them)');
   const defs = Array.isArray(exported) ? exported : [exported];
   if (defs.length === 0) throw new EnvModuleError(path, 'default export is an empty array');

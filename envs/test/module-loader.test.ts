@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { EnvModuleError, loadEnvModule } from '../src/module-loader.js';
@@ -8,6 +11,23 @@ describe('--env-module loading', () => {
   it('loads an array default export', async () => {
     const defs = await loadEnvModule(fixture('good-module.ts'));
     expect(defs.map((d) => d.id)).toEqual(['user/coin-v0']);
+  });
+
+  it('loads a .ts module from a folder that is not an ES module package (CommonJS context)', async () => {
+    // A user's env file usually lives in their own folder, with no package.json saying "type": "module".
+    const dir = mkdtempSync(join(tmpdir(), 'sandgym-user-env-'));
+    const file = join(dir, 'my-env.ts');
+    writeFileSync(
+      file,
+      `const def: { id: string } & Record<string, unknown> = {
+  id: 'user/outside-v0', description: 'from a CommonJS folder',
+  observation_space: { type: 'discrete', n: 1 }, action_space: { type: 'discrete', n: 1 }, max_episode_steps: 1,
+  create: () => ({ reset: async () => ({ observation: 0 }), step: async () => ({ observation: 0, reward: 0, terminated: true }), close: async () => {} }),
+};
+export default def;
+`,
+    );
+    expect((await loadEnvModule(file))[0]!.id).toBe('user/outside-v0');
   });
 
   it('loads a single definition default export', async () => {
