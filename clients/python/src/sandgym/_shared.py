@@ -57,3 +57,34 @@ def capacity_delay(exc: SandgymError, attempt: int, max_delay: float) -> float:
         base = min(max_delay, 0.05 * 2 ** (attempt - 1))
     # jitter so that many callers rejected together do not return together
     return min(max_delay, base * (1.0 + 0.25 * random.random()))
+
+
+def connect_options(
+    token: str | None, connect_timeout: float | None, max_size: int | None, client_name: str, client_version: str
+) -> dict[str, Any]:
+    """The websockets ``connect`` options both layers use (auth header, no compression, user agent)."""
+    from ._version import __version__
+
+    return {
+        "additional_headers": {"Authorization": f"Bearer {token}"} if token else None,
+        "open_timeout": connect_timeout,
+        "max_size": max_size,
+        "compression": None,
+        "user_agent_header": f"{client_name}/{client_version} sandgym-python/{__version__}",
+    }
+
+
+def connect_error(exc: BaseException, url: str) -> SandgymError:
+    """Map a failed WebSocket opening handshake to the error the caller sees: an HTTP 401/403 is
+    UNAUTHORIZED, anything else a ConnectionClosedError naming the URL."""
+    import websockets
+
+    from .errors import ERROR_CLASSES, ConnectionClosedError
+
+    if isinstance(exc, websockets.exceptions.InvalidStatus):
+        status = exc.response.status_code
+        if status in (401, 403):
+            cls_ = ERROR_CLASSES.get("UNAUTHORIZED", SandgymError)
+            return cls_(f"server refused the connection: HTTP {status}", code="UNAUTHORIZED")
+        return ConnectionClosedError(f"cannot connect to {url}: HTTP {status}")
+    return ConnectionClosedError(f"cannot connect to {url}: {exc}")

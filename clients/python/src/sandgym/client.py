@@ -14,7 +14,7 @@ from websockets.asyncio.client import ClientConnection, connect as ws_connect
 from . import _core
 from ._core import Discarded, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
 from ._version import __version__
-from ._shared import EnvView, capacity_delay
+from ._shared import EnvView, capacity_delay, connect_error, connect_options
 from .errors import (
     ConnectionClosedError,
     RequestTimeoutError,
@@ -114,26 +114,10 @@ class AsyncClient:
         """
         if encoding not in ("json", "msgpack"):
             raise ValueError(f"unknown encoding {encoding!r} (use 'json' or 'msgpack')")
-        headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
-            ws = await ws_connect(
-                url,
-                additional_headers=headers,
-                open_timeout=connect_timeout,
-                max_size=max_size,
-                compression=None,
-                user_agent_header=f"{client_name}/{client_version} sandgym-python/{__version__}",
-            )
-        except websockets.exceptions.InvalidStatus as exc:
-            status = exc.response.status_code
-            if status in (401, 403):
-                from .errors import ERROR_CLASSES
-
-                cls_ = ERROR_CLASSES.get("UNAUTHORIZED", SandgymError)
-                raise cls_(f"server refused the connection: HTTP {status}", code="UNAUTHORIZED") from exc
-            raise ConnectionClosedError(f"cannot connect to {url}: HTTP {status}") from exc
+            ws = await ws_connect(url, **connect_options(token, connect_timeout, max_size, client_name, client_version))
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as exc:
-            raise ConnectionClosedError(f"cannot connect to {url}: {exc}") from exc
+            raise connect_error(exc, url) from exc
         client = cls(
             ws,
             encoding=encoding,

@@ -797,7 +797,6 @@ def validate_json_schema(schema: Any, value: Any, path: str = "") -> Issue:
 # ------------------------------------------------------------------------------ gymnasium
 
 try:
-    import gymnasium as _gym
     import numpy as _np
     from gymnasium import spaces as _gs
 
@@ -1023,8 +1022,6 @@ def from_wire(space: Mapping[str, Any], value: Any) -> Any:
         items = tuple(from_wire(space["space"], v) for v in value)
         if space.get("stack"):
             sub = to_gym_space(space["space"])
-            from gymnasium.vector.utils import batch_space  # noqa: F401  (validates availability)
-
             if items:
                 return _np.stack(items) if not isinstance(sub, (_gs.Dict, _gs.Tuple)) else items
             return _np.zeros((0,), dtype=getattr(sub, "dtype", None) or _np.float64)

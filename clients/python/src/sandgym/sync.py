@@ -34,8 +34,8 @@ from . import _core, codec
 from ._core import Discarded, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
 from ._version import __version__
 from .client import _UNSET, DEFAULT_TIMEOUT, EventHandler, StepResult, _step_tuple, _ws_close_info
-from ._shared import EnvView, capacity_delay
-from .errors import ERROR_CLASSES, ConnectionClosedError, RequestTimeoutError, SandgymError
+from ._shared import EnvView, capacity_delay, connect_error, connect_options
+from .errors import ConnectionClosedError, RequestTimeoutError, SandgymError
 
 __all__ = ["Client", "Env"]
 
@@ -113,26 +113,12 @@ class Client:
         self._followers: dict[_Call, None] = {}  # calls whose threads wait on their condition (ordered)
         self._close_waiters: list[_Call] = []  # wait_closed() calls, completed by _fail_all
 
-        headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
             self._ws: ClientConnection = ws_sync_connect(
-                url,
-                additional_headers=headers,
-                open_timeout=connect_timeout,
-                max_size=max_size,
-                compression=None,
-                user_agent_header=f"{client_name}/{client_version} sandgym-python/{__version__}",
-                **_QUEUE_KW,
-                **_LEGACY_KW,
+                url, **connect_options(token, connect_timeout, max_size, client_name, client_version), **_QUEUE_KW, **_LEGACY_KW
             )
-        except websockets.exceptions.InvalidStatus as exc:
-            status = exc.response.status_code
-            if status in (401, 403):
-                cls_ = ERROR_CLASSES.get("UNAUTHORIZED", SandgymError)
-                raise cls_(f"server refused the connection: HTTP {status}", code="UNAUTHORIZED") from exc
-            raise ConnectionClosedError(f"cannot connect to {url}: HTTP {status}") from exc
         except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
-            raise ConnectionClosedError(f"cannot connect to {url}: {exc}") from exc
+            raise connect_error(exc, url) from exc
         try:
             hello = self.request(
                 "hello",
