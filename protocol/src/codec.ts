@@ -347,6 +347,11 @@ export function isValidUtf8(b: Uint8Array, start = 0, end = b.length): boolean {
 
 // ---------------------------------------------------------------- encode
 
+/** True when value is in the protocol data model for `encoding` (allocation-free; no paths). */
+export function isEncodable(value: unknown, encoding: Encoding = 'json'): boolean {
+  return isEncodableValue(value, 0, encoding === 'json');
+}
+
 /** Where a value leaves the protocol data model, or null when it is encodable. */
 export function findUnencodable(value: unknown, encoding: Encoding = 'json'): { path: string; reason: string } | null {
   const json = encoding === 'json';

@@ -28,6 +28,7 @@ export {
   encodeJson,
   encodeMsgpack,
   findUnencodable,
+  isEncodable,
   isValidUtf8,
   type DecodeOptions,
   type Encoding,
