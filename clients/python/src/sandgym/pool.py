@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from typing import Any, Sequence, TypeVar
+from typing import Any, Generic, Sequence, TypeVar
 
 from .client import AsyncClient, AsyncEnv
 from .errors import ConnectionClosedError, SandgymError
@@ -25,7 +25,47 @@ T = TypeVar("T")
 PLACEMENTS = ("least_loaded", "round_robin")
 
 
-class AsyncClientPool:
+C = TypeVar("C", AsyncClient, Client)
+
+
+class _Placement(Generic[C]):
+    """Slots (one per connection), their clients, and where the next session goes; no I/O."""
+
+    def __init__(self, urls: Sequence[str], connections_per_url: int, placement: str, client_kwargs: dict[str, Any]) -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}")
+        if not urls or connections_per_url < 1:
+            raise ValueError("need at least one url and connections_per_url >= 1")
+        self.placement = placement
+        self._slots: list[str] = [u for u in urls for _ in range(connections_per_url)]
+        self._clients: list[C | None] = [None] * len(self._slots)
+        self._client_kwargs = client_kwargs
+        self._rr = itertools.count()
+
+    @property
+    def clients(self) -> list[C]:
+        return [c for c in self._clients if c is not None and not c.closed]
+
+    def load(self) -> list[int]:
+        """Open sessions per slot (dropped connections count 0)."""
+        return [c.open_sessions if c is not None and not c.closed else 0 for c in self._clients]
+
+    def _order(self) -> list[int]:
+        n = len(self._slots)
+        start = next(self._rr) % n
+        rr = [(start + k) % n for k in range(n)]
+        if self.placement == "round_robin":
+            return sorted(rr, key=self._draining)
+        load = self.load()
+        # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
+        return sorted(rr, key=lambda i: (self._draining(i), load[i]))
+
+    def _draining(self, i: int) -> bool:
+        c = self._clients[i]
+        return c is not None and c.shutting_down and not c.closed
+
+
+class AsyncClientPool(_Placement[AsyncClient]):
     """Several :class:`AsyncClient` connections behind one ``make``."""
 
     def __init__(
@@ -36,15 +76,7 @@ class AsyncClientPool:
         placement: str = "least_loaded",
         **client_kwargs: Any,
     ) -> None:
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}")
-        if not urls or connections_per_url < 1:
-            raise ValueError("need at least one url and connections_per_url >= 1")
-        self.placement = placement
-        self._slots: list[str] = [u for u in urls for _ in range(connections_per_url)]
-        self._clients: list[AsyncClient | None] = [None] * len(self._slots)
-        self._client_kwargs = client_kwargs
-        self._rr = itertools.count()
+        super().__init__(urls, connections_per_url, placement, client_kwargs)
         self._locks = [asyncio.Lock() for _ in self._slots]
 
     @classmethod
@@ -70,14 +102,6 @@ class AsyncClientPool:
             raise
         return pool
 
-    @property
-    def clients(self) -> list[AsyncClient]:
-        return [c for c in self._clients if c is not None and not c.closed]
-
-    def load(self) -> list[int]:
-        """Open sessions per slot (dropped connections count 0)."""
-        return [c.open_sessions if c is not None and not c.closed else 0 for c in self._clients]
-
     async def _client(self, i: int) -> AsyncClient:
         c = self._clients[i]
         if c is not None and not c.closed:
@@ -88,20 +112,6 @@ class AsyncClientPool:
                 c = await AsyncClient.connect(self._slots[i], **self._client_kwargs)
                 self._clients[i] = c
             return c
-
-    def _order(self) -> list[int]:
-        n = len(self._slots)
-        start = next(self._rr) % n
-        rr = [(start + k) % n for k in range(n)]
-        if self.placement == "round_robin":
-            return sorted(rr, key=self._draining)
-        load = self.load()
-        # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
-        return sorted(rr, key=lambda i: (self._draining(i), load[i]))
-
-    def _draining(self, i: int) -> bool:
-        c = self._clients[i]
-        return c is not None and c.shutting_down and not c.closed
 
     async def make(self, env_id: str, **kwargs: Any) -> AsyncEnv:
         last: BaseException | None = None
@@ -138,7 +148,7 @@ class AsyncClientPool:
         await self.close()
 
 
-class ClientPool:
+class ClientPool(_Placement[Client]):
     """Blocking :class:`AsyncClientPool`: several :class:`Client` connections behind one ``make``
     (same placement, reconnect and CAPACITY rules). Thread-safe like :class:`Client`."""
 
@@ -150,16 +160,7 @@ class ClientPool:
         placement: str = "least_loaded",
         **client_kwargs: Any,
     ) -> None:
-        urls = [urls] if isinstance(urls, str) else list(urls)
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}")
-        if not urls or connections_per_url < 1:
-            raise ValueError("need at least one url and connections_per_url >= 1")
-        self.placement = placement
-        self._slots: list[str] = [u for u in urls for _ in range(connections_per_url)]
-        self._clients: list[Client | None] = [None] * len(self._slots)
-        self._client_kwargs = client_kwargs
-        self._rr = itertools.count()
+        super().__init__([urls] if isinstance(urls, str) else list(urls), connections_per_url, placement, client_kwargs)
         self._locks = [threading.Lock() for _ in self._slots]
         try:
             for i in range(len(self._slots)):  # connect every slot now (fails if any fails)
@@ -172,14 +173,6 @@ class ClientPool:
     def connect(cls, urls: str | Sequence[str], **kwargs: Any) -> "ClientPool":
         return cls(urls, **kwargs)
 
-    @property
-    def clients(self) -> list[Client]:
-        return [c for c in self._clients if c is not None and not c.closed]
-
-    def load(self) -> list[int]:
-        """Open sessions per slot (dropped connections count 0)."""
-        return [c.open_sessions if c is not None and not c.closed else 0 for c in self._clients]
-
     def _client(self, i: int) -> Client:
         c = self._clients[i]
         if c is not None and not c.closed:
@@ -190,20 +183,6 @@ class ClientPool:
                 c = Client(self._slots[i], **self._client_kwargs)
                 self._clients[i] = c
             return c
-
-    def _order(self) -> list[int]:
-        n = len(self._slots)
-        start = next(self._rr) % n
-        rr = [(start + k) % n for k in range(n)]
-        if self.placement == "round_robin":
-            return sorted(rr, key=self._draining)
-        load = self.load()
-        # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
-        return sorted(rr, key=lambda i: (self._draining(i), load[i]))
-
-    def _draining(self, i: int) -> bool:
-        c = self._clients[i]
-        return c is not None and c.shutting_down and not c.closed
 
     def make(self, env_id: str, **kwargs: Any) -> Env:
         last: BaseException | None = None
