@@ -3,7 +3,7 @@
 // THE ENV. Each attack starts from a workspace whose score is 0 (or from a known score) and must
 // leave the reward at 0 (or unchanged). Needs Docker and the sandgym/python:1 image: skipped with
 // the reason otherwise, a failure when SANDGYM_REQUIRE_DOCKER=1 (CI).
-import Docker from 'dockerode';
+import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
@@ -13,24 +13,8 @@ import { startServer, type TestServer } from '../helpers/server.js';
 
 const IMAGE = 'sandgym/python:1';
 
-async function dockerReason(): Promise<string | null> {
-  const docker = new Docker();
-  try {
-    await docker.ping();
-  } catch (e) {
-    return `no Docker daemon answers (${(e as Error).message}); run scripts/start-dockerd.sh`;
-  }
-  try {
-    await docker.getImage(IMAGE).inspect();
-  } catch {
-    return `image ${IMAGE} missing; run \`node bin/sandgym.js images build\``;
-  }
-  return null;
-}
-
-const reason = await dockerReason();
-if (reason && process.env.SANDGYM_REQUIRE_DOCKER === '1') throw new Error(`Docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: ${reason}`);
-if (reason) console.warn(`[integrity] skipping code-v0 integrity suite: ${reason}`);
+// Throws when SANDGYM_REQUIRE_DOCKER=1 and Docker or the image is missing; else skips with the reason.
+const HAS_DOCKER = gate('docker', await dockerFacility(IMAGE));
 
 const tasks = await loadTaskSets([SHIPPED_TASKS_DIR]);
 const byId = (id: string) => tasks.find((t) => t.spec.id === id) as LoadedTask;
@@ -73,7 +57,7 @@ async function episode(taskId: string, actions: Action[]): Promise<Episode> {
 
 const PASS_ALL_CONFTEST = 'import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n';
 
-describe.skipIf(reason !== null)('code-v0 reward integrity over the wire (docker)', () => {
+describe.skipIf(!HAS_DOCKER)('code-v0 reward integrity over the wire (docker)', () => {
   beforeAll(async () => {
     // Only train exposed: also checks that eval stays unreachable.
     server = await startServer({ driver: 'docker', splits: ['train'], pools: { min_idle: 1, max_total: 6 }, fixtures: false });

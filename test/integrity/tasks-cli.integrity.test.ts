@@ -1,31 +1,15 @@
 // `sandgym tasks validate` over the whole shipped set on the real docker driver (null + reference
 // agents, fresh grading sandboxes), and `sandgym tasks check` over it. Skipped with the reason when
 // Docker or the sandgym/python:1 image is missing, a failure when SANDGYM_REQUIRE_DOCKER=1 (CI).
-import Docker from 'dockerode';
+import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { describe, expect, test } from 'vitest';
 import { runTasksCli } from '../../envs/src/code/tasks-cli.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 
 const IMAGE = 'sandgym/python:1';
 
-async function dockerReason(): Promise<string | null> {
-  const docker = new Docker();
-  try {
-    await docker.ping();
-  } catch (e) {
-    return `no Docker daemon answers (${(e as Error).message}); run scripts/start-dockerd.sh`;
-  }
-  try {
-    await docker.getImage(IMAGE).inspect();
-  } catch {
-    return `image ${IMAGE} missing; run \`node bin/sandgym.js images build\``;
-  }
-  return null;
-}
-
-const reason = await dockerReason();
-if (reason && process.env.SANDGYM_REQUIRE_DOCKER === '1') throw new Error(`Docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: ${reason}`);
-if (reason) console.warn(`[integrity] skipping tasks validate on docker: ${reason}`);
+// Throws when SANDGYM_REQUIRE_DOCKER=1 and Docker or the image is missing; else skips with the reason.
+const HAS_DOCKER = gate('docker', await dockerFacility(IMAGE));
 
 function capture() {
   const out: string[] = [];
@@ -42,7 +26,7 @@ test('tasks check: the shipped set has no leakage finding at all', async () => {
   expect(report.findings).toEqual([]);
 });
 
-describe.skipIf(reason !== null)('tasks validate on docker', () => {
+describe.skipIf(!HAS_DOCKER)('tasks validate on docker', () => {
   test('every shipped task: reference scores 1.0, null below 1.0', async () => {
     const c = capture();
     const code = await runTasksCli(['validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json'], c.io);

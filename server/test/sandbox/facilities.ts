@@ -20,15 +20,16 @@ async function imagePresent(docker: Docker, image: string): Promise<boolean> {
   }
 }
 
-export async function dockerFacility(): Promise<Facility> {
+/** Docker answers and `image` (default: the busybox test image) is built. */
+export async function dockerFacility(image: string = TEST_IMAGE): Promise<Facility> {
   const docker = new Docker();
   try {
     await docker.ping();
   } catch (e) {
     return { ok: false, reason: `no Docker daemon answers (${(e as Error).message}); run scripts/start-dockerd.sh` };
   }
-  if (!(await imagePresent(docker, TEST_IMAGE))) {
-    return { ok: false, reason: `image ${TEST_IMAGE} missing; run \`node bin/sandgym.js images build\`` };
+  if (!(await imagePresent(docker, image))) {
+    return { ok: false, reason: `image ${image} missing; run \`node bin/sandgym.js images build\`` };
   }
   return { ok: true, reason: '' };
 }
