@@ -42,6 +42,8 @@ export class SandboxPool {
   readonly key: string;
   private readonly idle: DriverSandbox[] = [];
   private readonly inUse = new Set<DriverSandbox>();
+  /** Released sandboxes being wiped in place (between inUse and idle). */
+  private resetting = 0;
   private readonly waiters: Waiter[] = [];
   private readonly pendingDestroys = new Set<Promise<void>>();
   private creating = 0;
@@ -74,7 +76,8 @@ export class SandboxPool {
   }
 
   private total(): number {
-    return this.idle.length + this.creating + this.inUse.size;
+    // A sandbox being wiped in place still exists: counting it keeps max_total a hard cap.
+    return this.idle.length + this.creating + this.inUse.size + this.resetting;
   }
 
   /** Pops a warm sandbox, or waits (FIFO) for the next one. Never hands one sandbox out twice. */
@@ -115,13 +118,20 @@ export class SandboxPool {
   async release(sb: DriverSandbox, mode: { reset?: boolean } = {}): Promise<void> {
     if (!this.inUse.delete(sb)) return; // idempotent: not ours or already released
     if (mode.reset && !sb.deadReason && !this.closed) {
+      this.resetting += 1;
+      let wiped = false;
       try {
         await sb.reset();
+        wiped = true;
+      } catch (e) {
+        this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
+      } finally {
+        this.resetting -= 1;
+      }
+      if (wiped) {
         this.s.resets += 1;
         this.offer(sb);
         return;
-      } catch (e) {
-        this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
       }
     }
     this.destroyLater(sb);

@@ -64,6 +64,25 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     expect(pool.stats().idle).toBe(0);
   });
 
+  it('max_total is a hard cap while a released sandbox is wiped in place', async () => {
+    const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 1, maxTotal: 1, refillConcurrency: 1 });
+    pool.start();
+    await until(() => pool.stats().idle === 1, 30_000);
+    const first = await pool.acquire();
+    const created = pool.stats().created;
+    // The wipe is in flight when the next acquirer queues: it must get the wiped sandbox, and the
+    // pool must not create a second one meanwhile (that would be two sandboxes under max_total 1).
+    const releasing = pool.release(first, { reset: true });
+    const next = pool.acquire();
+    expect(pool.stats().creating).toBe(0);
+    await releasing;
+    const second = await next;
+    expect(second.id).toBe(first.id);
+    expect(pool.stats().created).toBe(created);
+    await pool.release(second);
+    await pool.close();
+  });
+
   it('release with reset puts a wiped sandbox back; PoolSet keys by image + limits and refuses over-max limits', async () => {
     const set = new PoolSet(driver, { minIdle: 1, maxTotal: 2, statsLogIntervalMs: 0 });
     const a: DriverSandbox = await set.acquire({ image: TEST_IMAGE, limits: { memory_mb: 128 } });
