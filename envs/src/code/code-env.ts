@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure, type EnvContext, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { bashTool } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
 import type { RunnerOptions } from './grader-plan.js';
@@ -29,19 +30,7 @@ const DEFAULT_BASH_TIMEOUT_S = 60;
 const MAX_BASH_TIMEOUT_S = 600;
 
 const TOOLS = [
-  {
-    name: 'bash',
-    description: 'Run a bash command in /workspace. Returns the exit code, stdout and stderr (capped).',
-    parameters: {
-      type: 'object',
-      properties: {
-        command: { type: 'string', minLength: 1, maxLength: 100_000 },
-        timeout_s: { type: 'integer', minimum: 1, maximum: MAX_BASH_TIMEOUT_S },
-      },
-      required: ['command'],
-      additionalProperties: false,
-    },
-  },
+  bashTool({ shell: 'bash', defaultTimeoutS: DEFAULT_BASH_TIMEOUT_S, maxTimeoutS: MAX_BASH_TIMEOUT_S, maxCommandChars: 100_000, descriptionSuffix: 'Output is capped.' }),
   {
     name: 'read_file',
     description: 'Read a text file under /workspace, optionally lines start_line..end_line (1-based, inclusive).',

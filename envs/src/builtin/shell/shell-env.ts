@@ -8,6 +8,7 @@ import type { ToolCallSpace } from '../../../../protocol/src/index.js';
 import { defineEnv, InvalidArgument, SandboxFailure, type EnvContext } from '../../api.js';
 import { randomSeed, Rng } from '../../rng.js';
 import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '../../sandbox-api.js';
+import { bashTool } from '../../tools/bash-tool.js';
 import { findTask, SHELL_TASKS, type ShellTask } from './tasks.js';
 
 const MAX_STEPS = 20;
@@ -24,20 +25,13 @@ export const SHELL_SANDBOX: SandboxRequirement = {
 };
 
 const TOOLS: ToolCallSpace['tools'] = [
-  {
-    name: 'bash',
-    description:
-      'Run one shell command (POSIX sh with busybox tools) in the task working directory /workspace and return its exit code, stdout and stderr (each capped at 8 KiB). No network.',
-    parameters: {
-      type: 'object',
-      properties: {
-        command: { type: 'string', minLength: 1, maxLength: 16_384 },
-        timeout_s: { type: 'number', exclusiveMinimum: 0, maximum: MAX_TIMEOUT_S },
-      },
-      required: ['command'],
-      additionalProperties: false,
-    },
-  },
+  bashTool({
+    shell: 'POSIX sh with busybox tools',
+    defaultTimeoutS: DEFAULT_TIMEOUT_S,
+    maxTimeoutS: MAX_TIMEOUT_S,
+    maxCommandChars: 16_384,
+    descriptionSuffix: 'stdout and stderr are each capped at 8 KiB. No network.',
+  }),
   {
     name: 'submit',
     description: 'Declare the task done. Ends the episode; the final state of the files is checked.',
