@@ -9,7 +9,7 @@ import { resolveConfig, type ServerConfig } from './config.js';
 import { Connection } from './connection.js';
 import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
-import type { SandboxService } from './sandbox-service.js';
+import type { SandboxService } from './sandbox-adapter.js';
 import { ServerCore } from './server-core.js';
 
 export interface BuildOptions {

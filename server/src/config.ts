@@ -2,6 +2,7 @@
 // fails at startup with the offending key named, never as a surprise mid-training.
 import { readFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
+import type { SandboxLimitName, SandboxLimits } from '../../sandbox-contract/index.js';
 
 export interface ServerConfig {
   host: string;
@@ -29,7 +30,7 @@ export interface ServerConfig {
    *  The CLI defaults to 'auto'; buildApp (tests, embedding) defaults to none. */
   driver?: 'docker' | 'local' | 'auto' | 'none';
   /** Warm pool sizing per (image, limits) pool: min_idle, max_total, refill_concurrency. */
-  pools?: Record<string, unknown>;
+  pools?: PoolsConfig;
   /** Sandbox layer options (limits, driver knobs); see SandboxConfig and docs/SANDBOX.md. */
   sandbox?: SandboxConfig;
   /** code-v0 task-set directories; empty = the shipped envs/tasks. */
@@ -38,20 +39,17 @@ export interface ServerConfig {
   splits: ('train' | 'eval')[];
 }
 
-export interface SandboxLimitsConfig {
-  memory_mb?: number;
-  cpus?: number;
-  pids?: number;
-  disk_mb?: number;
-  nofile?: number;
-  timeout_s?: number;
+export interface PoolsConfig {
+  min_idle?: number;
+  max_total?: number;
+  refill_concurrency?: number;
 }
 
 export interface SandboxConfig {
   /** Limits of a sandbox whose env asks for none (merged over the built-in defaults). */
-  limits_default?: SandboxLimitsConfig;
+  limits_default?: Partial<SandboxLimits>;
   /** The most any env may ask for (merged over the built-in maxima). */
-  limits_max?: SandboxLimitsConfig;
+  limits_max?: Partial<SandboxLimits>;
   /** A request above a maximum: 'refuse' (INVALID_ARGUMENT, default) or 'clamp'. */
   limit_policy?: 'refuse' | 'clamp';
   /** Docker: 'channel' (default, persistent shell) or 'docker-exec' (one exec per command). */
@@ -88,17 +86,21 @@ export const DEFAULT_CONFIG: ServerConfig = {
 
 const posInt = { type: 'integer', minimum: 1, maximum: 2 ** 31 - 1 };
 
+// One entry per limit of the sandbox contract: `satisfies` fails to compile when a limit is added to
+// (or removed from) SandboxLimits without its bounds here, so config keys cannot drift from the contract.
+const SANDBOX_LIMIT_BOUNDS = {
+  memory_mb: { type: 'integer', minimum: 16, maximum: 1024 * 1024 },
+  cpus: { type: 'number', exclusiveMinimum: 0, maximum: 1024 },
+  pids: { type: 'integer', minimum: 8, maximum: 4_194_304 },
+  disk_mb: { type: 'integer', minimum: 1, maximum: 1024 * 1024 },
+  nofile: { type: 'integer', minimum: 64, maximum: 1_048_576 },
+  timeout_s: { type: 'number', exclusiveMinimum: 0, maximum: 7 * 24 * 3600 },
+} as const satisfies Record<SandboxLimitName, object>;
+
 const SANDBOX_LIMITS_SCHEMA = {
   type: 'object',
   additionalProperties: false,
-  properties: {
-    memory_mb: { type: 'integer', minimum: 16, maximum: 1024 * 1024 },
-    cpus: { type: 'number', exclusiveMinimum: 0, maximum: 1024 },
-    pids: { type: 'integer', minimum: 8, maximum: 4_194_304 },
-    disk_mb: { type: 'integer', minimum: 1, maximum: 1024 * 1024 },
-    nofile: { type: 'integer', minimum: 64, maximum: 1_048_576 },
-    timeout_s: { type: 'number', exclusiveMinimum: 0, maximum: 7 * 24 * 3600 },
-  },
+  properties: SANDBOX_LIMIT_BOUNDS,
 } as const;
 
 export const CONFIG_SCHEMA = {

@@ -1,4 +1,7 @@
-// Adapts the sandbox layer (driver + warm pools) to the env-facing SandboxProvider, per session.
+// The seam between the session layer and the sandbox layer (server/src/sandbox/), and the only module
+// that knows both: it adapts driver + warm pools to the env-facing SandboxProvider (sandbox-contract/),
+// per session. The session layer knows only `SandboxService`; the sandbox layer knows nothing of
+// sessions, sockets or envs.
 // Errors cross the seam typed: SandboxGoneError (and any failure to get a sandbox at all) ->
 // SandboxFailure (SANDBOX_ERROR), SandboxLimitError / SandboxRequestError -> InvalidArgument
 // (INVALID_ARGUMENT at make/reset, INVALID_ACTION in step). Every sandbox a session holds is released
@@ -6,14 +9,20 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
-import type { Sandbox, SandboxRequirement } from '../../envs/src/sandbox-api.js';
+import type {
+  OpenSandboxProvider,
+  Sandbox,
+  SandboxProvider,
+  SandboxProviderHandle,
+  SandboxRequirement,
+} from '../../sandbox-contract/index.js';
 import { ConfigError, type SandboxConfig, type ServerConfig } from './config.js';
-import type { Readiness, SandboxService, SessionSandboxes } from './sandbox-service.js';
 import {
   createDriver,
   DEFAULT_LIMITS,
   defaultMaxLimits,
   PoolSet,
+  SandboxAcquireAborted,
   SandboxGoneError,
   SandboxLimitError,
   SandboxRequestError,
@@ -24,6 +33,26 @@ import {
   type SandboxLimits,
   type SandboxSpec,
 } from './sandbox/index.js';
+
+/** A provider bound to one session. */
+export interface SessionSandboxes extends SandboxProvider {
+  /** Called once when the session closes: releases every sandbox still held. Never throws. */
+  releaseAll(): Promise<void>;
+}
+
+export type Readiness = { ready: true } | { ready: false; reason: string };
+
+/** What the session layer sees of the sandbox layer. */
+export interface SandboxService {
+  /**
+   * A provider bound to one session. `signal` aborts when the session closes; `onFailure` lets the
+   * sandbox layer report that a held sandbox died outside any call (the server then closes the
+   * session with a session_closed event, code SANDBOX_ERROR).
+   */
+  forSession(sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes;
+  ready(): Readiness;
+  close(): Promise<void>;
+}
 
 /** Map sandbox-layer errors met while using a sandbox; anything else passes through (-> ENV_ERROR). */
 function mapError(e: unknown): unknown {
@@ -80,7 +109,7 @@ class SessionProvider implements SessionSandboxes {
       sb = await this.pools.acquire(specOf(req), this.signal);
     } catch (e) {
       if (e instanceof SandboxLimitError) throw mapError(e);
-      if (e instanceof Error && e.message === 'acquire aborted') throw new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
+      if (e instanceof SandboxAcquireAborted) throw new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
       // Not getting a sandbox at all (image missing, daemon down, pool closed) is infrastructure.
       throw new SandboxFailure(e instanceof Error ? e.message : String(e), { cause: e });
     }
@@ -157,12 +186,6 @@ export class PooledSandboxService implements SandboxService {
   }
 }
 
-interface PoolsConfig {
-  min_idle?: number;
-  max_total?: number;
-  refill_concurrency?: number;
-}
-
 /** Built-in defaults/maxima overlaid with config.sandbox.limits_default / limits_max; defaults must fit. */
 export function limitsFromConfig(sc: SandboxConfig): { defaults: SandboxLimits; maxima: SandboxLimits } {
   const defaults: SandboxLimits = { ...DEFAULT_LIMITS, ...sc.limits_default };
@@ -207,7 +230,7 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
   const limits = limitsFromConfig(sc);
   const logger = log.child({ component: 'sandbox' });
   const driver = await createDriver(kind, { logger, ...driverOptionsFromConfig(sc, limits) });
-  const p = (config.pools ?? {}) as PoolsConfig;
+  const p = config.pools ?? {};
   const pools = new PoolSet(driver, {
     minIdle: p.min_idle,
     maxTotal: p.max_total,
@@ -225,3 +248,26 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
   service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
   return service;
 }
+
+/**
+ * A standalone provider over a fresh driver and its own pools, outside any session: what
+ * `sandgym tasks validate` runs tasks in. The server's composition root injects it into envs code that
+ * needs sandboxes, so envs/ never imports this layer. `close()` releases everything and stops the driver.
+ */
+export const openSandboxProvider: OpenSandboxProvider = async (kind, opts = {}): Promise<SandboxProviderHandle> => {
+  const driver = await createDriver(kind);
+  const pools = new PoolSet(driver, { minIdle: opts.minIdle ?? 2, maxTotal: opts.maxTotal ?? 8, statsLogIntervalMs: 0 });
+  const service = new PooledSandboxService(driver, pools);
+  const abort = new AbortController();
+  // A sandbox dying outside a call shows up as SandboxFailure on its next use; nothing else to close.
+  const provider = service.forSession('standalone', abort.signal, () => {});
+  return {
+    provider,
+    driver: driver.kind,
+    async close() {
+      abort.abort();
+      await provider.releaseAll();
+      await service.close();
+    },
+  };
+};

@@ -6,7 +6,7 @@ import type { ServerConfig } from './config.js';
 import type { Connection } from './connection.js';
 import { DeadlineSweeper } from './deadline.js';
 import type { OpLimits } from './session-ops.js';
-import type { Readiness, SandboxService } from './sandbox-service.js';
+import type { Readiness, SandboxService } from './sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
 
 export class ServerCore {

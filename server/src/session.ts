@@ -3,7 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { EnvInstance } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
-import type { SessionSandboxes } from './sandbox-service.js';
+import type { SessionSandboxes } from './sandbox-adapter.js';
 
 /** created -> running -> needs_reset (episode over) ; failed (TIMEOUT/ENV_ERROR/SANDBOX_ERROR) ; closed. */
 export type SessionState = 'created' | 'running' | 'needs_reset' | 'failed' | 'closed';

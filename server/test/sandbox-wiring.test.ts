@@ -6,7 +6,7 @@ import type { EnvDefinition } from '../../envs/src/api.js';
 import type { Sandbox } from '../../envs/src/sandbox-api.js';
 import { EnvRegistry } from '../../envs/src/registry.js';
 import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
-import type { SandboxService } from '../src/sandbox-service.js';
+import type { SandboxService } from '../src/sandbox-adapter.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
 

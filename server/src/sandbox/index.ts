@@ -5,9 +5,7 @@ import Docker from 'dockerode';
 import { DockerDriver, type DockerDriverOptions } from './docker/docker-driver.js';
 import { LocalDriver, type LocalDriverOptions } from './local/local-driver.js';
 import { Reaper, type ReaperOptions } from './reaper.js';
-import { silentLogger, type SandboxDriver, type SandboxLogger } from './types.js';
-
-export type DriverChoice = 'docker' | 'local' | 'auto';
+import { silentLogger, type DriverChoice, type SandboxDriver, type SandboxLogger } from './types.js';
 
 export interface CreateDriverOptions {
   /** Identifies this server instance in container labels and heartbeats. Default: random. */
@@ -72,7 +70,7 @@ export { SandboxPool, PoolSet } from './pool.js';
 export type { PoolOptions, PoolSetOptions, PoolStats } from './pool.js';
 export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
-export { SandboxGoneError, SandboxLimitError, SandboxRequestError } from './errors.js';
+export { SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 export { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits } from './limits.js';
 export { runImagesCli } from './images/cli.js';
 export * from './types.js';

@@ -1,44 +1,9 @@
-// Types shared by every sandbox driver. The exec/file shapes mirror envs/src/sandbox-api.ts on purpose
-// (same field names) so that driver sandboxes satisfy the env-facing `Sandbox` interface structurally;
-// this module must not import envs (dependencies point one way).
+// Types shared by every sandbox driver. The limits, exec and file shapes and the env-facing `Sandbox`
+// are declared once in sandbox-contract/ (shared with envs) and re-exported here; this module must not
+// import envs (dependencies point one way).
+import type { Sandbox, SandboxLimits } from '../../../sandbox-contract/index.js';
 
-export interface SandboxLimits {
-  memory_mb: number;
-  cpus: number;
-  pids: number;
-  disk_mb: number;
-  nofile: number;
-  /** Default per-command timeout when an exec request gives none. */
-  timeout_s: number;
-}
-
-export interface ExecRequest {
-  argv?: string[];
-  script?: string;
-  cwd?: string;
-  env?: Record<string, string>;
-  stdin?: string | Uint8Array;
-  timeout_ms?: number;
-  /** Cap per stream (stdout and stderr each). */
-  max_output_bytes?: number;
-}
-
-export interface ExecResult {
-  exit_code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  timed_out: boolean;
-  duration_ms: number;
-}
-
-export interface FileEntry {
-  /** Relative to the workspace, or absolute. */
-  path: string;
-  content: string | Uint8Array;
-  mode?: number;
-}
+export type { DriverChoice, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '../../../sandbox-contract/index.js';
 
 export interface SandboxSpec {
   image: string;
@@ -81,20 +46,14 @@ export interface SandboxInfo {
   state: string;
 }
 
-/** A live sandbox as drivers hand it out. Structurally a superset of the env-facing `Sandbox`. */
-export interface DriverSandbox {
-  readonly id: string;
+/** A live sandbox as drivers hand it out: the env-facing `Sandbox` plus lifecycle and state. */
+export interface DriverSandbox extends Sandbox {
   readonly kind: DriverKind;
   readonly spec: SandboxSpec;
   readonly limits: SandboxLimits;
   readonly workspace: string;
   /** null while alive; the reason once it died or was destroyed. */
   readonly deadReason: string | null;
-  exec(req: ExecRequest): Promise<ExecResult>;
-  putFiles(files: FileEntry[]): Promise<void>;
-  getFile(path: string): Promise<Uint8Array>;
-  getTar(path: string): Promise<Uint8Array>;
-  putTar(dir: string, tar: Uint8Array): Promise<void>;
   /** In place: kill every process, wipe the workspace and /tmp, restart the lease watchdog. */
   reset(): Promise<void>;
   /** Idempotent; never throws. */

@@ -1,0 +1,115 @@
+// The sandbox contract: the one declaration of what a sandbox is, shared by the env side (envs/, through
+// envs/src/sandbox-api.ts) and the drivers (server/src/sandbox/, through types.ts). Envs program
+// against `Sandbox` / `SandboxProvider`; drivers hand out sandboxes that extend `Sandbox`; the server's
+// seam (server/src/sandbox-adapter.ts) implements `SandboxProvider` over the drivers' warm pools.
+//
+// Types only, so importing it costs nothing at run time. It imports nothing of ours except the generated
+// wire types: the limit names are a protocol concept (an env spec reports its sandbox's limits), so
+// `SandboxLimits` is derived from the wire's `SandboxLimitsInfo` instead of being spelled out again.
+// A limit added to protocol/schema/env-spec.json becomes a required field here, and every table of
+// defaults and maxima stops compiling until it has a value.
+import type { SandboxLimitsInfo } from '../protocol/src/generated/types.js';
+
+/** The named properties of a generated type, without its `[k: string]` index signature. */
+type KnownKeys<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
+
+/**
+ * Resource limits of one sandbox: memory_mb, cpus, pids, disk_mb, nofile, and timeout_s (the default
+ * per-command timeout when an exec request gives none). Semantics and defaults: docs/SANDBOX.md.
+ */
+export type SandboxLimits = Required<KnownKeys<SandboxLimitsInfo>>;
+
+export type SandboxLimitName = keyof SandboxLimits;
+
+/** What an env asks for (EnvDefinition.sandbox, and each `acquire`). */
+export interface SandboxRequirement {
+  image: string;
+  /** Merged over the server's defaults; above the server maximum is refused (or clamped). */
+  limits?: Partial<SandboxLimits>;
+  /** Default /workspace. */
+  workspace?: string;
+  /**
+   * What `release` (and the release of everything at session close) does with the sandbox:
+   * 'replace' (default): destroy it off the critical path; the next `acquire` gets a fresh one from
+   * the warm pool. 'wipe': kill its processes, wipe the workspace, /tmp and /dev/shm in place and
+   * return it to the pool (~10 ms instead of a container creation; the daemon creates only 1-3
+   * containers a second). Choose 'wipe' only when an episode cannot taint anything the next one relies on.
+   */
+  reuse?: 'replace' | 'wipe';
+}
+
+/** One command: `argv` (no shell) or `script` (run by /bin/sh). */
+export interface ExecRequest {
+  argv?: string[];
+  script?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string | Uint8Array;
+  timeout_ms?: number;
+  /** Cap per stream (stdout and stderr each). */
+  max_output_bytes?: number;
+}
+
+export interface ExecResult {
+  exit_code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  timed_out: boolean;
+  duration_ms: number;
+}
+
+export interface FileEntry {
+  /** Relative to the workspace, or absolute. */
+  path: string;
+  content: string | Uint8Array;
+  mode?: number;
+}
+
+/** A sandbox as an env sees it. Driver sandboxes (server/src/sandbox/types.ts DriverSandbox) extend it. */
+export interface Sandbox {
+  readonly id: string;
+  /** Never throws on a non-zero exit; throws when the sandbox is gone (SandboxFailure at the env API). */
+  exec(req: ExecRequest): Promise<ExecResult>;
+  /** Streamed through the command channel (works on tmpfs / read-only root). */
+  putFiles(files: FileEntry[]): Promise<void>;
+  getFile(path: string): Promise<Uint8Array>;
+  /** Tar of a directory (for copying a workspace out). */
+  getTar(path: string): Promise<Uint8Array>;
+  putTar(dir: string, tar: Uint8Array): Promise<void>;
+}
+
+/** How an env gets sandboxes (ctx.sandboxes). */
+export interface SandboxProvider {
+  /** From the warm pool; released automatically when the session closes. */
+  acquire(req: SandboxRequirement): Promise<Sandbox>;
+  /** Early release (e.g. a grading sandbox). Idempotent. */
+  release(sb: Sandbox): Promise<void>;
+}
+
+/** `docker` and `local` demand that backend; `auto` takes Docker when a daemon answers, else bubblewrap. */
+export type DriverChoice = 'docker' | 'local' | 'auto';
+
+/** A provider outside any session (e.g. `sandgym tasks validate`), with what it runs on and how to stop it. */
+export interface SandboxProviderHandle {
+  provider: SandboxProvider;
+  /** The driver in use: 'docker' or 'local'. */
+  driver: string;
+  /** Releases every sandbox still held, closes the pools and the driver. */
+  close(): Promise<void>;
+}
+
+export interface OpenSandboxProviderOptions {
+  /** Live sandboxes per pool (default 8). */
+  maxTotal?: number;
+  /** Idle sandboxes kept ready per pool (default 2). */
+  minIdle?: number;
+}
+
+/**
+ * Opens a standalone provider. The server implements it (server/src/sandbox-adapter.ts
+ * `openSandboxProvider`) and its composition root injects it where envs code needs one, so envs/ never
+ * imports the sandbox layer.
+ */
+export type OpenSandboxProvider = (kind: DriverChoice, opts?: OpenSandboxProviderOptions) => Promise<SandboxProviderHandle>;
