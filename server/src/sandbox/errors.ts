@@ -24,3 +24,24 @@ export class SandboxRequestError extends Error {
   override readonly name = 'SandboxRequestError';
   readonly code = 'SANDBOX_REQUEST';
 }
+
+/**
+ * An `acquire` gave up because its AbortSignal fired (the session closed while it waited for a sandbox).
+ * Not a sandbox failure: the caller asked to stop waiting.
+ */
+export class SandboxAcquireAborted extends Error {
+  override readonly name = 'SandboxAcquireAborted';
+  readonly code = 'SANDBOX_ACQUIRE_ABORTED';
+  constructor() {
+    super('acquire aborted');
+  }
+}
+
+/** The pool was closed (server shutting down): no sandbox will come from it. */
+export class SandboxPoolClosedError extends Error {
+  override readonly name = 'SandboxPoolClosedError';
+  readonly code = 'SANDBOX_POOL_CLOSED';
+  constructor(readonly pool: string) {
+    super(`pool ${pool} is closed`);
+  }
+}

@@ -1,6 +1,7 @@
 // Warm pools. Creating a container costs 0.5-0.8 s and the daemon makes only 1-3 a second, so
 // sandboxes are created ahead of demand in the background and `acquire` is an in-memory pop. One pool
 // per (image, limits profile, workspace, env); PoolSet routes specs to pools.
+import { SandboxAcquireAborted, SandboxPoolClosedError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
 import { silentLogger, type DriverSandbox, type SandboxDriver, type SandboxLimits, type SandboxLogger, type SandboxSpec } from './types.js';
 
@@ -82,8 +83,8 @@ export class SandboxPool {
 
   /** Pops a warm sandbox, or waits (FIFO) for the next one. Never hands one sandbox out twice. */
   acquire(signal?: AbortSignal): Promise<DriverSandbox> {
-    if (this.closed) return Promise.reject(new Error(`pool ${this.key} is closed`));
-    if (signal?.aborted) return Promise.reject(new Error('acquire aborted'));
+    if (this.closed) return Promise.reject(new SandboxPoolClosedError(this.key));
+    if (signal?.aborted) return Promise.reject(new SandboxAcquireAborted());
     // Only hand out a sandbox if no one queued before us (FIFO) and it is still alive.
     while (this.waiters.length === 0 && this.idle.length > 0) {
       const sb = this.idle.shift()!;
@@ -100,7 +101,7 @@ export class SandboxPool {
         w.onAbort = () => {
           const i = this.waiters.indexOf(w);
           if (i >= 0) this.waiters.splice(i, 1);
-          reject(new Error('acquire aborted'));
+          reject(new SandboxAcquireAborted());
         };
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
@@ -236,7 +237,7 @@ export class SandboxPool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    for (const w of this.waiters.splice(0)) w.reject(new Error(`pool ${this.key} closed`));
+    for (const w of this.waiters.splice(0)) w.reject(new SandboxPoolClosedError(this.key));
     for (const sb of this.idle.splice(0)) this.destroyLater(sb);
     for (const sb of [...this.inUse]) this.destroyLater(sb);
     this.inUse.clear();
