@@ -11,7 +11,7 @@ import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure, type EnvContext, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
-import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTool } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
@@ -118,7 +118,7 @@ export function confinePath(p: string, root: string): { abs: string; rel: string
   return { abs: rel ? `${root}/${rel}` : root, rel };
 }
 
-function formatExec(r: { exit_code: number | null; signal: string | null; stdout: string; stderr: string; truncated: boolean; timed_out: boolean }, cap: number, timeoutS?: number): string {
+function formatExec(r: ExecResult, cap: number, timeoutS?: number): string {
   const head = r.timed_out ? `timed out after ${timeoutS ?? '?'}s (killed)` : r.exit_code !== null ? `exit_code: ${r.exit_code}` : `killed by signal ${r.signal ?? 'unknown'}`;
   const parts = [head];
   if (r.stdout) parts.push(`--- stdout ---\n${capText(r.stdout.replace(/\n$/, ''), cap)}`);

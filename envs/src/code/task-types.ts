@@ -1,4 +1,5 @@
 // Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
+import type { SandboxLimits } from '../sandbox-api.js';
 
 export type Split = 'train' | 'eval';
 export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
@@ -20,7 +21,7 @@ export interface TaskSpec {
   split: Split;
   language: TaskLanguage;
   image: string;
-  limits?: Partial<{ memory_mb: number; cpus: number; pids: number; disk_mb: number; nofile: number; timeout_s: number }>;
+  limits?: Partial<SandboxLimits>;
   max_steps?: number;
   tags?: string[];
   difficulty: Difficulty;
