@@ -35,15 +35,14 @@ describe('CLI usage errors (exit 2)', () => {
     [['serve', '--port', 'abc'], /--port must be an integer/],
     [['serve', '--port', '70000'], /--port must be an integer in 0\.\.65535/],
     [['serve', '--port', '-1'], /--port/],
-    [['serve', '--bogus'], /Unknown option '--bogus'/],
+    [['serve', '--bogus'], /unknown option '--bogus'/],
     [['serve', '--log-level', 'loud'], /--log-level must be one of/],
     [['serve', '--host', ''], /--host must not be empty/],
     [['serve', '--token', ' '], /--token must not be empty/],
-    [['serve', '--port'], /argument missing/],
+    [['serve', '--port'], /option '--port' needs a value/],
     [['serve', 'extra'], /no positional arguments/],
-    [['serve', '--tokens-file', '/nonexistent/tokens'], /tokens file \/nonexistent\/tokens: cannot read/],
     [['serve', '--host', '10.1.2.3'], /refusing to bind non-loopback host 10\.1\.2\.3 without a token/],
-    [['serve', '--driver', 'vmware'], /--driver must be docker, local, auto or none/],
+    [['serve', '--driver', 'vmware'], /--driver must be one of docker, local, auto, none, got 'vmware'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['envs', '--url', 'http://x'], /--url must be a ws:\/\/ or wss:\/\/ URL/],
     [['envs', '--url', 'ws://x', '--fixtures'], /apply to the local listing/],
@@ -55,10 +54,13 @@ describe('CLI usage errors (exit 2)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it('empty tokens file is an error', async () => {
-    const r = await run(['serve', '--tokens-file', file('empty-tokens', '# nothing\n\n')]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/no tokens in it/);
+  it('an unreadable or empty tokens file is a bad input (exit 3)', async () => {
+    const empty = await run(['serve', '--tokens-file', file('empty-tokens', '# nothing\n\n')]);
+    expect(empty.code).toBe(3);
+    expect(empty.stderr).toBe(`sandgym serve: tokens file ${join(dir, 'empty-tokens')}: no tokens in it\n`);
+    const missing = await run(['serve', '--tokens-file', '/nonexistent/tokens']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/tokens file \/nonexistent\/tokens: cannot read/);
   });
 
   it('--help prints usage and exits 0', async () => {
@@ -99,12 +101,12 @@ describe('config files', () => {
     expect((err as ConfigError).message).toMatch(message);
     expect((err as ConfigError).key).toBe(key);
     const r = await run(['serve', '--config', p]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
   });
 
   it('missing config file', async () => {
     const r = await run(['serve', '--config', join(dir, 'missing.json')]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/missing\.json: cannot read \(ENOENT\)/);
   });
 

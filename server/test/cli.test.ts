@@ -58,11 +58,11 @@ describe('sandgym serve', () => {
     expect(await insecure.stop()).toBe(0);
   });
 
-  it('bad usage exits 2 from the real binary', async () => {
+  it('bad usage exits 2 and a bad config file 3 from the real binary', async () => {
     const [flag, cfg] = await Promise.all([runCli(['serve', '--port', 'abc']), runCli(['serve', '--config', file('bad.json', '{"prot": 1}')])]);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/--port must be an integer/);
-    expect(cfg.code).toBe(2);
+    expect(cfg.code).toBe(3);
     expect(cfg.stderr).toMatch(/unknown key 'prot'/);
   });
 
@@ -77,9 +77,9 @@ describe('sandgym serve', () => {
     expect(await s.stop()).toBe(0);
   });
 
-  it('a malformed --env-module fails at startup naming the module', async () => {
+  it('a malformed --env-module fails at startup naming the module (exit 3)', async () => {
     const r = await runCli(['serve', '--port', '0', '--env-module', moduleFixture('bad-module.ts')]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/env module .*bad-module\.ts: default export \[0\]: .*create must be a function/);
   });
 });
@@ -97,7 +97,7 @@ describe('sandgym envs', () => {
     expect(text.stdout).toMatch(/^test\/counter-v0\s+/m);
     expect(json.code).toBe(0);
     expect((JSON.parse(json.stdout) as { id: string }[]).map((e) => e.id)).toContain('wordle-v0');
-    expect(noToken.code).toBe(1);
+    expect(noToken.code).toBe(4);
     expect(noToken.stderr).toContain('UNAUTHORIZED');
     expect(await s.stop()).toBe(0);
     const local = await runCli(['envs']);

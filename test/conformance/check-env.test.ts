@@ -4,8 +4,9 @@
 
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { checkEnv, connect, runCheckCli, type CheckReport, type EnvSpec } from '../../clients/ts/src/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkEnv, connect, type CheckReport, type EnvSpec } from '../../clients/ts/src/index.js';
+import { main } from '../../server/src/cli/run.js';
 import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
 import { EXPECTED_FAILURES } from './fixtures/broken-envs.js';
 
@@ -96,23 +97,16 @@ describe('env checker', () => {
   });
 });
 
-describe('runCheckCli', () => {
+describe('sandgym check', () => {
   async function runCli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-    const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-    try {
-      const code = await runCheckCli(argv);
-      return { code, out: out.join('\n'), err: err.join('\n') };
-    } finally {
-      log.mockRestore();
-      error.mockRestore();
-    }
+    const code = await main(['check', ...argv], { out: (s) => void out.push(s), err: (s) => void err.push(s) });
+    return { code, out: out.join(''), err: err.join('') };
   }
 
   it('exits 0 when every check passes and prints one line per check', async () => {
-    const r = await runCli(['check', 'test/counter-v0', '--url', server.url, '--seed', '3']);
+    const r = await runCli(['test/counter-v0', '--url', server.url, '--seed', '3']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/PASS\s+seeded_reset_deterministic/);
     expect(r.out).toMatch(/0 failed/);
@@ -126,11 +120,17 @@ describe('runCheckCli', () => {
   });
 
   it('exits 2 on usage errors', async () => {
-    for (const argv of [[], ['check'], ['test/counter-v0'], ['test/counter-v0', '--url', server.url, '--seed', '-1'], ['a', 'b', '--url', server.url], ['x', '--url', server.url, '--bogus', '1'], ['x', '--url', 'http://x']]) {
+    for (const argv of [[], ['test/counter-v0'], ['test/counter-v0', '--url', server.url, '--seed', '-1'], ['a', 'b', '--url', server.url], ['x', '--url', server.url, '--bogus', '1'], ['x', '--url', 'http://x']]) {
       const r = await runCli(argv);
       expect(r.code, JSON.stringify(argv)).toBe(2);
-      expect(r.err).toMatch(/usage: sandgym check/);
+      expect(r.err).toMatch(/^sandgym check: .*\nRun "sandgym check --help" for usage\.\n$/);
     }
+  });
+
+  it('exits 4 when the server cannot be reached', async () => {
+    const r = await runCli(['test/counter-v0', '--url', 'ws://127.0.0.1:9/v1/ws']);
+    expect(r.code).toBe(4);
+    expect(r.out).toMatch(/FAIL\s+connect/);
   });
 
   it('is what `sandgym check` runs', async () => {

@@ -1,9 +1,9 @@
-// `sandgym tasks validate` over the whole shipped set on the real docker driver (null + reference
+// `sandgym tasks validate` (through the CLI's main, with the server's sandbox provider injected) over the whole shipped set on the real docker driver (null + reference
 // agents, fresh grading sandboxes), and `sandgym tasks check` over it. Skipped with the reason when
 // Docker or the sandgym/python:1 image is missing, a failure when SANDGYM_REQUIRE_DOCKER=1 (CI).
 import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { describe, expect, test } from 'vitest';
-import { runTasksCli } from '../../envs/src/code/tasks-cli.js';
+import { main } from '../../server/src/cli/run.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 
 const IMAGE = 'sandgym/python:1';
@@ -19,7 +19,7 @@ function capture() {
 
 test('tasks check: the shipped set has no leakage finding at all', async () => {
   const c = capture();
-  expect(await runTasksCli(['check', SHIPPED_TASKS_DIR, '--json'], c.io)).toBe(0);
+  expect(await main(['tasks', 'check', SHIPPED_TASKS_DIR, '--json'], c.io)).toBe(0);
   const report = JSON.parse(c.out.join('')) as { ok: boolean; tasks: number; findings: unknown[] };
   expect(report.ok).toBe(true);
   expect(report.tasks).toBeGreaterThanOrEqual(30);
@@ -29,7 +29,7 @@ test('tasks check: the shipped set has no leakage finding at all', async () => {
 describe.skipIf(!HAS_DOCKER)('tasks validate on docker', () => {
   test('every shipped task: reference scores 1.0, null below 1.0', async () => {
     const c = capture();
-    const code = await runTasksCli(['validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json'], c.io);
+    const code = await main(['tasks', 'validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json'], c.io);
     const res = JSON.parse(c.out.join('')) as {
       ok: boolean;
       summary: { tasks: number; failed: number; driver: string; grade_ms: { p50: number; p95: number }; wall_ms: number };

@@ -428,6 +428,3 @@ function describeError(err: unknown): string {
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
 }
-
-// The server CLI loads `sandgym check` from this module (server/src/cli/main.ts LAZY table).
-export { runCheckCli } from './check-cli.js';

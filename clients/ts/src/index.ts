@@ -20,8 +20,3 @@ import type { CheckEnvOptions, CheckReport } from './check-env.js';
 export async function checkEnv(url: string, envId: string, options?: CheckEnvOptions): Promise<CheckReport> {
   return (await import('./check-env.js')).checkEnv(url, envId, options);
 }
-
-/** `sandgym check ...`; resolves with the exit code. Loaded on first use like checkEnv. */
-export async function runCheckCli(argv: string[]): Promise<number> {
-  return (await import('./check-cli.js')).runCheckCli(argv);
-}

@@ -1,8 +1,9 @@
 // `sandgym envs`: list env ids and descriptions, from a running server (--url) or this install.
-import { parseArgs } from 'node:util';
 import { buildRegistry } from '../build-registry.js';
 import { remoteCall } from './remote.js';
-import { UsageError } from './usage-error.js';
+import { parseCommand, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
+import { EXIT } from './exit-codes.js';
+import type { CliIo } from './io.js';
 
 export const ENVS_HELP = `Usage: sandgym envs [--url ws://HOST:PORT/v1/ws] [--token T] [--json] [--fixtures] [--env-module PATH]
 
@@ -22,40 +23,40 @@ interface SpecLike {
   max_episode_steps?: number | null;
 }
 
-export async function runEnvs(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      url: { type: 'string' },
-      token: { type: 'string' },
-      json: { type: 'boolean' },
-      fixtures: { type: 'boolean' },
-      'env-module': { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(ENVS_HELP + '\n');
-    return 0;
+const ENVS_COMMAND = {
+  name: 'envs',
+  help: ENVS_HELP,
+  options: {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    json: { type: 'boolean' },
+    fixtures: { type: 'boolean' },
+    'env-module': { type: 'string', multiple: true },
+  },
+} as const satisfies CommandDef<OptionDefs>;
+
+export async function runEnvs(argv: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommand(ENVS_COMMAND, argv);
+  if (parsed === null) {
+    io.out(ENVS_HELP + '\n');
+    return EXIT.OK;
   }
-  if (positionals.length > 0) throw new UsageError(`envs takes no positional arguments (got '${positionals[0]}')`);
+  const { values } = parsed;
   let specs: SpecLike[];
   if (values.url !== undefined) {
-    if (!/^wss?:\/\/[^/]+/.test(values.url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got '${values.url}'`);
-    if (values.fixtures || values['env-module']) throw new UsageError('--fixtures and --env-module apply to the local listing, not --url');
-    const result = (await remoteCall(values.url, values.token ?? process.env.SANDGYM_TOKEN, 'list_envs')) as { envs: SpecLike[] };
+    const url = wsUrlValue('url', values.url, ENVS_COMMAND.name);
+    if (values.fixtures || values['env-module']) throw new UsageError('--fixtures and --env-module apply to the local listing, not --url', ENVS_COMMAND.name);
+    const result = (await remoteCall(url, values.token ?? process.env.SANDGYM_TOKEN, 'list_envs')) as { envs: SpecLike[] };
     specs = result.envs;
   } else {
     const registry = await buildRegistry({ fixtures: values.fixtures ?? false, env_modules: values['env-module'] ?? [] });
     specs = registry.specs() as unknown as SpecLike[];
   }
   if (values.json) {
-    process.stdout.write(JSON.stringify(specs, null, 2) + '\n');
-    return 0;
+    io.out(JSON.stringify(specs, null, 2) + '\n');
+    return EXIT.OK;
   }
   const width = Math.max(4, ...specs.map((s) => s.id.length));
-  for (const s of specs) process.stdout.write(`${s.id.padEnd(width)}  ${s.description}\n`);
-  return 0;
+  for (const s of specs) io.out(`${s.id.padEnd(width)}  ${s.description}\n`);
+  return EXIT.OK;
 }

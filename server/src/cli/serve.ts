@@ -1,8 +1,9 @@
 // `sandgym serve`: build the app from defaults < config file < flags (+ token sources) and listen.
-import { parseArgs } from 'node:util';
 import { buildApp } from '../app.js';
 import { loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
-import { parseIntFlag, UsageError } from './usage-error.js';
+import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
+import { EXIT, UnavailableError } from './exit-codes.js';
+import type { CliIo } from './io.js';
 
 export const SERVE_HELP = `Usage: sandgym serve [options]
 
@@ -38,7 +39,28 @@ Options:
 Tokens are also read from SANDGYM_TOKENS (comma separated).
 Prints "sandgym listening on ws://HOST:PORT/v1/ws" on stdout once listening; logs go to stderr.`;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const DRIVERS = ['docker', 'local', 'auto', 'none'] as const;
+const SPLITS = ['train', 'eval'] as const;
+
+export const SERVE_COMMAND = {
+  name: 'serve',
+  help: SERVE_HELP,
+  options: {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    token: { type: 'string', multiple: true },
+    'tokens-file': { type: 'string' },
+    'env-module': { type: 'string', multiple: true },
+    config: { type: 'string' },
+    fixtures: { type: 'boolean' },
+    driver: { type: 'string' },
+    tasks: { type: 'string', multiple: true },
+    splits: { type: 'string' },
+    insecure: { type: 'boolean' },
+    'log-level': { type: 'string' },
+  },
+} as const satisfies CommandDef<OptionDefs>;
 
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
@@ -47,40 +69,17 @@ export function isLoopback(host: string): boolean {
 
 /** Parse serve flags into a resolved config. Throws UsageError / ConfigError. Returns null for --help. */
 export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServerConfig | null> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      token: { type: 'string', multiple: true },
-      'tokens-file': { type: 'string' },
-      'env-module': { type: 'string', multiple: true },
-      config: { type: 'string' },
-      fixtures: { type: 'boolean' },
-      driver: { type: 'string' },
-      tasks: { type: 'string', multiple: true },
-      splits: { type: 'string' },
-      insecure: { type: 'boolean' },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) return null;
-  if (positionals.length > 0) throw new UsageError(`serve takes no positional arguments (got '${positionals[0]}')`);
-  if (values.host !== undefined && values.host.trim() === '') throw new UsageError('--host must not be empty');
-  const port = parseIntFlag('port', values.port, 0, 65535);
-  const level = values['log-level'];
-  if (level !== undefined && !LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join('|')}, got '${level}'`);
-  for (const t of values.token ?? []) if (!t.trim()) throw new UsageError('--token must not be empty');
-  const driver = values.driver;
-  if (driver !== undefined && !['docker', 'local', 'auto', 'none'].includes(driver)) throw new UsageError(`--driver must be docker, local, auto or none, got '${driver}'`);
-  for (const t of values.tasks ?? []) if (!t.trim()) throw new UsageError('--tasks must not be empty');
-  const splits = values.splits?.split(',').map((s) => s.trim());
-  if (splits !== undefined && (splits.length === 0 || splits.some((s) => s !== 'train' && s !== 'eval') || new Set(splits).size !== splits.length)) {
-    throw new UsageError(`--splits must be a comma-separated list of distinct splits from train, eval, got '${values.splits}'`);
-  }
+  const parsed = parseCommand(SERVE_COMMAND, argv);
+  if (parsed === null) return null;
+  const { values } = parsed;
+  const cmd = SERVE_COMMAND.name;
+  if (values.host !== undefined) nonEmptyValue('host', values.host, cmd);
+  const port = values.port === undefined ? undefined : intValue('port', values.port, 0, 65535, cmd);
+  const level = values['log-level'] === undefined ? undefined : choiceValue('log-level', values['log-level'], LOG_LEVELS, cmd);
+  for (const t of values.token ?? []) nonEmptyValue('token', t, cmd);
+  const driver = values.driver === undefined ? undefined : choiceValue('driver', values.driver, DRIVERS, cmd);
+  for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
+  const splits = values.splits === undefined ? undefined : choiceListValue('splits', values.splits, SPLITS, cmd);
 
   const fileLayer = values.config ? await loadConfigFile(values.config) : {};
   const fileTokens = values['tokens-file'] ? await loadTokensFile(values['tokens-file']) : [];
@@ -90,11 +89,11 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     tokens: [...(values.token ?? []), ...fileTokens, ...tokensFromEnv(env)],
     env_modules: values['env-module'],
     fixtures: values.fixtures,
-    driver: driver as ServerConfig['driver'],
+    driver,
     tasks: values.tasks,
-    splits: splits as ServerConfig['splits'] | undefined,
+    splits,
     insecure: values.insecure,
-    log_level: level as ServerConfig['log_level'] | undefined,
+    log_level: level,
   };
   const cfg = resolveConfig(fileLayer, flags);
   // `sandgym serve` (and so `npm start`) offers sandboxed envs out of the box: Docker when a daemon
@@ -103,16 +102,20 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   if (!isLoopback(cfg.host) && cfg.tokens.length === 0 && !cfg.insecure) {
     throw new UsageError(
       `refusing to bind non-loopback host ${cfg.host} without a token: pass --token/--tokens-file/SANDGYM_TOKENS, or --insecure to accept unauthenticated connections`,
+      cmd,
     );
   }
   return cfg;
 }
 
-export async function runServe(argv: string[]): Promise<number> {
+/** Errors of listen() that mean "this address cannot be had", not a bug. */
+const LISTEN_UNAVAILABLE = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES']);
+
+export async function runServe(argv: string[], io: CliIo): Promise<number> {
   const cfg = await serveConfigFromArgs(argv);
   if (cfg === null) {
-    process.stdout.write(SERVE_HELP + '\n');
-    return 0;
+    io.out(SERVE_HELP + '\n');
+    return EXIT.OK;
   }
   const { app } = await buildApp(cfg);
   // Handlers go in before the listening line is printed: a supervisor may signal as soon as it
@@ -121,27 +124,34 @@ export async function runServe(argv: string[]): Promise<number> {
   const stop = (signal: string) => {
     if (stopping) {
       app.log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      process.exit(EXIT.FAILED);
     }
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     app.close().then(
-      () => process.exit(0),
+      () => process.exit(EXIT.OK),
       (e: unknown) => {
         app.log.error({ err: e }, 'shutdown failed');
-        process.exit(1);
+        process.exit(EXIT.FAILED);
       },
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  await app.listen({ host: cfg.host, port: cfg.port });
+  try {
+    await app.listen({ host: cfg.host, port: cfg.port });
+  } catch (e) {
+    await app.close().catch(() => undefined);
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== undefined && LISTEN_UNAVAILABLE.has(code)) throw new UnavailableError(`cannot listen on ${cfg.host}:${cfg.port} (${code})`, { cause: e });
+    throw e;
+  }
   const addr = app.server.address();
   const port = addr && typeof addr === 'object' ? addr.port : cfg.port;
   const host = cfg.host.includes(':') && !cfg.host.startsWith('[') ? `[${cfg.host}]` : cfg.host;
   const url = `ws://${host}:${port}/v1/ws`;
-  process.stdout.write(`sandgym listening on ${url}\n`);
-  process.stderr.write(
+  io.out(`sandgym listening on ${url}\n`);
+  io.err(
     `connect a client to ${url}${cfg.tokens.length ? ' with a bearer token' : ''}: ` +
       `TypeScript: connect('${url}') from 'sandgym/client'; Python: sandgym.connect('${url}'); ` +
       `list envs: sandgym envs --url ${url}\n`,

@@ -5,11 +5,13 @@ import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { parseArgs } from 'node:util';
 import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
 import type { PlayBackend, PlayFiles } from './backend.js';
 import { formatError, makeStyle, wantsColour } from './format.js';
-import { parseSeed, PlaySession } from './session.js';
+import { choiceValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from '../cli/args.js';
+import { EXIT, exitCodeFor, UnavailableError } from '../cli/exit-codes.js';
+import { stdio, type CliIo } from '../cli/io.js';
+import { PlaySession } from './session.js';
 import type { EnvSpec } from './types.js';
 
 export const PLAY_HELP = `Usage: sandgym play <env_id> [options] [-- serve options]
@@ -56,43 +58,33 @@ export interface PlayArgs {
   serverArgs: string[];
 }
 
-export class PlayUsageError extends Error {
-  override readonly name = 'PlayUsageError';
-}
+const PLAY_COMMAND = {
+  name: 'play',
+  help: PLAY_HELP,
+  options: {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    seed: { type: 'string' },
+    task: { type: 'string' },
+    split: { type: 'string' },
+    options: { type: 'string' },
+    kwargs: { type: 'string' },
+    encoding: { type: 'string' },
+    fixtures: { type: 'boolean' },
+    'env-module': { type: 'string', multiple: true },
+    driver: { type: 'string' },
+    config: { type: 'string' },
+  },
+  positionals: { name: '<env_id>', min: 1, max: 1 },
+  rest: true,
+} as const satisfies CommandDef<OptionDefs>;
 
-/** Parses argv (after `play`); null means --help. Throws PlayUsageError with a readable message. */
+/** Parses argv (after `play`); null means --help. Throws UsageError with a readable message. */
 export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlayArgs | null {
-  const dashes = argv.indexOf('--');
-  const own = dashes < 0 ? argv : argv.slice(0, dashes);
-  const serverArgs = dashes < 0 ? [] : argv.slice(dashes + 1);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: own,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        url: { type: 'string' },
-        token: { type: 'string' },
-        seed: { type: 'string' },
-        task: { type: 'string' },
-        split: { type: 'string' },
-        options: { type: 'string' },
-        kwargs: { type: 'string' },
-        encoding: { type: 'string' },
-        fixtures: { type: 'boolean' },
-        'env-module': { type: 'string', multiple: true },
-        driver: { type: 'string' },
-        config: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new PlayUsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
-  if (values.help) return null;
-  if (positionals.length !== 1) throw new PlayUsageError(positionals.length === 0 ? 'missing <env_id>' : `expected one env id, got ${positionals.length}: ${positionals.join(' ')}`);
+  const parsed = parseCommand(PLAY_COMMAND, argv);
+  if (parsed === null) return null;
+  const { values, positionals, rest: serverArgs } = parsed;
+  const cmd = PLAY_COMMAND.name;
   const args: PlayArgs = {
     envId: positionals[0] as string,
     encoding: 'json',
@@ -101,41 +93,22 @@ export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     serverArgs,
   };
   if (values.url !== undefined) {
-    if (!/^wss?:\/\/[^/]+/.test(values.url)) throw new PlayUsageError(`--url must be a ws:// or wss:// URL, got '${values.url}'`);
+    args.url = wsUrlValue('url', values.url, cmd);
     if (values.fixtures || values['env-module'] || values.config || values.driver || serverArgs.length > 0) {
-      throw new PlayUsageError('--fixtures, --env-module, --driver, --config and -- <serve options> configure the in-process server; they do not apply with --url');
+      throw new UsageError('--fixtures, --env-module, --driver, --config and -- <serve options> configure the in-process server; they do not apply with --url', cmd);
     }
-    args.url = values.url;
   }
   const token = values.token ?? env.SANDGYM_TOKEN;
   if (token !== undefined && token !== '') args.token = token;
-  if (values.seed !== undefined) {
-    const seed = parseSeed(values.seed);
-    if (seed === null) throw new PlayUsageError(`--seed must be an integer in 0..2^53-1, got '${values.seed}'`);
-    args.seed = seed;
-  }
+  if (values.seed !== undefined) args.seed = seedValue('seed', values.seed, cmd);
   if (values.task !== undefined) args.task = values.task;
   if (values.split !== undefined) args.split = values.split;
-  if (values.kwargs !== undefined) args.kwargs = jsonObjectFlag('kwargs', values.kwargs);
-  if (values.options !== undefined) args.options = jsonObjectFlag('options', values.options);
-  if (values.encoding !== undefined) {
-    if (values.encoding !== 'json' && values.encoding !== 'msgpack') throw new PlayUsageError(`--encoding must be json or msgpack, got '${values.encoding}'`);
-    args.encoding = values.encoding;
-  }
+  if (values.kwargs !== undefined) args.kwargs = jsonObjectValue('kwargs', values.kwargs, cmd);
+  if (values.options !== undefined) args.options = jsonObjectValue('options', values.options, cmd);
+  if (values.encoding !== undefined) args.encoding = choiceValue('encoding', values.encoding, ['json', 'msgpack'] as const, cmd);
   if (values.config !== undefined) args.config = values.config;
-  if (values.driver !== undefined) args.driver = values.driver;
+  if (values.driver !== undefined) args.driver = choiceValue('driver', values.driver, ['docker', 'local', 'auto', 'none'] as const, cmd);
   return args;
-}
-
-function jsonObjectFlag(name: string, raw: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = JSON.parse(raw);
-  } catch (err) {
-    throw new PlayUsageError(`--${name} must be a JSON object: ${(err as Error).message}`);
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new PlayUsageError(`--${name} must be a JSON object`);
-  return v as Record<string, unknown>;
 }
 
 /** Starts a server in this process on 127.0.0.1:0; returns its URL and a stop function. */
@@ -151,7 +124,7 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
     ...args.serverArgs,
   ];
   const cfg = await serveConfigFromArgs(serveArgv, {});
-  if (cfg === null) throw new PlayUsageError('see `sandgym serve --help` for the options after --');
+  if (cfg === null) throw new UsageError('--help after -- : see `sandgym serve --help` for the options after --', 'serve');
   // `serve` defaults to --driver auto, which warms pools for every sandboxed env. A play session uses
   // one env: start a driver only when that env declares a sandbox (unless the user chose one).
   const { buildRegistry } = await import('../build-registry.js');
@@ -215,23 +188,19 @@ async function saveHistoryLine(path: string | null, line: string): Promise<void>
   }
 }
 
-export async function runPlayCli(argv: string[]): Promise<number> {
-  const out = process.stdout;
-  const err = process.stderr;
-  let args: PlayArgs | null;
-  try {
-    args = parsePlayArgs(argv);
-  } catch (e) {
-    err.write(`sandgym play: ${(e as Error).message}\nRun "sandgym play --help" for usage.\n`);
-    return 2;
-  }
+export async function runPlayCli(argv: string[], io: CliIo = stdio): Promise<number> {
+  // Usage errors (and the in-process server's config and env-module errors) are thrown: main() prints
+  // them and maps them to exit codes like for every other command.
+  const args = parsePlayArgs(argv);
   if (args === null) {
-    out.write(PLAY_HELP + '\n');
-    return 0;
+    io.out(PLAY_HELP + '\n');
+    return EXIT.OK;
   }
+  // The REPL owns the terminal: it writes to stdout itself (readline needs the stream).
+  const out = process.stdout;
   // `sandgym play ... | head`: a closed pipe ends the program quietly, as for any Unix filter.
   out.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(0);
+    if (e.code === 'EPIPE') process.exit(EXIT.OK);
     throw e;
   });
   const colour = wantsColour(out, process.env);
@@ -243,12 +212,8 @@ export async function runPlayCli(argv: string[]): Promise<number> {
     try {
       server = await startInProcessServer(args);
     } catch (e) {
-      if (e instanceof PlayUsageError || (e as Error).name === 'UsageError' || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-        err.write(`sandgym play: ${(e as Error).message}\nRun "sandgym play --help" for usage.\n`);
-        return 2;
-      }
-      err.write(`sandgym play: cannot start the in-process server: ${(e as Error).message}\n`);
-      return 1;
+      if (exitCodeFor(e) !== EXIT.INTERNAL) throw e;
+      throw new UnavailableError(`cannot start the in-process server: ${(e as Error).message}`, { cause: e });
     }
     url = server.url;
     out.write(st.dim(`in-process server on ${url} (pass --url to use a running one)`) + '\n');
@@ -258,9 +223,8 @@ export async function runPlayCli(argv: string[]): Promise<number> {
   try {
     client = await connect(url, { token: args.token, encoding: args.encoding, clientName: 'sandgym-play' });
   } catch (e) {
-    err.write(`sandgym play: cannot connect to ${url}\n${formatError(e, st)}\n`);
     await server?.stop();
-    return 1;
+    throw new UnavailableError(`cannot connect to ${url}\n${formatError(e, makeStyle(false))}`, { cause: e });
   }
   client.on('event', (ev) => {
     const details = ev.details ? ` ${JSON.stringify(ev.details)}` : '';
@@ -285,9 +249,10 @@ export async function runPlayCli(argv: string[]): Promise<number> {
   const started = await session.start();
   out.write(started.output + '\n');
   if (!started.ok) {
+    // The server refused the env (unknown id, bad kwargs...): the error is printed above.
     await client.close().catch(() => undefined);
     await server?.stop();
-    return 1;
+    return EXIT.FAILED;
   }
   try {
     await repl(session, out);
@@ -297,7 +262,7 @@ export async function runPlayCli(argv: string[]): Promise<number> {
     await client.close().catch(() => undefined);
     await server?.stop().catch(() => undefined);
   }
-  return 0;
+  return EXIT.OK;
 }
 
 async function repl(session: PlaySession, out: NodeJS.WriteStream): Promise<void> {

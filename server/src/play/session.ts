@@ -4,7 +4,7 @@
 import type { PlayBackend, PlayEnvHandle, PlayFiles } from './backend.js';
 import { formatError, formatNumber, formatReset, formatSpec, formatStep, formatValue, inputHint, makeStyle, rule, type Style } from './format.js';
 import { findHeredoc, parseAction } from './shorthand.js';
-import { diffStep, fromJsonl, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
+import { diffStep, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
 import type { EnvSpec } from './types.js';
 
 export interface PlaySessionOptions {
@@ -329,12 +329,4 @@ export class PlaySession {
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
-/** A seed as the protocol allows it: an integer in 0..2^53-1. */
-export function parseSeed(text: string): number | null {
-  const t = text.trim();
-  if (!/^\d+$/.test(t)) return null;
-  const n = Number(t);
-  return Number.isSafeInteger(n) ? n : null;
 }

@@ -87,6 +87,14 @@ export function fromJsonl(text: string): Trajectory {
   return { reset, steps };
 }
 
+/** A seed as the protocol allows it: an integer in 0..2^53-1; null when `text` is not one. */
+export function parseSeed(text: string): number | null {
+  const t = text.trim();
+  if (!/^\d+$/.test(t)) return null;
+  const n = Number(t);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
 /** Rewards within this tolerance count as equal (floating-point sums in envs). */
 export const REWARD_EPSILON = 1e-9;
 

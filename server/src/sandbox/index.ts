@@ -72,5 +72,4 @@ export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
 export { SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 export { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits } from './limits.js';
-export { runImagesCli } from './images/cli.js';
 export * from './types.js';

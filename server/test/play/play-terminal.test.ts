@@ -206,7 +206,7 @@ describe('sandgym play with piped input', () => {
     expect(r.stdout).toContain('  return 3 over 3 steps');
   });
 
-  it('exits 1 with the protocol error on a wrong token or an unknown env, 2 on bad usage', async () => {
+  it('exits 4 when the server refuses the token, 1 on an unknown env, 2 on bad usage', async () => {
     // Independent processes: run them side by side (each pays node + tsx startup).
     const [wrong, unknown, usage, badServe, help] = await Promise.all([
       runPiped(['test/counter-v0', '--url', sg.url(), '--token', 'nope'], ''),
@@ -215,7 +215,7 @@ describe('sandgym play with piped input', () => {
       runPiped(['wordle-v0', '--', '--no-such-serve-flag'], ''),
       runPiped(['--help'], ''),
     ]);
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(4);
     expect(wrong.stderr).toContain(`sandgym play: cannot connect to ${sg.url()}`);
     expect(wrong.stderr).toContain('error UNAUTHORIZED');
     expect(wrong.stderr).toContain('pass --token');
@@ -224,10 +224,11 @@ describe('sandgym play with piped input', () => {
     expect(unknown.stdout).toContain('error UNKNOWN_ENV');
 
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain("sandgym play: --seed must be an integer in 0..2^53-1, got 'x'");
+    expect(usage.stderr).toBe(`sandgym play: --seed must be an integer in 0..2^53-1, got 'x'\nRun "sandgym play --help" for usage.\n`);
 
     expect(badServe.code).toBe(2);
-    expect(badServe.stderr).toContain("Unknown option '--no-such-serve-flag'");
+    // Options after -- belong to the in-process server: the hint names `sandgym serve --help`.
+    expect(badServe.stderr).toBe(`sandgym serve: unknown option '--no-such-serve-flag'\nRun "sandgym serve --help" for usage.\n`);
 
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: sandgym play <env_id> [options]');

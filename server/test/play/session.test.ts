@@ -5,9 +5,10 @@ import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
 import { mulberry32, sampleSpace, type Space } from '../../../protocol/src/index.js';
 import { buildApp, type SandgymApp } from '../../src/app.js';
 import type { PlayBackend, PlayFiles } from '../../src/play/backend.js';
-import { parsePlayArgs, PlayUsageError } from '../../src/play/cli.js';
-import { CONTINUATION_PROMPT, parseSeed, PlaySession, PROMPT, type PlaySessionOptions } from '../../src/play/session.js';
-import { fromJsonl, toJsonl } from '../../src/play/trajectory.js';
+import { UsageError } from '../../src/cli/args.js';
+import { parsePlayArgs } from '../../src/play/cli.js';
+import { CONTINUATION_PROMPT, PlaySession, PROMPT, type PlaySessionOptions } from '../../src/play/session.js';
+import { fromJsonl, parseSeed, toJsonl } from '../../src/play/trajectory.js';
 import type { EnvSpec } from '../../src/play/types.js';
 
 class MemFiles implements PlayFiles {
@@ -373,20 +374,23 @@ describe('sandgym play arguments', () => {
   it('rejects bad flags with a readable message', () => {
     const bad: [string[], RegExp][] = [
       [[], /missing <env_id>/],
-      [['a', 'b'], /expected one env id/],
+      [['a', 'b'], /unexpected argument 'b' \(expected <env_id>\)/],
       [['a', '--seed=-1'], /--seed must be an integer/],
       [['a', '--seed', '1.5'], /--seed must be an integer/],
       [['a', '--url', 'http://x'], /--url must be a ws:\/\//],
       [['a', '--url', 'ws://x/v1/ws', '--fixtures'], /do not apply with --url/],
       [['a', '--url', 'ws://x/v1/ws', '--', '--driver', 'local'], /do not apply with --url/],
-      [['a', '--encoding', 'xml'], /--encoding must be json or msgpack/],
+      [['a', '--encoding', 'xml'], /--encoding must be one of json, msgpack, got 'xml'/],
+      [['a', '--driver', 'vm'], /--driver must be one of docker, local, auto, none/],
+      [['a', '--seed'], /option '--seed' needs a value/],
+      [['a', '--seed', '--fixtures'], /option '--seed' needs a value/],
       [['a', '--kwargs', '[1]'], /--kwargs must be a JSON object/],
       [['a', '--kwargs', '{'], /--kwargs must be a JSON object/],
       [['a', '--options', '"x"'], /--options must be a JSON object/],
-      [['a', '--bogus'], /Unknown option '--bogus'/],
+      [['a', '--bogus'], /unknown option '--bogus'/],
     ];
     for (const [argv, re] of bad) {
-      expect(() => parsePlayArgs(argv, {}), argv.join(' ')).toThrow(PlayUsageError);
+      expect(() => parsePlayArgs(argv, {}), argv.join(' ')).toThrow(UsageError);
       expect(() => parsePlayArgs(argv, {}), argv.join(' ')).toThrow(re);
     }
   });

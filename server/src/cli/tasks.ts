@@ -1,0 +1,82 @@
+// `sandgym tasks list|check|validate <dir...>`: the command line over the task commands of envs/
+// (envs/src/code/tasks-cli.ts). The sandbox provider `validate` runs in is injected by the caller
+// (run.ts, the composition root), so neither this module nor envs/ picks a sandbox layer.
+import { listTasks, checkTasks, validateTaskList } from '../../../envs/src/code/tasks-cli.js';
+import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
+import type { OpenSandboxProvider } from '../../../envs/src/sandbox-api.js';
+import { choiceValue, intValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
+import { EXIT, UnavailableError } from './exit-codes.js';
+import type { CliIo } from './io.js';
+
+export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> <dir...> [options]
+
+  list <dir...> [--json]                 list the tasks of one or more task sets
+  check <dir...> [--threshold X] [--json]
+                                         leakage check: fails (exit 1) when a task is in both
+                                         train and eval by id or content, or near-duplicates
+                                         straddle the splits (Jaccard >= X, default 0.8)
+  validate <dir...> [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
+                                         run the null and the reference agent on every task in
+                                         real sandboxes; fails (exit 1) unless every reference
+                                         scores 1.0 and every null agent below 1.0
+Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
+4 no sandbox driver (validate).`;
+
+const DIRS = { name: '<dir...> (at least one task-set directory)', min: 1, max: Infinity };
+
+const LIST = { name: 'tasks list', help: TASKS_HELP, options: { json: { type: 'boolean' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+const CHECK = { name: 'tasks check', help: TASKS_HELP, options: { json: { type: 'boolean' }, threshold: { type: 'string' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+const VALIDATE = {
+  name: 'tasks validate',
+  help: TASKS_HELP,
+  options: { json: { type: 'boolean' }, driver: { type: 'string' }, concurrency: { type: 'string' }, only: { type: 'string' } },
+  positionals: DIRS,
+} as const satisfies CommandDef<OptionDefs>;
+
+export interface TasksDeps {
+  openSandboxProvider: OpenSandboxProvider;
+}
+
+const verdict = (ok: boolean) => (ok ? EXIT.OK : EXIT.FAILED);
+
+export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Promise<number> {
+  const picked = subcommand('tasks', ['list', 'check', 'validate'] as const, argv);
+  if (typeof picked === 'string') {
+    io.out(TASKS_HELP + '\n');
+    return picked === 'help' ? EXIT.OK : EXIT.USAGE;
+  }
+  const help = () => (io.out(TASKS_HELP + '\n'), EXIT.OK);
+  switch (picked.sub) {
+    case 'list': {
+      const p = parseCommand(LIST, picked.argv);
+      return p === null ? help() : verdict(await listTasks(p.positionals, { json: p.values.json ?? false }, io));
+    }
+    case 'check': {
+      const p = parseCommand(CHECK, picked.argv);
+      if (p === null) return help();
+      const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
+      return verdict(await checkTasks(p.positionals, { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+    }
+    case 'validate': {
+      const p = parseCommand(VALIDATE, picked.argv);
+      if (p === null) return help();
+      const driver = p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'auto'] as const, VALIDATE.name);
+      const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, VALIDATE.name);
+      let tasks = await loadTaskSets(p.positionals);
+      if (p.values.only !== undefined) {
+        const ids = p.values.only.split(',').map((s) => s.trim()).filter(Boolean);
+        const unknown = ids.filter((id) => !tasks.some((t) => t.spec.id === id));
+        if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
+        tasks = tasks.filter((t) => ids.includes(t.spec.id));
+      }
+      const open: OpenSandboxProvider = async (kind, opts) => {
+        try {
+          return await deps.openSandboxProvider(kind, opts);
+        } catch (e) {
+          throw new UnavailableError(`cannot open a sandbox driver (--driver ${kind}): ${(e as Error).message}`, { cause: e });
+        }
+      };
+      return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false }, open, io));
+    }
+  }
+}

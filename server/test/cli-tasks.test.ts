@@ -1,0 +1,124 @@
+// `sandgym tasks` through the CLI's main(): list, check (leakage), usage errors and exit codes, and the
+// sandbox provider that the composition root injects into validate. validate over the whole shipped
+// set on a real driver runs in test/integrity/tasks-cli.integrity.test.ts.
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { EXIT, exitCodeFor } from '../src/cli/exit-codes.js';
+import { main, report } from '../src/cli/run.js';
+import { runTasks } from '../src/cli/tasks.js';
+
+const TASKS_DIR = fileURLToPath(new URL('../../envs/tasks', import.meta.url));
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s) }, out: () => out.join(''), err: () => err.join('') };
+}
+
+const tasks = async (argv: string[]) => {
+  const c = capture();
+  const code = await main(['tasks', ...argv], c.io);
+  return { code, out: c.out(), err: c.err() };
+};
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-taskscli-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('list prints every task and the split counts; --json is machine-readable', async () => {
+  const text = await tasks(['list', TASKS_DIR]);
+  expect(text.code).toBe(0);
+  expect(text.out).toMatch(/py-slugify\s+train\s+easy\s+python\s+10 tests/);
+  expect(text.out).toMatch(/^32 tasks \(train 22, eval 10\)$/m);
+  const json = await tasks(['list', TASKS_DIR, '--json']);
+  expect(json.code).toBe(0);
+  expect((JSON.parse(json.out) as unknown[]).length).toBe(32);
+});
+
+test('check passes on the shipped set and fails (exit 1) on a copied task in the other split', async () => {
+  const ok = await tasks(['check', TASKS_DIR]);
+  expect(ok.code).toBe(0);
+  expect(ok.out).toMatch(/OK: no task leaks between splits/);
+  // A train task copied under a new id into eval: same content hash.
+  const set = path.join(dir, 'leaky');
+  await cp(path.join(TASKS_DIR, 'py-slugify'), path.join(set, 'py-slugify'), { recursive: true });
+  await cp(path.join(TASKS_DIR, 'py-slugify'), path.join(set, 'py-slugify-copy'), { recursive: true });
+  const tj = path.join(set, 'py-slugify-copy', 'task.json');
+  const spec = JSON.parse(await readFile(tj, 'utf8')) as Record<string, unknown>;
+  await writeFile(tj, JSON.stringify({ ...spec, id: 'py-slugify-copy', split: 'eval' }));
+  const bad = await tasks(['check', set, '--threshold', '0.9']);
+  expect(bad.code).toBe(1);
+  expect(bad.out).toMatch(/ERROR duplicate_content/);
+  const js = await tasks(['check', set, '--json']);
+  expect(js.code).toBe(1);
+  expect((JSON.parse(js.out) as { ok: boolean }).ok).toBe(false);
+});
+
+test.each([
+  [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate\)/],
+  [['--json'], 'tasks', /expected a subcommand/],
+  [['list'], 'tasks list', /missing <dir\.\.\.>/],
+  [['list', TASKS_DIR, '--bogus'], 'tasks list', /unknown option '--bogus'/],
+  [['check', TASKS_DIR, '--threshold'], 'tasks check', /option '--threshold' needs a value/],
+  [['check', TASKS_DIR, '--threshold', '2'], 'tasks check', /--threshold must be a number in \(0, 1\], got '2'/],
+  [['check', TASKS_DIR, '--json=yes'], 'tasks check', /option '--json' takes no value/],
+  [['validate', TASKS_DIR, '--driver', 'vm'], 'tasks validate', /--driver must be one of docker, local, auto, got 'vm'/],
+  [['validate', TASKS_DIR, '--concurrency', '0'], 'tasks validate', /--concurrency must be an integer in 1\.\.64/],
+  [['validate', TASKS_DIR, '--only', 'nope'], 'tasks validate', /--only: unknown task id\(s\) nope/],
+])('usage error %j exits 2 and points to the right --help', async (argv, command, message) => {
+  const r = await tasks(argv);
+  expect(r.code).toBe(2);
+  expect(r.out).toBe('');
+  expect(r.err).toMatch(message);
+  expect(r.err).toMatch(new RegExp(`^sandgym ${command}: .*\\nRun "sandgym ${command} --help" for usage\\.\\n$`));
+});
+
+test('a broken task set exits 3 naming file and field', async () => {
+  const broken = path.join(dir, 'broken');
+  await cp(path.join(TASKS_DIR, 'py-slugify'), path.join(broken, 'py-slugify'), { recursive: true });
+  const tj = path.join(broken, 'py-slugify', 'task.json');
+  const spec = JSON.parse(await readFile(tj, 'utf8')) as { test: Record<string, unknown> };
+  await writeFile(tj, JSON.stringify({ ...spec, test: { ...spec.test, expected_tests: 'ten' } }));
+  for (const sub of ['list', 'check', 'validate']) {
+    const r = await tasks([sub, broken]);
+    expect(r.code, sub).toBe(3);
+    expect(r.err).toMatch(/py-slugify\/task\.json: \/test\/expected_tests must be integer/);
+  }
+});
+
+test('help: tasks --help and each subcommand exit 0; no subcommand prints the help and exits 2', async () => {
+  for (const argv of [['--help'], ['help'], ['list', '-h'], ['check', '--help'], ['validate', '--help']]) {
+    const r = await tasks(argv);
+    expect(r.code, argv.join(' ')).toBe(0);
+    expect(r.out).toMatch(/^Usage: sandgym tasks/);
+  }
+  const none = await tasks([]);
+  expect(none.code).toBe(2);
+  expect(none.out).toMatch(/^Usage: sandgym tasks/);
+});
+
+test('validate opens sandboxes only through the injected provider; a driver that cannot start is exit 4', async () => {
+  const asked: unknown[] = [];
+  const c = capture();
+  const error = await runTasks(['validate', TASKS_DIR, '--only', 'py-slugify', '--driver', 'local', '--concurrency', '3'], c.io, {
+    openSandboxProvider: async (kind, opts) => {
+      asked.push([kind, opts]);
+      throw new Error('bubblewrap (bwrap) is missing');
+    },
+  }).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(asked).toEqual([['local', { maxTotal: 5 }]]);
+  // Typed on its way to main(), which prints it and maps it to the exit code.
+  expect(exitCodeFor(error)).toBe(EXIT.UNAVAILABLE);
+  expect(report(error, 'tasks', c.io)).toBe(4);
+  expect(c.err()).toBe('sandgym tasks: cannot open a sandbox driver (--driver local): bubblewrap (bwrap) is missing\n');
+});
