@@ -142,7 +142,13 @@ export function generateErrorsTs(reg: Record<string, RegistryEntry>): string {
   for (const [code, e] of Object.entries(reg)) {
     out += `  ${code}: { retryable: ${e.retryable}, scope: ${JSON.stringify(e.scope)}, closeCode: ${e.close_code ?? null}, message: ${JSON.stringify(e.message)}, description: ${JSON.stringify(e.description)} },\n`;
   }
-  out += '};\n';
+  out += '};\n\n';
+  // The same close codes with literal types, so `ws.close(ERROR_CLOSE_CODES.UNAUTHORIZED)` needs no null check.
+  out += '/** The WebSocket close code of each error that can end a connection (errors.json close_code). */\n';
+  out += 'export const ERROR_CLOSE_CODES = {\n';
+  for (const [code, e] of Object.entries(reg)) if (e.close_code !== undefined) out += `  ${code}: ${e.close_code},\n`;
+  out += '} as const;\n\n';
+  out += 'export type ClosingErrorCode = keyof typeof ERROR_CLOSE_CODES;\n';
   return out;
 }
 

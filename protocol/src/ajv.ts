@@ -10,8 +10,9 @@ import type { AnySchemaObject, ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { SCHEMAS } from './generated/schemas.js';
 
-// ajv-formats is CommonJS; `.default` is the plugin under both Node ESM interop and bundlers.
-const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv2020) => Ajv2020 }).default;
+// ajv-formats is CommonJS: under NodeNext the default import is its module.exports, whose `.default`
+// is the plugin (at run time under Node ESM interop and bundlers alike).
+const addFormats = addFormatsModule.default;
 
 export const protocolAjv = new Ajv2020({ strict: true, allErrors: false, discriminator: true, allowUnionTypes: true });
 addFormats(protocolAjv);
@@ -30,9 +31,12 @@ addFormats(userSchemaAjv);
 
 export const SCHEMA_ID_PREFIX = 'https://sandgym.dev/protocol/v1/';
 
-/** Compiled validator of a protocol schema file, e.g. protocolValidator('space.json'). */
-export function protocolValidator(file: string): ValidateFunction {
-  const fn = protocolAjv.getSchema(SCHEMA_ID_PREFIX + file);
+/**
+ * Compiled validator of a protocol schema file, e.g. protocolValidator<Space>('space.json'). T is the
+ * generated type of that schema: the validator is a type guard, so what it accepts is typed as T.
+ */
+export function protocolValidator<T = unknown>(file: string): ValidateFunction<T> {
+  const fn = protocolAjv.getSchema<T>(SCHEMA_ID_PREFIX + file);
   if (!fn) throw new Error(`no protocol schema ${file}`);
   return fn;
 }

@@ -3,10 +3,26 @@
  * error body ({code, message, retryable, scope, details}); retryable/scope/closeCode come from the
  * registry (protocol/schema/errors.json) so no call site can disagree with it.
  */
-import { ERROR_CODES, ERROR_REGISTRY, type ErrorCode, type ErrorScope } from './generated/errors.js';
+import { ERROR_CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY, type ClosingErrorCode, type ErrorCode, type ErrorScope } from './generated/errors.js';
 
-export { ERROR_CODES, ERROR_REGISTRY };
-export type { ErrorCode, ErrorScope, ErrorRegistryEntry } from './generated/errors.js';
+export { ERROR_CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY };
+export type { ClosingErrorCode, ErrorCode, ErrorScope, ErrorRegistryEntry } from './generated/errors.js';
+
+/**
+ * Every WebSocket close code of the protocol (PROTOCOL.md §11), in one table. The codes that end a
+ * connection because of an error are the registry's (errors.json close_code); NORMAL is no error, so
+ * it is declared here and nowhere else.
+ */
+export const CLOSE_CODES = { NORMAL: 1000, ...ERROR_CLOSE_CODES } as const;
+
+const ERROR_OF_CLOSE_CODE = new Map<number, ClosingErrorCode>(
+  (Object.keys(ERROR_CLOSE_CODES) as ClosingErrorCode[]).map((code) => [ERROR_CLOSE_CODES[code], code]),
+);
+
+/** The registry error a close code stands for (4401 -> UNAUTHORIZED), or undefined (1000, 1006, ...). */
+export function errorOfCloseCode(closeCode: number): ClosingErrorCode | undefined {
+  return ERROR_OF_CLOSE_CODE.get(closeCode);
+}
 
 /** The `error` object of an error frame (and of a failed batch item). */
 export interface WireErrorBody {

@@ -5,14 +5,18 @@
 export * from './generated/types.js';
 export { SCHEMAS, type SchemaFile } from './generated/schemas.js';
 export {
+  CLOSE_CODES,
+  ERROR_CLOSE_CODES,
   ERROR_CODES,
   ERROR_REGISTRY,
   ProtocolError,
   protocolError,
+  errorOfCloseCode,
   formatErrorMessage,
   fromWireError,
   isErrorCode,
   isProtocolError,
+  type ClosingErrorCode,
   type ErrorRegistryEntry,
   type WireErrorBody,
 } from './errors.js';
@@ -24,6 +28,7 @@ export {
   decodeJson,
   decodeMsgpack,
   encode,
+  encodeCheckedFrame,
   encodeFrame,
   encodeJson,
   encodeMsgpack,

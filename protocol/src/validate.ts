@@ -38,13 +38,14 @@ export const REQUEST_TYPES: readonly RequestType[] = ['hello', 'ping', 'list_env
 
 const fileOf = (t: RequestType): string => t.replace('_', '-');
 
-const REQUEST_VALIDATORS = new Map<string, ValidateFunction>(REQUEST_TYPES.map((t) => [t, protocolValidator(`request-${fileOf(t)}.json`)]));
-const serverMessageValidator = protocolValidator('server-message.json');
+// Each request-<op>.json validator accepts only that op's request, a member of the Request union.
+const REQUEST_VALIDATORS = new Map<string, ValidateFunction<Request>>(REQUEST_TYPES.map((t) => [t, protocolValidator<Request>(`request-${fileOf(t)}.json`)]));
+const serverMessageValidator = protocolValidator<ServerMessage>('server-message.json');
 const spaceValidator = protocolValidator('space.json');
 // Result and env_spec validators serve tests, clients in debug mode and the env checker, not the
 // per-message path: compile each on first use (then reuse) to keep module load fast.
 const RESULT_VALIDATORS = new Map<string, ValidateFunction>();
-let envSpecValidatorCache: ValidateFunction | undefined;
+let envSpecValidatorCache: ValidateFunction<EnvSpec> | undefined;
 
 function resultValidator(type: string): ValidateFunction | undefined {
   let fn = RESULT_VALIDATORS.get(type);
@@ -103,14 +104,14 @@ export function validateRequest(value: unknown): Validation<Request> {
   }
   const validator = REQUEST_VALIDATORS.get(type);
   if (!validator) return { ok: false, error: protocolError('UNKNOWN_TYPE', { type: type.slice(0, 64) }, { type: type.slice(0, 64) }) };
-  if (validator(value)) return { ok: true, msg: value as unknown as Request };
+  if (validator(value)) return { ok: true, msg: value };
   const { path, reason } = describeAjvError(validator.errors);
   return { ok: false, error: invalid(path, reason) };
 }
 
 /** Checks a decoded server frame (result / error / event envelope). */
 export function validateServerMessage(value: unknown): Validation<ServerMessage> {
-  if (serverMessageValidator(value)) return { ok: true, msg: value as ServerMessage };
+  if (serverMessageValidator(value)) return { ok: true, msg: value };
   const { path, reason } = describeAjvError(serverMessageValidator.errors);
   return { ok: false, error: invalid(path, reason) };
 }
@@ -126,8 +127,8 @@ export function validateResult<T extends RequestType>(type: T, result: unknown):
 
 /** Schema check of an env_spec (spaces are checked structurally only; see validateSpaceDefinition). */
 export function validateEnvSpec(value: unknown): Validation<EnvSpec> {
-  envSpecValidatorCache ??= protocolValidator('env-spec.json');
-  if (envSpecValidatorCache(value)) return { ok: true, msg: value as EnvSpec };
+  envSpecValidatorCache ??= protocolValidator<EnvSpec>('env-spec.json');
+  if (envSpecValidatorCache(value)) return { ok: true, msg: value };
   const { path, reason } = describeAjvError(envSpecValidatorCache.errors);
   return { ok: false, error: invalid(path, reason) };
 }

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, ERROR_REGISTRY, ProtocolError, SCHEMAS, formatErrorMessage, fromWireError, protocolError, validateServerMessage } from '../src/index.js';
+import {
+  CLOSE_CODES,
+  ERROR_CLOSE_CODES,
+  ERROR_CODES,
+  ERROR_REGISTRY,
+  ProtocolError,
+  SCHEMAS,
+  errorOfCloseCode,
+  formatErrorMessage,
+  fromWireError,
+  protocolError,
+  validateServerMessage,
+} from '../src/index.js';
 
 describe('error registry', () => {
   it('lists the contract codes with their retryable/scope/close codes', () => {
@@ -15,6 +27,16 @@ describe('error registry', () => {
     expect(ERROR_REGISTRY.SHUTTING_DOWN.closeCode).toBe(1001);
     expect(ERROR_REGISTRY.INTERNAL.closeCode).toBe(1011);
     expect(ERROR_REGISTRY.PARSE_ERROR.closeCode).toBeNull();
+  });
+  it('the close-code table holds the registry close codes and the one that is no error', () => {
+    expect(CLOSE_CODES).toEqual({ NORMAL: 1000, UNAUTHORIZED: 4401, TOO_LARGE: 1009, SHUTTING_DOWN: 1001, INTERNAL: 1011 });
+    for (const code of ERROR_CODES) {
+      const close = ERROR_REGISTRY[code].closeCode;
+      expect(close === null ? undefined : errorOfCloseCode(close), code).toBe(close === null ? undefined : code);
+      expect((ERROR_CLOSE_CODES as Record<string, number>)[code] ?? null, code).toBe(close);
+    }
+    expect(errorOfCloseCode(CLOSE_CODES.NORMAL)).toBeUndefined();
+    expect(errorOfCloseCode(1006)).toBeUndefined();
   });
   it('error.json code enum equals the registry', () => {
     const schema = SCHEMAS['error.json'] as { $defs: { error_code: { enum: string[] } } };

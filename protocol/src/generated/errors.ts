@@ -39,3 +39,13 @@ export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRegistryEntry>> = {
   SHUTTING_DOWN: { retryable: true, scope: "connection", closeCode: 1001, message: "server is shutting down", description: "The server is going away; reconnect to another instance or later." },
   INTERNAL: { retryable: false, scope: "request", closeCode: 1011, message: "internal error: {reason}", description: "A bug in the server. The close code applies only when the error ends the connection." },
 };
+
+/** The WebSocket close code of each error that can end a connection (errors.json close_code). */
+export const ERROR_CLOSE_CODES = {
+  UNAUTHORIZED: 4401,
+  TOO_LARGE: 1009,
+  SHUTTING_DOWN: 1001,
+  INTERNAL: 1011,
+} as const;
+
+export type ClosingErrorCode = keyof typeof ERROR_CLOSE_CODES;
