@@ -1,15 +1,10 @@
 // The env API: everything needed to define an environment, in one place.
 // Documented in envs/README.md. The shape is part of the shared contract; change it only there.
-import type { Space } from '../../protocol/src/index.js';
+import type { Bound, EnvSpec, RubricItem, Space, Tasks } from '../../protocol/src/index.js';
 import type { SandboxProvider, SandboxRequirement } from './sandbox-api.js';
 
-export type Bound = number | 'inf' | '-inf';
-
-export interface RubricItem {
-  name: string;
-  weight: number;
-  description?: string;
-}
+// The definition's spec fields are the wire EnvSpec's (the registry builds the env_spec from them).
+export type { Bound, RubricItem, Tasks };
 
 export interface EnvDefinition<K extends Record<string, unknown> = Record<string, unknown>> {
   id: string;
@@ -22,10 +17,10 @@ export interface EnvDefinition<K extends Record<string, unknown> = Record<string
   /** Default false: same seed + same actions => same transitions. */
   stochastic?: boolean;
   /** JSON Schema for make kwargs, compiled once at registration. */
-  kwargs_schema?: object;
+  kwargs_schema?: EnvSpec['kwargs_schema'];
   /** Reward components reported per step in info.reward_components. */
   rubric?: RubricItem[];
-  tasks?: { splits: Record<string, number> };
+  tasks?: Tasks;
   /** Declared => the server hands ctx.sandboxes to create(). */
   sandbox?: SandboxRequirement;
   create(ctx: EnvContext, kwargs: K): EnvInstance | Promise<EnvInstance>;

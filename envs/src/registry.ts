@@ -1,7 +1,7 @@
 // Env registry: definitions are checked and their kwargs schemas compiled once, at registration,
 // so `make` never compiles a schema.
 import type { ValidateFunction } from 'ajv';
-import { compileUserSchema, validateSpaceDefinition } from '../../protocol/src/index.js';
+import { compileUserSchema, validateSpaceDefinition, type EnvSpec } from '../../protocol/src/index.js';
 import type { EnvDefinition } from './api.js';
 
 export interface RegisteredEnv {
@@ -9,7 +9,7 @@ export interface RegisteredEnv {
   /** null when the env takes no kwargs schema (any object accepted). */
   validateKwargs: ValidateFunction | null;
   /** The wire env_spec, built once. */
-  spec: Record<string, unknown>;
+  spec: EnvSpec;
 }
 
 export class EnvDefinitionError extends Error {
@@ -59,8 +59,8 @@ export function checkDefinition(def: unknown): asserts def is EnvDefinition {
   if (def.sandbox !== undefined && (!isObject(def.sandbox) || typeof def.sandbox.image !== 'string')) fail(id, 'sandbox must be {image: string, ...}');
 }
 
-function buildSpec(def: EnvDefinition): Record<string, unknown> {
-  const spec: Record<string, unknown> = {
+function buildSpec(def: EnvDefinition): EnvSpec {
+  const spec: EnvSpec = {
     id: def.id,
     description: def.description,
     observation_space: def.observation_space,
@@ -70,8 +70,7 @@ function buildSpec(def: EnvDefinition): Record<string, unknown> {
     stochastic: def.stochastic ?? false,
   };
   if (def.kwargs_schema) spec.kwargs_schema = def.kwargs_schema;
-  const action = def.action_space as { type: string; tools?: unknown };
-  if (action.type === 'tool_call' && action.tools) spec.tools = action.tools;
+  if (def.action_space.type === 'tool_call' && def.action_space.tools) spec.tools = def.action_space.tools;
   if (def.rubric) spec.rubric = def.rubric;
   if (def.tasks) spec.tasks = def.tasks;
   // The wire SandboxInfo is closed: image + limits only (workspace is an env-side detail).
@@ -114,7 +113,7 @@ export class EnvRegistry {
     return [...this.envs.values()];
   }
 
-  specs(): Record<string, unknown>[] {
+  specs(): EnvSpec[] {
     return this.list().map((e) => e.spec);
   }
 }
