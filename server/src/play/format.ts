@@ -1,6 +1,7 @@
 // Rendering for the play REPL: plain text with optional ANSI colour. Pure functions returning strings,
 // so the session can be tested without a terminal.
 import { toolUsage } from './shorthand.js';
+import { formatNumber } from './trajectory.js';
 import { toolsOf, type EnvSpec, type JsonSchema, type Space, type StepReply, type ToolSpec } from './types.js';
 
 export interface Style {
@@ -59,10 +60,7 @@ export function formatObservation(obs: unknown): string {
   return indent(typeof obs === 'string' ? (obs === '' ? '""' : obs) : formatValue(obs));
 }
 
-export function formatNumber(n: number): string {
-  if (Number.isInteger(n)) return String(n);
-  return n.toFixed(4).replace(/0+$/, '');
-}
+export { formatNumber };
 
 export function describeSpace(space: Space): string {
   switch (space.type) {

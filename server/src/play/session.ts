@@ -4,7 +4,8 @@
 import type { PlayBackend, PlayEnvHandle, PlayFiles } from './backend.js';
 import { formatError, formatNumber, formatReset, formatSpec, formatStep, formatValue, inputHint, makeStyle, rule, type Style } from './format.js';
 import { findHeredoc, parseAction } from './shorthand.js';
-import { diffStep, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
+import { diffFields, replaySummary, replayTrajectory } from './replay.js';
+import { fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
 import type { EnvSpec } from './types.js';
 
 export interface PlaySessionOptions {
@@ -184,28 +185,33 @@ export class PlaySession {
 
   /** Resets with an explicit seed (chosen here when none is given) so the episode can be replayed. */
   private async reset(seed: number | undefined): Promise<Outcome> {
+    try {
+      return { ok: true, output: await this.resetEnv(seed) };
+    } catch (err) {
+      return { ok: false, output: formatError(err, this.style) };
+    }
+  }
+
+  /** reset() that throws; returns the formatted reset. */
+  private async resetEnv(seed: number | undefined): Promise<string> {
     const st = this.style;
-    if (!this.env) return { ok: false, output: st.red('no env') };
+    if (!this.env) throw new Error('no env');
     const chosen = seed ?? this.randomSeed();
     const options = { ...this.options };
-    try {
-      const reply = await this.env.reset({ seed: chosen, options });
-      const info = reply.info ?? {};
-      this.resetRecord = {
-        type: 'reset',
-        env_id: this.env.spec.id,
-        ...(this.kwargs ? { kwargs: this.kwargs } : {}),
-        seed: chosen,
-        options,
-        observation: reply.observation,
-        info,
-      };
-      this.steps = [];
-      const label = `reset seed ${chosen}${Object.keys(options).length > 0 ? ` options ${formatValue(options)}` : ''}`;
-      return { ok: true, output: formatReset(reply.observation, info, label, st) };
-    } catch (err) {
-      return { ok: false, output: formatError(err, st) };
-    }
+    const reply = await this.env.reset({ seed: chosen, options });
+    const info = reply.info ?? {};
+    this.resetRecord = {
+      type: 'reset',
+      env_id: this.env.spec.id,
+      ...(this.kwargs ? { kwargs: this.kwargs } : {}),
+      seed: chosen,
+      options,
+      observation: reply.observation,
+      info,
+    };
+    this.steps = [];
+    const label = `reset seed ${chosen}${Object.keys(options).length > 0 ? ` options ${formatValue(options)}` : ''}`;
+    return formatReset(reply.observation, info, label, st);
   }
 
   private async act(input: string, heredocBody: string | undefined): Promise<string> {
@@ -264,7 +270,7 @@ export class PlaySession {
     return `saved ${plural(t.steps.length, 'step')} to ${path}`;
   }
 
-  /** Re-runs a saved episode (same env, seed and options, same actions) and reports the differences. */
+  /** Re-runs a saved episode with the shared replay semantics (replay.ts) and reports the differences. */
   private async replay(path: string): Promise<string> {
     const st = this.style;
     if (path === '') return st.red(':replay needs a file name, e.g. :replay episode.jsonl');
@@ -275,54 +281,43 @@ export class PlaySession {
       return `${st.red('cannot replay')}: ${(err as Error).message}`;
     }
     const out: string[] = [rule(`replay ${path}: ${plural(saved.steps.length, 'step')} of ${saved.reset.env_id}`, st)];
-    if (!this.env || saved.reset.env_id !== this.env.spec.id) {
-      await this.close();
-      try {
-        this.env = await this.opts.backend.make(saved.reset.env_id, saved.reset.kwargs);
-        this.kwargs = saved.reset.kwargs;
-      } catch (err) {
-        return [...out, formatError(err, st)].join('\n');
-      }
-      out.push(st.dim(`switched to ${saved.reset.env_id}`));
-    }
     if (saved.reset.seed === null) out.push(st.yellow('warning: the file has no seed; the replay may start from a different state'));
-    this.options = { ...saved.reset.options };
-    const reset = await this.reset(saved.reset.seed ?? undefined);
-    if (!reset.ok || !this.resetRecord) return [...out, reset.output].join('\n');
-    if (JSON.stringify(this.resetRecord.observation) !== JSON.stringify(saved.reset.observation)) {
-      out.push(st.yellow('  the reset observation differs from the saved one'));
-    }
-    const env = this.env;
-    let differing = 0;
-    for (const [i, rec] of saved.steps.entries()) {
-      let replayed: StepRecord;
-      try {
-        const reply = await env.step(rec.action);
-        replayed = { type: 'step', step: rec.step, action: rec.action, ...reply, info: reply.info ?? {} };
-      } catch (err) {
-        out.push(`  step ${rec.step}: ${formatError(err, st)}`);
-        out.push(st.red(`replay stopped at step ${rec.step} of ${saved.steps.length}`));
-        return out.join('\n');
-      }
-      this.steps.push(replayed);
-      const diffs = diffStep(rec, replayed);
-      const rewardDiffers = diffs.some((d) => d.field === 'reward');
-      if (rewardDiffers) differing++;
-      const mark = diffs.length === 0 ? st.green('same') : st.red(`DIFFERS (${diffs.map((d) => d.field).join(', ')})`);
-      const reward = `reward ${formatNumber(replayed.reward)}${rewardDiffers ? ` (saved ${formatNumber(rec.reward)})` : ''}`;
-      out.push(`  step ${String(rec.step).padStart(3)}  ${reward}  ${mark}  ${st.dim(formatValue(rec.action, 60))}`);
-      if ((replayed.terminated || replayed.truncated) && i < saved.steps.length - 1) {
-        out.push(st.red(`the episode ended at step ${rec.step}, before the ${saved.steps.length} saved steps`));
-        break;
-      }
-    }
-    const ret = formatNumber(this.episodeReturn());
-    const savedRet = formatNumber(saved.steps.reduce((a, s) => a + s.reward, 0));
-    out.push(
-      differing === 0
-        ? st.green(`replayed ${plural(this.steps.length, 'step')}: every reward matches (return ${ret})`)
-        : st.red(`replayed ${plural(this.steps.length, 'step')}: ${differing} reward${differing === 1 ? '' : 's'} differ (return ${ret}, saved ${savedRet})`),
+    const report = await replayTrajectory(
+      saved,
+      {
+        isCurrent: (envId, kwargs) => this.env?.spec.id === envId && JSON.stringify(this.kwargs ?? null) === JSON.stringify(kwargs ?? null),
+        make: async (envId, kwargs) => {
+          await this.close();
+          this.env = await this.opts.backend.make(envId, kwargs);
+          this.kwargs = kwargs;
+          out.push(st.dim(`switched to ${envId}`));
+        },
+        reset: async ({ seed, options }) => {
+          this.options = { ...options };
+          await this.resetEnv(seed);
+          return this.resetRecord as ResetRecord;
+        },
+        step: async (action) => {
+          const reply = await (this.env as PlayEnvHandle).step(action);
+          this.steps.push({ type: 'step', step: this.steps.length + 1, action, observation: reply.observation, reward: reply.reward, terminated: reply.terminated, truncated: reply.truncated, info: reply.info ?? {} });
+          return reply;
+        },
+      },
+      {
+        onReset: (differs) => {
+          if (differs) out.push(st.yellow('  the reset observation differs from the saved one'));
+        },
+        onStep: ({ step, saved: rec, replayed, diffs }) => {
+          const rewardDiffers = diffs.some((d) => d.field === 'reward');
+          const mark = diffs.length === 0 ? st.green('same') : st.red(`DIFFERS (${diffFields(diffs)})`);
+          const reward = `reward ${formatNumber(replayed.reward)}${rewardDiffers ? ` (saved ${formatNumber(rec.reward)})` : ''}`;
+          out.push(`  step ${String(step).padStart(3)}  ${reward}  ${mark}  ${st.dim(formatValue(rec.action, 60))}`);
+        },
+      },
     );
+    if (report.stop?.reason === 'error') out.push(`  ${report.stop.step === 0 ? 'make/reset' : `step ${report.stop.step}`}: ${formatError(report.stop.error, st)}`);
+    const summary = replaySummary(report, formatNumber);
+    out.push(report.verdict === 'same' ? st.green(summary) : st.red(summary));
     return out.join('\n');
   }
 }

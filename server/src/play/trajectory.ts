@@ -87,6 +87,12 @@ export function fromJsonl(text: string): Trajectory {
   return { reset, steps };
 }
 
+/** A reward (or any number) as both debugging tools print it: integers as is, else at most 4 decimals. */
+export function formatNumber(n: number): string {
+  if (Number.isInteger(n)) return String(n);
+  return n.toFixed(4).replace(/0+$/, '');
+}
+
 /** A seed as the protocol allows it: an integer in 0..2^53-1; null when `text` is not one. */
 export function parseSeed(text: string): number | null {
   const t = text.trim();

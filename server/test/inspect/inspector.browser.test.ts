@@ -244,17 +244,26 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
 
     // Replay it: same rewards.
     await op(() => page.setInputFiles('#load', file));
-    expect(await inspector(page, (s) => s.replay)).toEqual({ steps: 4, differing: 0, stoppedAt: null });
-    expect(await page.textContent('#replay-summary')).toBe('replayed 4 steps: every reward matches');
+    expect(await inspector(page, (s) => s.replay)).toEqual({ steps: 4, differing: 0, stoppedAt: null, verdict: 'same' });
+    expect(await page.textContent('#replay-summary')).toBe('replayed 4 steps: every step matches (return 1.65)');
     expect(await page.$$eval('#transcript .flag.ok', (els) => els.length)).toBe(4);
 
     // A tampered file: the differing step is flagged.
     saved.steps[2] = { ...(saved.steps[2] as (typeof saved.steps)[number]), reward: 0.9 };
     writeFileSync(file, toJsonl(saved));
     await op(() => page.setInputFiles('#load', file));
-    expect(await inspector(page, (s) => s.replay)).toEqual({ steps: 4, differing: 1, stoppedAt: null });
-    expect(await page.textContent('#transcript li.differs .flag.bad')).toBe('saved reward 0.9: differs');
-    expect(await page.textContent('#replay-summary')).toBe('replayed 4 steps: 1 reward differ');
+    expect(await inspector(page, (s) => s.replay)).toEqual({ steps: 4, differing: 1, stoppedAt: null, verdict: 'differs' });
+    expect(await page.textContent('#transcript li.differs .flag.bad')).toBe('differs from saved: reward (saved reward 0.9)');
+    expect(await page.textContent('#replay-summary')).toBe('replayed 4 steps: 1 step differs (1 in reward) (return 1.65, saved 2.35)');
+
+    // Saved steps beyond the end of the replayed episode: the replay stops where the episode ends
+    // (the same semantics as `:replay` in sandgym play: server/src/play/replay.ts).
+    saved.steps[2] = { ...(saved.steps[2] as (typeof saved.steps)[number]), reward: 0.2 };
+    saved.steps.push({ ...(saved.steps[3] as (typeof saved.steps)[number]), step: 5, action: 'crane' });
+    writeFileSync(file, toJsonl(saved));
+    await op(() => page.setInputFiles('#load', file));
+    expect(await inspector(page, (s) => s.replay)).toEqual({ steps: 4, differing: 0, stoppedAt: 4, verdict: 'stopped' });
+    expect(await page.textContent('#replay-summary')).toBe('replay stopped: the episode ended at step 4, before the 5 saved steps');
     expect(browser.errors).toEqual([]);
   });
 

@@ -147,7 +147,7 @@ describe.skipIf(why !== null)(`sandgym play in a terminal (tmux)${why ? ` (skipp
     term.line(`:save ${saved}`);
     await term.waitFor(`saved 2 steps to ${saved}`);
     term.line(`:replay ${saved}`);
-    screen = await term.waitFor('every reward matches');
+    screen = await term.waitFor('every step matches');
     expect(screen).toMatch(/step {3}2 {2}reward 1 {2}same/);
 
     expect(term.capture(true)).not.toMatch(/\x1b\[3\dm/);

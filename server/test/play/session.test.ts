@@ -287,7 +287,7 @@ describe('PlaySession :save and :replay', () => {
     expect(replay).toContain('── replay ep.jsonl: 2 steps of test/tools-v0 ');
     expect(replay).toMatch(/step {3}1 {2}reward 0 {2}same/);
     expect(replay).toMatch(/step {3}2 {2}reward 1 {2}same/);
-    expect(replay).toContain('replayed 2 steps: every reward matches (return 1)');
+    expect(replay).toContain('replayed 2 steps: every step matches (return 1)');
     // The replayed episode is the current one: it can be saved again, identically.
     await line(s, ':save again.jsonl');
     expect(files.files.get('again.jsonl')).toBe(files.files.get('ep.jsonl'));
@@ -312,7 +312,7 @@ describe('PlaySession :save and :replay', () => {
     expect(replay).toContain('switched to test/counter-v0');
     expect(replay).toMatch(/step {3}1 {2}reward 1 {2}same/);
     expect(replay).toMatch(/step {3}2 {2}reward 0 \(saved 0\.5\) {2}DIFFERS \(reward\)/);
-    expect(replay).toContain('replayed 2 steps: 1 reward differ (return 1, saved 1.5)');
+    expect(replay).toContain('replayed 2 steps: 1 step differs (1 in reward) (return 1, saved 1.5)');
     expect(other.s.spec?.id).toBe('test/counter-v0');
     await other.s.close();
   });
@@ -332,12 +332,24 @@ describe('PlaySession :save and :replay', () => {
     await s.close();
   });
 
+  it('stops a replay where the replayed episode ends, and flags a different reset observation', async () => {
+    const { s, files } = await started('test/counter-v0', { seed: 1 });
+    const steps = [1, 1, 1, 0].map((a, i) => ({ type: 'step' as const, step: i + 1, action: a, observation: i + 1, reward: a, terminated: false, truncated: false, info: {} }));
+    files.files.set('long.jsonl', toJsonl({ reset: { type: 'reset', env_id: 'test/counter-v0', seed: 1, options: {}, observation: 9, info: {} }, steps }));
+    const out = await line(s, ':replay long.jsonl');
+    expect(out).toContain('the reset observation differs from the saved one');
+    expect(out).toMatch(/step {3}3 {2}reward 1 {2}DIFFERS \(terminated\)/);
+    expect(out).not.toMatch(/step {3}4 /);
+    expect(out).toContain('replay stopped: the episode ended at step 3, before the 4 saved steps');
+    await s.close();
+  });
+
   it('stops a replay at a step the env now refuses', async () => {
     const { s, files } = await started('test/counter-v0', { seed: 1 });
     files.files.set('bad.jsonl', toJsonl({ reset: { type: 'reset', env_id: 'test/counter-v0', seed: 1, options: {}, observation: 0, info: {} }, steps: [1, 7].map((a, i) => ({ type: 'step' as const, step: i + 1, action: a, observation: 0, reward: 1, terminated: false, truncated: false, info: {} })) }));
     const out = await line(s, ':replay bad.jsonl');
     expect(out).toMatch(/step 2: error INVALID_ACTION/);
-    expect(out).toContain('replay stopped at step 2 of 2');
+    expect(out).toContain('replay stopped at step 2 of 2: the step failed');
     await s.close();
   });
 });

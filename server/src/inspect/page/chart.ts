@@ -3,7 +3,8 @@
 // reward as a marker so a mismatch between components and reward is visible at a glance.
 // Hand-drawn SVG; chartData() is pure and also what tests read through window.__sandgymInspector.
 import type { RubricItem } from '../../play/types.js';
-import { fmtNumber, h, s } from './dom.js';
+import { formatNumber } from '../../play/trajectory.js';
+import { h, s } from './dom.js';
 
 export interface ChartStep {
   step: number;
@@ -84,7 +85,7 @@ export function renderChart(host: HTMLElement, data: ChartData, slots: number): 
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart-svg', role: 'img', 'aria-label': 'reward per step, stacked by rubric component' });
   for (let v = lo; v <= hi + 1e-9; v += tick) {
     svg.append(s('line', { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v), class: Math.abs(v) < 1e-9 ? 'axis' : 'grid' }));
-    svg.append(s('text', { x: m.l - 6, y: y(v) + 4, class: 'tick', 'text-anchor': 'end' }, fmtNumber(Math.round(v * 1e6) / 1e6)));
+    svg.append(s('text', { x: m.l - 6, y: y(v) + 4, class: 'tick', 'text-anchor': 'end' }, formatNumber(Math.round(v * 1e6) / 1e6)));
   }
   const labelEvery = Math.ceil(n / 20);
   for (let i = 1; i <= n; i++) {
@@ -104,16 +105,16 @@ export function renderChart(host: HTMLElement, data: ChartData, slots: number): 
       else down = to;
       g.append(
         s('rect', { x: x(st.step) - barW / 2, width: barW, y: Math.min(y(from), y(to)), height: Math.max(1, Math.abs(y(from) - y(to))), fill: colour.get(c.name) ?? '#64748b', 'data-component': c.name, 'data-value': v },
-          s('title', {}, `step ${st.step} · ${c.name}: ${fmtNumber(st.components[c.name] ?? v)} × ${fmtNumber(c.weight)} = ${fmtNumber(v)}`)),
+          s('title', {}, `step ${st.step} · ${c.name}: ${formatNumber(st.components[c.name] ?? v)} × ${formatNumber(c.weight)} = ${formatNumber(v)}`)),
       );
     }
-    g.append(s('line', { x1: x(st.step) - barW / 2 - 3, x2: x(st.step) + barW / 2 + 3, y1: y(st.reward), y2: y(st.reward), class: 'reward-mark' }, s('title', {}, `step ${st.step} reward ${fmtNumber(st.reward)}`)));
+    g.append(s('line', { x1: x(st.step) - barW / 2 - 3, x2: x(st.step) + barW / 2 + 3, y1: y(st.reward), y2: y(st.reward), class: 'reward-mark' }, s('title', {}, `step ${st.step} reward ${formatNumber(st.reward)}`)));
     svg.append(g);
   }
   const legend = h(
     'div',
     { class: 'legend' },
-    ...data.components.map((c) => h('span', { class: 'legend-item', 'data-component': c.name }, h('i', { class: `swatch c${data.components.indexOf(c) % PALETTE.length}`, 'data-color': c.color }), c.name === NO_COMPONENTS ? 'reward' : `${c.name} ×${fmtNumber(c.weight)}`)),
+    ...data.components.map((c) => h('span', { class: 'legend-item', 'data-component': c.name }, h('i', { class: `swatch c${data.components.indexOf(c) % PALETTE.length}`, 'data-color': c.color }), c.name === NO_COMPONENTS ? 'reward' : `${c.name} ×${formatNumber(c.weight)}`)),
     h('span', { class: 'legend-item' }, h('i', { class: 'swatch mark' }), 'step reward'),
   );
   host.replaceChildren(svg, legend);

@@ -49,7 +49,3 @@ export function pretty(v: unknown, width = 80): string {
   return flat.length <= width ? flat : JSON.stringify(v, null, 2);
 }
 
-export function fmtNumber(n: number): string {
-  if (Number.isInteger(n)) return String(n);
-  return n.toFixed(4).replace(/0+$/, '');
-}

@@ -4,10 +4,11 @@
 // window.__sandgymInspector exposes that state read-only for tests and curious users.
 import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
 import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
-import { fromJsonl, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
+import { replaySummary, replayTrajectory, type ReplayedStep } from '../../play/replay.js';
+import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
 import { toolsOf, type EnvSpec } from '../../play/types.js';
 import { chartData, renderChart, type ChartData } from './chart.js';
-import { byId, fmtNumber, h } from './dom.js';
+import { byId, h } from './dom.js';
 import { discreteEditor, jsonEditor, templateFor, textEditor, toolCallEditor, type Editor } from './forms.js';
 import { FramesPane, type FrameView } from './frames.js';
 import { Transcript, type ErrorView } from './transcript.js';
@@ -20,7 +21,8 @@ interface InspectorState {
   trajectory: Trajectory | null;
   chartData: ChartData;
   frames: FrameView[];
-  replay: { steps: number; differing: number; stoppedAt: number | null } | null;
+  /** The last replay: steps replayed, steps that differ, where it stopped (null: it did not), its verdict. */
+  replay: { steps: number; differing: number; stoppedAt: number | null; verdict: 'same' | 'differs' | 'stopped' } | null;
   /** Count of finished user operations (connect, make, reset, step, replay); tests wait on it. */
   ops: number;
   busy: boolean;
@@ -154,7 +156,7 @@ function updateChart(): void {
   state.chartData = chartData(spec?.rubric, traj?.steps ?? []);
   const slots = typeof spec?.max_episode_steps === 'number' && spec.max_episode_steps <= 60 ? spec.max_episode_steps : 10;
   renderChart(el.chart, state.chartData, slots);
-  el.ret.textContent = traj ? `return ${fmtNumber(state.chartData.episodeReturn)} over ${traj.steps.length} step${traj.steps.length === 1 ? '' : 's'}` : '';
+  el.ret.textContent = traj ? `return ${formatNumber(state.chartData.episodeReturn)} over ${traj.steps.length} step${traj.steps.length === 1 ? '' : 's'}` : '';
 }
 
 function describeSpec(spec: EnvSpec): void {
@@ -277,8 +279,8 @@ function readResetParams(): { seed?: number; options: Record<string, unknown> } 
     out.options = { ...(v as Record<string, unknown>) };
   }
   if (seedText !== '') {
-    const n = Number(seedText);
-    if (!Number.isSafeInteger(n) || n < 0) return `seed must be an integer in 0..2^53-1, got '${seedText}'`;
+    const n = parseSeed(seedText);
+    if (n === null) return `seed must be an integer in 0..2^53-1, got '${seedText}'`;
     out.seed = n;
   } else {
     // Always send an explicit seed so the trajectory can be replayed exactly.
@@ -335,50 +337,65 @@ async function doReset(params: { seed?: number; options: Record<string, unknown>
   return rec;
 }
 
-async function doStep(action: unknown, saved?: StepRecord): Promise<StepRecord> {
+async function doStep(action: unknown): Promise<StepRecord> {
   if (!handle || !traj) throw Object.assign(new Error('reset first'), { code: 'NO_SESSION' });
-  const r = await handle.step(action);
-  const rec: StepRecord = { type: 'step', step: traj.steps.length + 1, action, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
-  traj.steps.push(rec);
-  transcript.step(rec, traj.steps.reduce((a, st) => a + st.reward, 0), saved);
-  updateChart();
+  const rec = recordStep(action, await handle.step(action));
+  showStep(rec);
   return rec;
 }
 
+function recordStep(action: unknown, r: { observation: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> }): StepRecord {
+  const t = traj as Trajectory;
+  const rec: StepRecord = { type: 'step', step: t.steps.length + 1, action, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+  t.steps.push(rec);
+  return rec;
+}
+
+function showStep(rec: StepRecord, replayed?: ReplayedStep): void {
+  transcript.step(rec, (traj?.steps ?? []).reduce((a, st) => a + st.reward, 0), replayed);
+  updateChart();
+}
+
+/** Load & replay: the shared replay semantics (play/replay.ts), rendered into the transcript. */
 async function doReplay(text: string, fileName: string): Promise<void> {
   const saved = fromJsonl(text);
-  if (!handle || handle.spec.id !== saved.reset.env_id || JSON.stringify(handleKwargs ?? null) !== JSON.stringify(saved.reset.kwargs ?? null)) {
-    if (!specs.some((s) => s.id === saved.reset.env_id)) throw Object.assign(new Error(`this server has no env '${saved.reset.env_id}'`), { code: 'UNKNOWN_ENV' });
-    el.envSelect.value = saved.reset.env_id;
-    describeSpec(currentSpec() as EnvSpec);
-    await doMake(saved.reset.env_id, saved.reset.kwargs);
-  }
-  if (saved.reset.seed !== null) el.seed.value = String(saved.reset.seed);
-  el.options.value = Object.keys(saved.reset.options).length > 0 ? JSON.stringify(saved.reset.options) : '';
-  await doReset({ ...(saved.reset.seed !== null ? { seed: saved.reset.seed } : {}), options: saved.reset.options }, `replay of ${fileName}`);
-  let differing = 0;
-  let stoppedAt: number | null = null;
-  for (const rec of saved.steps) {
-    try {
-      const got = await doStep(rec.action, rec);
-      if (Math.abs(got.reward - rec.reward) > 1e-9) differing++;
-    } catch (err) {
-      stoppedAt = rec.step;
-      transcript.error(`replay step ${rec.step}`, asError(err));
-      break;
-    }
-  }
-  const done = traj?.steps.length ?? 0;
-  state.replay = { steps: done, differing, stoppedAt };
+  const report = await replayTrajectory(
+    saved,
+    {
+      isCurrent: (envId, kwargs) => handle !== null && handle.spec.id === envId && JSON.stringify(handleKwargs ?? null) === JSON.stringify(kwargs ?? null),
+      make: async (envId, kwargs) => {
+        if (!specs.some((s) => s.id === envId)) throw Object.assign(new Error(`this server has no env '${envId}'`), { code: 'UNKNOWN_ENV' });
+        el.envSelect.value = envId;
+        describeSpec(currentSpec() as EnvSpec);
+        await doMake(envId, kwargs);
+      },
+      reset: async ({ seed, options }) => {
+        el.seed.value = seed !== undefined ? String(seed) : '';
+        el.options.value = Object.keys(options).length > 0 ? JSON.stringify(options) : '';
+        return doReset({ ...(seed !== undefined ? { seed } : {}), options }, `replay of ${fileName}`);
+      },
+      step: async (action) => {
+        if (!handle) throw Object.assign(new Error('the session is gone'), { code: 'NO_SESSION' });
+        const r = await handle.step(action);
+        recordStep(action, r);
+        return r;
+      },
+    },
+    {
+      onReset: (differs) => {
+        if (differs) transcript.note('the reset observation differs from the saved one', 'bad');
+      },
+      onStep: (s) => showStep(traj?.steps.at(-1) ?? s.replayed, s),
+    },
+  );
+  if (report.stop?.reason === 'error') transcript.error(report.stop.step === 0 ? 'replay make/reset' : `replay step ${report.stop.step}`, asError(report.stop.error));
+  const stoppedAt = report.stop?.step ?? null;
+  state.replay = { steps: report.steps.length, differing: report.differing, stoppedAt, verdict: report.verdict };
+  const good = report.verdict === 'same';
   el.replaySummary.hidden = false;
-  el.replaySummary.className = `replay-summary ${differing === 0 && stoppedAt === null ? 'good' : 'bad'}`;
-  el.replaySummary.textContent =
-    stoppedAt !== null
-      ? `replay stopped at step ${stoppedAt} of ${saved.steps.length}`
-      : differing === 0
-        ? `replayed ${done} steps: every reward matches`
-        : `replayed ${done} steps: ${differing} reward${differing === 1 ? '' : 's'} differ`;
-  transcript.note(el.replaySummary.textContent, differing === 0 && stoppedAt === null ? 'good' : 'bad');
+  el.replaySummary.className = `replay-summary ${good ? 'good' : 'bad'}`;
+  el.replaySummary.textContent = replaySummary(report, formatNumber);
+  transcript.note(el.replaySummary.textContent, good ? 'good' : 'bad');
 }
 
 function download(): void {

@@ -1,7 +1,9 @@
 // The episode transcript: reset, then each action with its observation, reward, components, flags
 // and info; errors inline where they happened. Observations are text nodes (never HTML).
+import { diffFields, type ReplayedStep } from '../../play/replay.js';
 import type { ResetRecord, StepRecord } from '../../play/trajectory.js';
-import { fmtNumber, h, pretty } from './dom.js';
+import { formatNumber } from '../../play/trajectory.js';
+import { h, pretty } from './dom.js';
 
 export interface ErrorView {
   code: string;
@@ -55,14 +57,16 @@ export class Transcript {
     );
   }
 
-  step(rec: StepRecord, episodeReturn: number, saved?: StepRecord): void {
+  /** One step; during a replay `replayed` carries the saved step and the differences (replay.ts). */
+  step(rec: StepRecord, episodeReturn: number, replayed?: ReplayedStep): void {
     const { reward_components: comps, ...rest } = rec.info;
     const compList =
       comps && typeof comps === 'object' && !Array.isArray(comps)
-        ? h('span', { class: 'components' }, ...Object.entries(comps as Record<string, unknown>).map(([k, v]) => h('span', { class: 'component', 'data-component': k }, `${k} ${typeof v === 'number' ? fmtNumber(v) : JSON.stringify(v)}`)))
+        ? h('span', { class: 'components' }, ...Object.entries(comps as Record<string, unknown>).map(([k, v]) => h('span', { class: 'component', 'data-component': k }, `${k} ${typeof v === 'number' ? formatNumber(v) : JSON.stringify(v)}`)))
         : null;
     const rewardClass = rec.reward > 0 ? 'pos' : rec.reward < 0 ? 'neg' : 'zero';
-    const differs = saved !== undefined && Math.abs(saved.reward - rec.reward) > 1e-9;
+    const differs = replayed !== undefined && replayed.diffs.length > 0;
+    const rewardDiffers = replayed?.diffs.some((d) => d.field === 'reward') ?? false;
     const li = h(
       'li',
       { class: `entry step${rec.terminated || rec.truncated ? ' final' : ''}${differs ? ' differs' : ''}`, 'data-kind': 'step', 'data-step': rec.step, 'data-reward': rec.reward },
@@ -76,12 +80,14 @@ export class Transcript {
       h(
         'div',
         { class: 'outcome' },
-        h('span', { class: `reward ${rewardClass}` }, `reward ${fmtNumber(rec.reward)}`),
+        h('span', { class: `reward ${rewardClass}` }, `reward ${formatNumber(rec.reward)}`),
         compList,
-        h('span', { class: 'muted' }, `return ${fmtNumber(episodeReturn)}`),
+        h('span', { class: 'muted' }, `return ${formatNumber(episodeReturn)}`),
         rec.terminated ? h('span', { class: 'flag' }, 'terminated') : null,
         rec.truncated ? h('span', { class: 'flag' }, 'truncated') : null,
-        saved !== undefined ? h('span', { class: differs ? 'flag bad' : 'flag ok' }, differs ? `saved reward ${fmtNumber(saved.reward)}: differs` : 'matches saved') : null,
+        replayed !== undefined
+          ? h('span', { class: differs ? 'flag bad' : 'flag ok', 'data-diffs': diffFields(replayed.diffs) }, differs ? `differs from saved: ${diffFields(replayed.diffs)}${rewardDiffers ? ` (saved reward ${formatNumber(replayed.saved.reward)})` : ''}` : 'matches saved')
+          : null,
       ),
       infoBlock(rest),
     );
