@@ -32,14 +32,9 @@ export class CommandFailedError extends Error {
   override readonly name = 'CommandFailedError';
 }
 
-/** A named input is unusable (EXIT.INPUT), for inputs that have no error type of their own. */
-export class InputError extends Error {
-  override readonly name = 'InputError';
-}
-
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.USAGE;
-  if (e instanceof ConfigError || e instanceof EnvModuleError || e instanceof TaskLoadError || e instanceof InputError) return EXIT.INPUT;
+  if (e instanceof ConfigError || e instanceof EnvModuleError || e instanceof TaskLoadError) return EXIT.INPUT;
   if (e instanceof UnavailableError) return EXIT.UNAVAILABLE;
   if (e instanceof CommandFailedError) return EXIT.FAILED;
   return EXIT.INTERNAL;
