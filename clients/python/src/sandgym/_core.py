@@ -1,9 +1,17 @@
-"""Sans-I/O protocol core: request ids, framing, reply routing, error mapping, events.
+"""Sans-I/O protocol core: request ids, framing, reply routing, error mapping, events, and the
+operations (what each call sends and how its result is read).
 
 Nothing here touches a socket, a thread or an event loop. The I/O layers (:mod:`sandgym.client`
-for asyncio, :mod:`sandgym.sync` over websockets' blocking API with leader/follower reads) feed received frames to :meth:`ProtocolCore.receive`
-and send what :meth:`ProtocolCore.request` returns; the core tells them which pending call a reply
-belongs to. Each pending call carries an opaque ``token`` of the layer's choosing (a future).
+for asyncio, :mod:`sandgym.sync` over websockets' blocking API with leader/follower reads) feed
+received frames to :meth:`ProtocolCore.receive` and send what :meth:`ProtocolCore.request` returns;
+the core tells them which pending call a reply belongs to. Each pending call carries an opaque
+``token`` of the layer's choosing (a future).
+
+Every operation (``ping``, ``make``, ``reset``, ``step``, ...) is an :class:`Op`: the request type,
+its params and the function that turns the reply's ``result`` into the return value. Both layers
+send the same ``Op`` the same way, so the two clients cannot put different frames on the wire or
+read a reply differently (the way python-websockets keeps its protocol in one sans-I/O object under
+thin asyncio and threading layers).
 
 Why ids matter: a reply is routed only by its id, never by arrival order, so a call that timed out
 on the client side can never hand its late answer to the next call (the failure mode of protocols
@@ -13,8 +21,9 @@ dropped, so it cannot be reused while the server may still answer it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Generic, Iterable, TypeVar, Union
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar, Union
 
 from . import codec
 from .errors import ConnectionClosedError, SandgymError, error_from_wire
@@ -30,6 +39,8 @@ __all__ = [
     "Discarded",
     "Unroutable",
     "Incoming",
+    "Op",
+    "StepResult",
 ]
 
 PROTOCOL_VERSION = 1
@@ -273,3 +284,107 @@ def batch_results(result: Any) -> list[Any]:
         else:
             out.append(SandgymError(f"malformed batch item {item!r}", code="INVALID_MESSAGE"))
     return out
+
+
+# ---------------------------------------------------------------------- operations
+# One function per protocol operation: the frame it sends and how its result is read. The async and
+# blocking clients only carry an Op to the server and its result back (Op.parse).
+
+StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
+
+
+def _identity(result: Any) -> Any:
+    return result
+
+
+class Op:
+    """One request to send (``type``, ``params``) and how its ``result`` becomes the return value."""
+
+    __slots__ = ("type", "params", "parse")
+
+    def __init__(self, type_: str, params: dict[str, Any] | None, parse: Callable[[Any], Any] = _identity) -> None:
+        self.type = type_
+        self.params = params
+        self.parse = parse
+
+    def __repr__(self) -> str:
+        return f"Op({self.type!r}, {self.params!r})"
+
+
+def step_tuple(res: Mapping[str, Any]) -> StepResult:
+    """A step result as ``(observation, reward, terminated, truncated, info)``."""
+    return (
+        res.get("observation"),
+        float(res.get("reward", 0.0)),
+        bool(res.get("terminated", False)),
+        bool(res.get("truncated", False)),
+        dict(res.get("info") or {}),
+    )
+
+
+def _reset_pair(res: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    return res.get("observation"), dict(res.get("info") or {})
+
+
+def _envs_list(res: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(res.get("envs", []))
+
+
+def hello_op(*, client_name: str, client_version: str, token: str | None) -> Op:
+    """The handshake; its result (version, server, capabilities, limits) is returned as is."""
+    return Op("hello", hello_params(client_name=client_name, client_version=client_version, token=token))
+
+
+def ping_op() -> Op:
+    """A round trip; its value is the seconds from building the op to reading the reply."""
+    t0 = time.perf_counter()
+    return Op("ping", {"t": time.time() * 1000.0}, lambda _res: time.perf_counter() - t0)
+
+
+def list_envs_op() -> Op:
+    return Op("list_envs", None, _envs_list)
+
+
+def make_op(env_id: str, kwargs: Mapping[str, Any]) -> Op:
+    """Create a session; its value is ``(session, env_spec)`` (the spec defaults to ``{"id": env_id}``)."""
+    params: dict[str, Any] = {"env_id": env_id}
+    if kwargs:
+        params["kwargs"] = dict(kwargs)
+    return Op("make", params, lambda res: (res["session"], res.get("env_spec") or {"id": env_id}))
+
+
+def reset_op(session: str, seed: int | None, options: dict[str, Any] | None) -> Op:
+    return Op("reset", reset_params(session, seed, options), _reset_pair)
+
+
+def step_op(session: str, action: Any) -> Op:
+    return Op("step", {"session": session, "action": action}, step_tuple)
+
+
+def close_op(session: str) -> Op:
+    return Op("close", {"session": session})
+
+
+def batch_op(items: list[dict[str, Any]]) -> Op:
+    """reset/step/close items in one frame; its value is one result dict or error instance per item."""
+    return Op("batch", {"requests": items}, batch_results)
+
+
+def _step_results(res: Any) -> list[StepResult | SandgymError]:
+    return [r if isinstance(r, SandgymError) else step_tuple(r) for r in batch_results(res)]
+
+
+def step_many_ops(sessions: Sequence[str], actions: Sequence[Any], max_batch: int) -> list[Op]:
+    """``batch`` ops stepping ``sessions[i]`` with ``actions[i]``, at most ``max_batch`` items each;
+    each op's value is a list of step tuples (or error instances)."""
+    if len(sessions) != len(actions):
+        raise ValueError("envs and actions must have the same length")
+    return [
+        Op(
+            "batch",
+            {"requests": [{"type": "step", "session": s, "action": a}
+                          for s, a in zip(sessions[i : i + max_batch], actions[i : i + max_batch])]},
+            _step_results,
+        )
+        for i in range(0, len(sessions), max_batch)
+    ]

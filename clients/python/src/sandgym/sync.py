@@ -15,6 +15,9 @@ id stays reserved until that reply arrives and is dropped.
 
 Server events (``session_closed``, ``shutdown``) and a dropped connection are noticed whenever a thread
 reads: during any call, or explicitly with :meth:`Client.poll`.
+
+This module is only that I/O; what each operation sends and how its reply is read live in
+:mod:`sandgym._core`, the connection's state in :mod:`sandgym._base` (shared with the asyncio client).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import inspect
 import logging
 import threading
 import time
-import weakref
 from typing import Any, Mapping, Sequence
 
 import websockets
@@ -31,10 +33,15 @@ from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect as ws_sync_connect
 
 from . import _core, codec
-from ._core import Discarded, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
-from ._version import __version__
-from .client import _UNSET, DEFAULT_TIMEOUT, EventHandler, StepResult, _step_tuple, _ws_close_info
-from ._shared import EnvView, capacity_delay, connect_error, connect_options
+from ._base import (
+    UNSET,
+    ClientBase,
+    ConnectOptions,
+    EnvView,
+    connect_error,
+    handshake_error,
+)
+from ._core import Op, StepResult
 from .errors import ConnectionClosedError, RequestTimeoutError, SandgymError
 
 __all__ = ["Client", "Env"]
@@ -63,49 +70,17 @@ class _Call:
         self.cond: threading.Condition | None = None
 
 
-class Client:
+class Client(ClientBase[_Call]):
     """Blocking sandgym client (same methods as :class:`AsyncClient`, without ``await``).
 
     ``Client(url, ...)`` or ``Client.connect(url, ...)`` connect and perform ``hello`` immediately; the
-    parameters are those of :meth:`AsyncClient.connect`. Thread-safe: several threads may share one
+    keyword options are those of :meth:`AsyncClient.connect` (:class:`sandgym._base.ConnectOptions`). Thread-safe: several threads may share one
     client; their requests are multiplexed on the connection and each gets its own reply.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        token: str | None = None,
-        encoding: str = "json",
-        client_name: str = "sandgym-python",
-        client_version: str = __version__,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        connect_timeout: float = 10.0,
-        retry_capacity: bool = False,
-        capacity_max_attempts: int = 8,
-        capacity_max_delay: float = 10.0,
-        on_event: EventHandler | None = None,
-        max_size: int | None = 256 * 1024 * 1024,
-    ) -> None:
-        if encoding not in ("json", "msgpack"):
-            raise ValueError(f"unknown encoding {encoding!r} (use 'json' or 'msgpack')")
-        self.url = url
-        self.encoding = encoding
-        self.timeout = timeout
-        self.retry_capacity = retry_capacity
-        self.capacity_max_attempts = max(1, capacity_max_attempts)
-        self.capacity_max_delay = capacity_max_delay
-        self.on_event = on_event
-        self.server_info: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
-        self.limits: dict[str, Any] = {}
-        self.protocol_version: int | None = None
-        self.shutting_down = False
-        self.events: list[ServerEvent] = []  # last events, bounded (see _apply_event)
-        self._core: ProtocolCore[_Call] = ProtocolCore(encoding)
-        self._envs: weakref.WeakValueDictionary[str, Env] = weakref.WeakValueDictionary()
-        self._connection_error: SandgymError | None = None
-        self._closed_exc: ConnectionClosedError | None = None
+    def __init__(self, url: str, **options: Any) -> None:
+        opts = ConnectOptions(**options)
+        super().__init__(url, opts)
         # Leader/follower state, all guarded by _lock.
         self._lock = threading.Lock()
         self._reading = False  # a thread is receiving frames
@@ -114,39 +89,21 @@ class Client:
         self._close_waiters: list[_Call] = []  # wait_closed() calls, completed by _fail_all
 
         try:
-            self._ws: ClientConnection = ws_sync_connect(
-                url, **connect_options(token, connect_timeout, max_size, client_name, client_version), **_QUEUE_KW, **_LEGACY_KW
-            )
+            self._ws: ClientConnection = ws_sync_connect(url, **opts.ws_options(), **_QUEUE_KW, **_LEGACY_KW)
         except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
             raise connect_error(exc, url) from exc
         try:
-            hello = self.request(
-                "hello",
-                _core.hello_params(client_name=client_name, client_version=client_version, token=token),
-                timeout=connect_timeout,
-            )
-        except ConnectionClosedError as exc:
+            self._on_hello(self._call(opts.hello_op(), opts.connect_timeout))
+        except BaseException as exc:
             self.close()
-            if exc.cause_error is not None:  # e.g. UNAUTHORIZED sent before the close
-                raise exc.cause_error from exc
-            raise
-        except BaseException:
-            self.close()
-            raise
-        self._on_hello(hello)
+            cause = handshake_error(exc)
+            if cause is None:
+                raise
+            raise cause from exc
 
     @classmethod
     def connect(cls, url: str, **kwargs: Any) -> "Client":
         return cls(url, **kwargs)
-
-    def _on_hello(self, hello: Mapping[str, Any]) -> None:
-        self.protocol_version = hello.get("version")
-        self.server_info = dict(hello.get("server") or {})
-        self.capabilities = dict(hello.get("capabilities") or {})
-        self.limits = dict(hello.get("limits") or {})
-        mmb = self.limits.get("max_message_bytes")
-        if isinstance(mmb, int) and mmb > 0:
-            self._core.max_message_bytes = mmb
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -180,14 +137,9 @@ class Client:
         return self._closed_exc is not None
 
     @property
-    def pending(self) -> int:
-        """Number of requests awaiting a reply."""
-        return self._core.pending_count
-
-    @property
     def open_sessions(self) -> int:
         self.poll()  # account for session_closed events that arrived between calls
-        return sum(1 for e in list(self._envs.values()) if not e.closed)
+        return super().open_sessions
 
     def wait_closed(self, timeout: float | None = None) -> ConnectionClosedError | None:
         """Wait until the connection is gone (reading frames meanwhile); returns the error pending
@@ -270,34 +222,13 @@ class Client:
         except codec.DecodeError as exc:
             log.warning("sandgym: undecodable frame from server: %s", exc)
             return True
-        event: ServerEvent | None = None
         with self._lock:
-            incoming = self._core.receive_message(msg)
-            if isinstance(incoming, Resolved):
-                self._finish(incoming.token, incoming.result, None)
-            elif isinstance(incoming, Rejected):
-                self._finish(incoming.token, None, incoming.error)
-            elif isinstance(incoming, ServerEvent):
-                self._apply_event(incoming)
-                event = incoming
-            elif isinstance(incoming, Unroutable):
-                err = incoming.error
-                if err.scope == "connection":  # sent right before the server closes
-                    self._connection_error = err
-                    log.info("sandgym: server error before close: %s", err)
-                else:
-                    log.warning("sandgym: unroutable frame from server: %s", err)
-            elif isinstance(incoming, Discarded):
-                log.debug("sandgym: dropped late reply for timed-out request %d", incoming.id)
-        if event is not None and self.on_event is not None:
-            try:
-                self.on_event(event)
-            except Exception:  # pragma: no cover - user callback
-                log.exception("sandgym: on_event handler failed")
+            event = self._dispatch(self._core.receive_message(msg))
+        if event is not None:
+            self._call_on_event(event)  # outside the lock: the handler may take its time
         return True
 
-    @staticmethod
-    def _finish(call: _Call, result: Any, error: BaseException | None) -> None:  # with _lock held
+    def _finish(self, call: _Call, result: Any, error: BaseException | None) -> None:  # with _lock held
         if call.done:
             return
         call.result, call.error, call.done = result, error, True
@@ -305,37 +236,11 @@ class Client:
             call.cond.notify()
 
     def _fail_all(self, exc: ConnectionClosedError | None) -> None:  # with _lock held
-        if self._closed_exc is not None:
-            return
-        if exc is None:
-            code, reason = _ws_close_info(self._ws)  # type: ignore[arg-type]
-            cause = self._connection_error
-            msg = f"connection to {self.url or 'server'} closed"
-            if code is not None:
-                msg += f" (code {code}{': ' + reason if reason else ''})"
-            if cause is not None:
-                msg += f" after {cause.code}: {cause.message}"
-            exc = ConnectionClosedError(msg, close_code=code, close_reason=reason, cause_error=cause)
-        self._closed_exc = exc
         # Every waiting thread is woken now, whichever of them was reading.
-        for call in self._core.connection_lost(exc):
-            self._finish(call, None, exc)
-        for call in self._close_waiters:
-            self._finish(call, None, None)
-        for env in list(self._envs.values()):
-            env._closed = True
-
-    def _apply_event(self, ev: ServerEvent) -> None:  # with _lock held
-        self.events.append(ev)
-        if len(self.events) > 256:
-            del self.events[:128]
-        if ev.event == "session_closed" and ev.session is not None:
-            env = self._envs.get(ev.session)
-            if env is not None:
-                env._closed = True
-                env.closed_reason = ev.details
-        elif ev.event == "shutdown":
-            self.shutting_down = True
+        if self._closed_exc is None:
+            super()._fail_all(exc)
+            for call in self._close_waiters:
+                self._finish(call, None, None)
 
     def _wait(self, call: _Call, rid: int | None, type_: str, timeout: float | None) -> Any:
         """Block until ``call`` is done: read frames while nobody else does, else sleep until the
@@ -380,10 +285,7 @@ class Client:
                 if rid is not None:
                     self._core.abandon(rid)  # the late reply will be dropped by id
                 self._promote()
-                raise RequestTimeoutError(
-                    f"{type_} request {rid} got no reply within {timeout:g} s",
-                    details={"id": rid, "type": type_, "timeout_s": timeout},
-                )
+                raise self._timeout_error(rid, type_, timeout)
         except BaseException:
             # Timeout, KeyboardInterrupt while waiting, ...: the caller stops waiting for this id.
             if not call.done and rid is not None:
@@ -399,25 +301,25 @@ class Client:
 
     # ------------------------------------------------------------------ requests
 
-    def request(self, type_: str, params: dict[str, Any] | None = None, *, timeout: float | None = _UNSET) -> Any:
+    def request(self, type_: str, params: dict[str, Any] | None = None, *, timeout: float | None = UNSET) -> Any:
         """Send one raw request and return its ``result`` (raises the mapped error otherwise).
 
         CAPACITY errors are retried when the client was created with ``retry_capacity=True``.
         """
-        if not self.retry_capacity:
-            return self._request_once(type_, params, timeout)
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return self._request_once(type_, params, timeout)
-            except SandgymError as exc:
-                if exc.code != "CAPACITY" or attempt >= self.capacity_max_attempts:
-                    raise
-                time.sleep(self._capacity_delay(exc, attempt))
+        return self._call(Op(type_, params), timeout)
 
-    def _capacity_delay(self, exc: SandgymError, attempt: int) -> float:
-        return capacity_delay(exc, attempt, self.capacity_max_delay)
+    def _call(self, op: Op, timeout: float | None = UNSET) -> Any:
+        """Carry one operation to the server and its result back (CAPACITY retried when enabled)."""
+        attempt = 1
+        while True:
+            try:
+                return op.parse(self._request_once(op.type, op.params, timeout))
+            except SandgymError as exc:
+                delay = self._retry_delay(exc, attempt)
+                if delay is None:
+                    raise
+            time.sleep(delay)
+            attempt += 1
 
     def _request_once(self, type_: str, params: dict[str, Any] | None, timeout: Any) -> Any:
         call = _Call()
@@ -441,97 +343,60 @@ class Client:
             with self._lock:
                 self._core.cancel(rid)
             raise
-        if timeout is _UNSET:
+        if timeout is UNSET:
             timeout = self.timeout
         return self._wait(call, rid, type_, timeout)
 
-    # ------------------------------------------------------------------ operations
+    # ------------------------------------------------------------------ operations (see _core)
 
-    def ping(self, *, timeout: float | None = _UNSET) -> float:
+    def ping(self, *, timeout: float | None = UNSET) -> float:
         """Round trip to the server; returns the measured seconds."""
-        t0 = time.perf_counter()
-        self.request("ping", {"t": time.time() * 1000.0}, timeout=timeout)
-        return time.perf_counter() - t0
+        return self._call(_core.ping_op(), timeout)  # type: ignore[no-any-return]
 
     def list_envs(self) -> list[dict[str, Any]]:
         """The env specs the server offers (``env_spec`` dicts, see the protocol)."""
-        res = self.request("list_envs")
-        return list(res.get("envs", []))
+        return self._call(_core.list_envs_op())  # type: ignore[no-any-return]
 
     def make(self, env_id: str, **kwargs: Any) -> "Env":
         """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`Env`."""
-        params: dict[str, Any] = {"env_id": env_id}
-        if kwargs:
-            params["kwargs"] = kwargs
-        res = self.request("make", params)
-        env = Env(self, res["session"], res.get("env_spec") or {"id": env_id})
-        self._envs[env.session] = env
-        return env
+        return self._register(Env(self, *self._call(_core.make_op(env_id, kwargs))))
 
     def batch(self, requests: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Several reset/step/close items in one frame; see :meth:`AsyncClient.batch`. Returns one
         entry per item: its result dict or the :class:`SandgymError` instance (not raised)."""
-        items: list[dict[str, Any]] = []
-        for req in requests:
-            item = dict(req)
-            env = item.pop("env", None)
-            if env is not None:
-                item["session"] = env.session
-            elif isinstance(item.get("session"), Env):
-                item["session"] = item["session"].session
-            items.append(item)
-        res = self.request("batch", {"requests": items})
-        return _core.batch_results(res)
+        return self._call(self._batch_op(requests))  # type: ignore[no-any-return]
 
     def step_many(self, envs: Sequence["Env"], actions: Sequence[Any]) -> list[StepResult | SandgymError]:
         """Step several sessions in one ``batch`` frame (chunked by the server's ``max_batch``)."""
-        if len(envs) != len(actions):
-            raise ValueError("envs and actions must have the same length")
-        limit = int(self.limits.get("max_batch") or 64)
-        out: list[StepResult | SandgymError] = []
-        for i in range(0, len(envs), limit):
-            chunk = [
-                {"type": "step", "session": e.session, "action": a}
-                for e, a in zip(envs[i : i + limit], actions[i : i + limit])
-            ]
-            for r in self.batch(chunk):
-                out.append(r if isinstance(r, SandgymError) else _step_tuple(r))
-        return out
+        return [r for op in self._step_many_ops(envs, actions) for r in self._call(op)]
 
 
 class Env(EnvView):
     """One session on a :class:`Client` (blocking ``reset`` / ``step`` / ``close``)."""
 
-    def __init__(self, client: Client, session: str, spec: Mapping[str, Any]) -> None:
-        super().__init__(session, spec)
-        self.client = client
+    client: Client
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None, timeout: float | None = _UNSET
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None, timeout: float | None = UNSET
     ) -> tuple[Any, dict[str, Any]]:
         """Start an episode; returns ``(observation, info)``. ``timeout`` overrides the client's."""
-        res = self.client.request("reset", _core.reset_params(self.session, seed, options), timeout=timeout)
-        return res.get("observation"), dict(res.get("info") or {})
+        return self.client._call(_core.reset_op(self.session, seed, options), timeout)  # type: ignore[no-any-return]
 
-    def step(self, action: Any, *, timeout: float | None = _UNSET) -> StepResult:
+    def step(self, action: Any, *, timeout: float | None = UNSET) -> StepResult:
         """Returns ``(observation, reward, terminated, truncated, info)``."""
-        return _step_tuple(self.client.request("step", {"session": self.session, "action": action}, timeout=timeout))
+        return self.client._call(_core.step_op(self.session, action), timeout)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the session (idempotent; a no-op once the connection is gone)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.client._closed_exc is not None:
-            return
-        try:
-            self.client.request("close", {"session": self.session})
-        except ConnectionClosedError:
-            pass
+        op = self._close_op()
+        if op is not None:
+            try:
+                self.client._call(op)
+            except ConnectionClosedError:
+                pass
 
     def __enter__(self) -> "Env":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
