@@ -1,19 +1,26 @@
 // One WebSocket connection: decode, handshake, dispatch, per-session queues, batch, replies.
 // The step path is kept tight: one decode, a hand-checked fast path instead of the generic
-// validator, a Map lookup, a space check, the env call, one encode.
+// validator, a Map lookup, a space check, the env call, one encodability check, one encode.
 import { randomBytes } from 'node:crypto';
 import type { WebSocket, RawData } from 'ws';
-import type { EnvInstance } from '../../envs/src/api.js';
-import { decodeFrame, findUnencodable, validateRequest } from '../../protocol/src/index.js';
-import { err, isInvalidArgument, isSandboxFailure, ProtocolError, reasonOf, wireError } from './errors.js';
-import { callAsync, DeadlineExceeded } from './deadline.js';
-import { encodeReply, isEncodable } from './fast-encode.js';
+import {
+  CLOSE_CODES,
+  decodeFrame,
+  encodeCheckedFrame,
+  encodeFrame,
+  extractRequestId,
+  protocolError as err,
+  validateRequest,
+  type BatchItem,
+  type HelloRequest,
+  type MakeRequest,
+  type Request,
+  type StepRequest,
+} from '../../protocol/src/index.js';
+import { ProtocolError, reasonOf, sessionClosed } from './errors.js';
 import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
 import type { ServerCore } from './server-core.js';
-import { Session, type BatchCollector, type Job, type SessionRequest } from './session.js';
-import { closeSession, runOp } from './session-ops.js';
-
-type Msg = Record<string, unknown>;
+import { Session, type BatchCollector, type Job, type SessionRequest, type SessionResult } from './session.js';
 
 /** Suggested wait before retrying a make refused for capacity. */
 const CAPACITY_RETRY_MS = 1000;
@@ -26,21 +33,14 @@ function validId(v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= UINT32_MAX;
 }
 
-function idOf(msg: unknown): number | null {
-  if (typeof msg === 'object' && msg !== null && !Array.isArray(msg)) {
-    const id = (msg as Msg).id;
-    if (validId(id)) return id;
-  }
-  return null;
-}
-
 /**
- * The hot path: `{"id", "type": "step", "session", "action"}` with nothing else. Anything that is
- * not exactly this shape goes through the generic (precompiled) validator.
+ * The hot path: `{"id", "type": "step", "session", "action"}` with nothing else, i.e. exactly what
+ * request-step.json accepts. Anything that is not exactly this shape goes through the generic
+ * (precompiled) validator.
  */
-function isPlainStep(msg: unknown): msg is { id: number; type: 'step'; session: string; action: unknown } {
+function isPlainStep(msg: unknown): msg is StepRequest {
   if (typeof msg !== 'object' || msg === null) return false;
-  const m = msg as Msg;
+  const m = msg as Record<string, unknown>;
   if (m.type !== 'step' || !validId(m.id) || typeof m.session !== 'string' || m.action === undefined) return false;
   let n = 0;
   for (const _k in m) n++;
@@ -81,7 +81,7 @@ export class Connection {
     core.log.debug({ connections: core.connections.size }, 'connection opened');
     if (core.shuttingDown) {
       this.sendError(null, err('SHUTTING_DOWN'), false);
-      ws.close(1001, 'server is shutting down');
+      ws.close(CLOSE_CODES.SHUTTING_DOWN, 'server is shutting down');
       return;
     }
     if (core.tokens.enabled && authorization !== undefined) {
@@ -107,66 +107,61 @@ export class Connection {
       // Fast path only for sessions we issued (their ids are schema-valid by construction); anything
       // else goes through the validator so the error is exactly what the schema says.
       if (isPlainStep(msg) && this.handshaken && this.sessions.has(msg.session)) {
-        this.enqueue(msg as unknown as SessionRequest, msg.id, isBinary, null, 0);
+        this.enqueue(msg, msg.id, isBinary, null, 0);
         return;
       }
       const v = validateRequest(msg);
       if (!v.ok) {
-        this.sendError(idOf(msg), v.error, isBinary);
+        this.sendError(extractRequestId(msg), v.error, isBinary);
         return;
       }
-      this.dispatch(v.msg as unknown as Msg, isBinary);
+      this.dispatch(v.msg, isBinary);
     } catch (e) {
       this.core.log.error({ err: e }, 'internal error handling a request');
-      this.sendError(idOf(msg), err('INTERNAL', { reason: reasonOf(e) }), isBinary);
+      this.sendError(extractRequestId(msg), err('INTERNAL', { reason: reasonOf(e) }), isBinary);
     }
   }
 
   private onDecodeError(e: unknown, isBinary: boolean): void {
     if (e instanceof ProtocolError) {
       this.sendError(null, e, isBinary);
-      if (e.code === 'TOO_LARGE') this.ws.close(1009, 'message too large');
+      if (e.code === 'TOO_LARGE') this.ws.close(CLOSE_CODES.TOO_LARGE, 'message too large');
       return;
     }
     this.sendError(null, err('PARSE_ERROR', { reason: reasonOf(e) }), isBinary);
   }
 
-  private dispatch(m: Msg, bin: boolean): void {
-    const id = m.id as number;
-    const type = m.type as string;
-    if (type === 'ping') {
-      this.sendResult(id, m.t === undefined ? {} : { t: m.t }, bin);
-      return;
+  /** A validated request: its type says which fields it has. */
+  private dispatch(m: Request, bin: boolean): void {
+    switch (m.type) {
+      case 'ping':
+        return this.sendResult(m.id, m.t === undefined ? {} : { t: m.t }, bin);
+      case 'hello':
+        return this.hello(m, bin);
     }
-    if (type === 'hello') {
-      this.hello(id, m, bin);
-      return;
-    }
-    if (!this.handshaken) {
-      this.sendError(id, err('HANDSHAKE_REQUIRED'), bin);
-      return;
-    }
-    switch (type) {
+    if (!this.handshaken) return this.sendError(m.id, err('HANDSHAKE_REQUIRED'), bin);
+    switch (m.type) {
       case 'step':
       case 'reset':
       case 'close':
-        this.enqueue(m as unknown as SessionRequest, id, bin, null, 0);
-        return;
+        return this.enqueue(m, m.id, bin, null, 0);
       case 'batch':
-        this.batch(id, m.requests as SessionRequest[], bin);
-        return;
+        return this.batch(m.id, m.requests, bin);
       case 'list_envs':
-        this.sendResult(id, { envs: this.core.registry.specs() }, bin);
-        return;
+        return this.sendResult(m.id, { envs: this.core.registry.specs() }, bin);
       case 'make':
-        void this.make(id, m.env_id as string, (m.kwargs as Msg | undefined) ?? {}, bin);
-        return;
-      default:
-        this.sendError(id, err('UNKNOWN_TYPE', { type }), bin);
+        return void this.make(m, bin);
+      default: {
+        // Unreachable: validateRequest accepts no other type, and a request schema added without a
+        // case here is a type error on this line. Thrown, it would be answered as INTERNAL.
+        const unhandled: never = m;
+        throw new Error(`no handler for request ${JSON.stringify(unhandled)}`);
+      }
     }
   }
 
-  private hello(id: number, m: Msg, bin: boolean): void {
+  private hello(m: HelloRequest, bin: boolean): void {
+    const id = m.id;
     if (this.handshaken) {
       this.sendError(id, err('INVALID_MESSAGE', { reason: 'hello already received' }, { reason: 'hello already received' }), bin);
       return;
@@ -179,8 +174,7 @@ export class Connection {
         return;
       }
     }
-    const versions = m.versions as number[];
-    if (!versions.includes(1)) {
+    if (!m.versions.includes(1)) {
       this.sendError(id, err('UNSUPPORTED_VERSION', { supported: '[1]' }, { supported: [1] }), bin);
       return;
     }
@@ -190,13 +184,15 @@ export class Connection {
 
   private reject(reason: string, id: number | null, bin: boolean): void {
     this.sendError(id, err('UNAUTHORIZED', { reason }, { reason }), bin);
-    this.ws.close(4401, 'unauthorized');
+    this.ws.close(CLOSE_CODES.UNAUTHORIZED, 'unauthorized');
     this.closed = true;
   }
 
   // ---- make ----
 
-  private async make(id: number, envId: string, kwargs: Msg, bin: boolean): Promise<void> {
+  private async make(m: MakeRequest, bin: boolean): Promise<void> {
+    const { id, env_id: envId } = m;
+    const kwargs = m.kwargs ?? {};
     const core = this.core;
     const entry = core.registry.get(envId);
     if (!entry) return this.sendError(id, err('UNKNOWN_ENV', { env_id: envId }, { env_id: envId }), bin);
@@ -225,51 +221,20 @@ export class Connection {
     core.sessionCount++;
     this.pendingMakes++;
     const sessionId = 's_' + randomBytes(18).toString('base64url');
-    const abort = new AbortController();
-    const logger = core.log.child({ session: sessionId, env: envId });
-    let sandboxes = null;
-    let session: Session | null = null;
-    let creating: Promise<EnvInstance> | null = null;
-    try {
-      if (entry.def.sandbox && core.sandbox) {
-        sandboxes = core.sandbox.forSession(sessionId, abort.signal, (reason) => this.serverClose(sessionId, reason, 'SANDBOX_ERROR'));
-      }
-      const ctx = sandboxes ? { signal: abort.signal, logger, sandboxes } : { signal: abort.signal, logger };
-      creating = callAsync(() => entry.def.create(ctx, kwargs));
-      const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');
-      if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {
-        throw new Error(`env '${envId}' create() did not return {reset, step, close}`);
-      }
-      session = new Session(sessionId, entry, instance, abort, logger, sandboxes);
-    } catch (e) {
-      core.sessionCount--;
-      this.pendingMakes--;
-      abort.abort();
-      if (sandboxes) void sandboxes.releaseAll().catch(() => undefined);
-      if (e instanceof DeadlineExceeded) {
-        // The late instance belongs to nobody: close it when it arrives.
-        void creating
-          ?.then((inst) => inst?.close?.())
-          .catch(() => undefined);
-        return this.sendError(id, err('TIMEOUT', { op: 'make', timeout_ms: e.timeoutMs }, { timeout_ms: e.timeoutMs }), bin);
-      }
-      if (isInvalidArgument(e)) {
-        const path = e.path;
-        return this.sendError(id, err('INVALID_ARGUMENT', { path: path || '/', reason: e.message }, { path, reason: e.message }), bin);
-      }
-      if (isSandboxFailure(e)) return this.sendError(id, err('SANDBOX_ERROR', { reason: reasonOf(e) }, { reason: reasonOf(e) }), bin);
-      logger.warn({ err: e }, 'session make failed');
-      return this.sendError(id, err('ENV_ERROR', { reason: reasonOf(e) }, { reason: reasonOf(e) }), bin);
-    }
+    const opened = await Session.open(sessionId, entry, kwargs, core, (reason) => this.serverClose(sessionId, reason, 'SANDBOX_ERROR'));
     this.pendingMakes--;
+    if (opened instanceof ProtocolError) {
+      core.sessionCount--;
+      return this.sendError(id, opened, bin);
+    }
     if (this.closed) {
       // The connection went away while the env was being created.
       core.sessionCount--;
-      void closeSession(session);
+      void opened.close();
       return;
     }
-    this.sessions.set(sessionId, session);
-    logger.info({ kwargs }, 'session made');
+    this.sessions.set(sessionId, opened);
+    opened.logger.info({ kwargs }, 'session made');
     this.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
   }
 
@@ -278,14 +243,10 @@ export class Connection {
   private enqueue(item: SessionRequest, id: number, bin: boolean, batch: BatchCollector | null, index: number): void {
     const s = this.sessions.get(item.session);
     if (s === undefined) {
-      const e = this.closedIds.has(item.session)
-        ? item.type === 'close'
-          ? null
-          : err('UNKNOWN_SESSION', { session: item.session }, { reason: 'closed' })
-        : err('UNKNOWN_SESSION', { session: item.session });
-      if (batch) this.settleBatch(batch, index, e ?? {}, e !== null);
-      else if (e) this.sendError(id, e, bin);
-      else this.sendResult(id, {}, bin);
+      // A second close of a session this connection closed is {}; anything else names no session.
+      const closed = this.closedIds.has(item.session);
+      const e = closed && item.type === 'close' ? null : closed ? sessionClosed(item.session) : err('UNKNOWN_SESSION', { session: item.session });
+      this.reply({ item, id, binary: bin, batch, index }, {}, e);
       return;
     }
     s.lastActive = Date.now();
@@ -299,25 +260,21 @@ export class Connection {
     let job: Job | undefined;
     try {
       while ((job = s.queue.shift()) !== undefined) {
-        let result: unknown;
-        let failed = false;
+        let result: SessionResult = {};
+        let error: ProtocolError | null = null;
         try {
-          result = await runOp(s, job.item, limits);
+          // Session.run checks an env result's encodability, once; the reply is encoded without a second check.
+          result = await s.run(job.item, limits, job.binary);
         } catch (e) {
-          failed = true;
-          result = e instanceof ProtocolError ? e : err('INTERNAL', { reason: reasonOf(e) });
-          if (!(e instanceof ProtocolError)) this.core.log.error({ err: e, session: s.id }, 'internal error in session op');
+          if (e instanceof ProtocolError) error = e;
+          else {
+            this.core.log.error({ err: e, session: s.id }, 'internal error in session op');
+            error = err('INTERNAL', { reason: reasonOf(e) });
+          }
         }
-        if (!failed && !isEncodable(result, job.binary)) {
-          // An env value outside the wire data model (NaN, Infinity, a class instance...) is the env's fault.
-          failed = true;
-          result = this.poisonUnencodable(s, result, job.binary);
-        }
-        if (job.item.type === 'close' && !failed) this.forget(s, 'closed by client');
+        if (job.item.type === 'close' && !error) this.forget(s, 'closed by client');
         s.lastActive = Date.now();
-        if (job.batch) this.settleBatch(job.batch, job.index, result, failed);
-        else if (failed) this.sendError(job.id, result as ProtocolError, job.binary);
-        else this.sendResult(job.id, result, job.binary);
+        this.reply(job, result, error);
       }
     } catch (e) {
       // Only a server bug lands here; keep the session usable rather than wedged busy.
@@ -326,6 +283,22 @@ export class Connection {
       s.busy = false;
       if (s.queue.length > 0) void this.drain(s);
     }
+  }
+
+  /**
+   * The reply to a session request: its own frame, or its slot of a batch. `result` is a checked
+   * session result (Session.run); `error`, when set, replaces it.
+   */
+  private reply(job: Job, result: SessionResult, error: ProtocolError | null): void {
+    const b = job.batch;
+    if (b === null) {
+      if (error) this.sendError(job.id, error, job.binary);
+      else this.send({ id: job.id, type: 'result', result }, job.binary, true);
+      return;
+    }
+    b.results[job.index] = error ? { type: 'error', error: error.toWire() } : { type: 'result', result };
+    // Every slot is a checked session result or an error the server built from strings and numbers.
+    if (--b.remaining === 0) this.send({ id: b.id, type: 'result', result: { results: b.results } }, b.binary, true);
   }
 
   /** Remove a closed session from this connection's books (once). */
@@ -344,12 +317,12 @@ export class Connection {
     if (!s) return Promise.resolve();
     this.forget(s, reason);
     if (!this.closed) this.sendEvent('session_closed', s.id, { reason, code });
-    return closeSession(s);
+    return s.close();
   }
 
   // ---- batch ----
 
-  private batch(id: number, items: SessionRequest[], bin: boolean): void {
+  private batch(id: number, items: BatchItem[], bin: boolean): void {
     const max = this.core.config.max_batch;
     if (items.length > max) {
       const reason = `batch of ${items.length} items exceeds max_batch (${max})`;
@@ -358,53 +331,39 @@ export class Connection {
     }
     const collector: BatchCollector = { id, binary: bin, results: new Array(items.length), remaining: items.length };
     // Items are enqueued synchronously in order, so items of one session run in order.
-    for (let i = 0; i < items.length; i++) this.enqueue(items[i] as SessionRequest, id, bin, collector, i);
-  }
-
-  private settleBatch(b: BatchCollector, index: number, value: unknown, failed: boolean): void {
-    b.results[index] = failed ? { type: 'error', error: wireError(value as ProtocolError) } : { type: 'result', result: value };
-    if (--b.remaining === 0) this.sendResult(b.id, { results: b.results }, b.binary);
+    items.forEach((item, i) => this.enqueue(item, id, bin, collector, i));
   }
 
   // ---- outbound ----
 
-  private send(frame: unknown, bin: boolean): void {
+  /**
+   * Encodes and writes one frame. `checked`: every value in it has been checked already (Session.run
+   * checks env results; the rest are the server's own strings and numbers), so it is encoded without
+   * walking it again; any other frame is checked here, once.
+   */
+  private send(frame: { id?: number | null; type: string; [field: string]: unknown }, bin: boolean, checked = false): void {
     if (this.ws.readyState !== 1) return;
     let data: string | Uint8Array;
     try {
-      data = encodeReply(frame, bin);
+      data = checked ? encodeCheckedFrame(frame, bin) : encodeFrame(frame, bin);
     } catch (e) {
       // Unreachable for checked results; a bug if it happens, so say so instead of crashing.
       this.core.log.error({ err: e }, 'could not encode a reply');
-      const id = (frame as { id?: number | null }).id ?? null;
-      data = encodeReply({ id, type: 'error', error: wireError(err('INTERNAL', { reason: 'reply could not be encoded' })) }, bin);
+      data = encodeFrame(err('INTERNAL', { reason: 'reply could not be encoded' }).toFrame(frame.id ?? null), bin);
     }
     this.out.send(data);
   }
 
-  sendResult(id: number, result: unknown, bin: boolean): void {
+  private sendResult(id: number, result: object, bin: boolean): void {
     this.send({ id, type: 'result', result }, bin);
   }
 
-  private poisonUnencodable(s: Session, result: unknown, bin: boolean): ProtocolError {
-    if (s.state !== 'closed') {
-      s.state = 'failed';
-      s.failReason = 'ENV_ERROR';
-    }
-    const bad = findUnencodable(result, bin ? 'msgpack' : 'json');
-    const reason = `env returned a value that cannot be encoded${bad ? ` at ${bad.path || '/'}: ${bad.reason}` : ''}`;
-    s.logger.warn({ reason }, 'session env error');
-    return err('ENV_ERROR', { reason }, { reason });
+  private sendError(id: number | null, e: ProtocolError, bin: boolean): void {
+    this.send(e.toFrame(id), bin);
   }
 
-  sendError(id: number | null, e: ProtocolError, bin: boolean): void {
-    this.send({ id, type: 'error', error: wireError(e) }, bin);
-  }
-
-  sendEvent(event: string, session: string | undefined, details: Record<string, unknown>): void {
-    const frame: Msg = { type: 'event', event, details };
-    if (session !== undefined) frame.session = session;
-    this.send(frame, this.lastBinary);
+  private sendEvent(event: string, session: string | undefined, details: Record<string, unknown>): void {
+    this.send(session === undefined ? { type: 'event', event, details } : { type: 'event', event, details, session }, this.lastBinary);
   }
 
   // ---- lifecycle ----
@@ -435,7 +394,7 @@ export class Connection {
     this.core.log.debug({ sessions: this.sessions.size }, 'connection closed');
     for (const s of [...this.sessions.values()]) {
       this.forget(s, 'connection closed');
-      void closeSession(s);
+      void s.close();
     }
   }
 
@@ -445,6 +404,6 @@ export class Connection {
     await Promise.all(sessions.map((s) => this.serverClose(s.id, 'server is shutting down', 'SHUTTING_DOWN')));
     this.sendError(null, err('SHUTTING_DOWN'), this.lastBinary);
     this.closed = true;
-    this.ws.close(1001, 'server is shutting down');
+    this.ws.close(CLOSE_CODES.SHUTTING_DOWN, 'server is shutting down');
   }
 }

@@ -1,18 +1,14 @@
-// Thin helpers over the protocol error registry: build typed errors and their wire bodies.
-import { ProtocolError, protocolError, type WireErrorBody } from '../../protocol/src/index.js';
+// The server's side of the error registry: the one mapping of a failed env call to its wire error,
+// and the errors more than one place builds. Errors themselves are the protocol's ProtocolError.
+import { ProtocolError, protocolError as err } from '../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
+import { DeadlineExceeded } from './deadline.js';
 
 export { ProtocolError };
 
-export type ErrorCode = ProtocolError['code'];
-export type { WireErrorBody };
-
-export function err(code: ErrorCode, params: Record<string, unknown> = {}, details?: Record<string, unknown>): ProtocolError {
-  return protocolError(code, params, details);
-}
-
-export function wireError(e: ProtocolError): WireErrorBody {
-  return e.toWire();
+/** A request for a session this connection has closed (PROTOCOL.md §4: it was issued, now it is gone). */
+export function sessionClosed(session: string): ProtocolError {
+  return err('UNKNOWN_SESSION', { session }, { reason: 'closed' });
 }
 
 // Env modules may bundle their own copy of envs/src/api.ts, so match by name as well as class.
@@ -24,7 +20,30 @@ export function isInvalidArgument(e: unknown): e is InvalidArgument {
   return e instanceof InvalidArgument || (e instanceof Error && e.name === 'InvalidArgument');
 }
 
+/** The text of a thrown value; always a string, so error replies built from it stay encodable. */
 export function reasonOf(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
+  return String(e instanceof Error ? e.message || e.name : e);
+}
+
+/** The env calls whose failures mapEnvError maps. */
+export type EnvOp = 'make' | 'reset' | 'step';
+
+/**
+ * The one mapping of a failed env call (create, reset or step) to its wire error (PROTOCOL.md §11):
+ * deadline -> TIMEOUT, InvalidArgument -> INVALID_ACTION for step and INVALID_ARGUMENT otherwise,
+ * SandboxFailure -> SANDBOX_ERROR, anything else the env threw -> ENV_ERROR. The error's registry scope
+ * says what it does to the session: `session` (TIMEOUT, SANDBOX_ERROR, ENV_ERROR) poisons it,
+ * `request` (the two invalid-input codes) leaves it as it was.
+ */
+export function mapEnvError(e: unknown, op: EnvOp): ProtocolError {
+  if (e instanceof DeadlineExceeded) return err('TIMEOUT', { op, timeout_ms: e.timeoutMs }, { timeout_ms: e.timeoutMs });
+  if (isInvalidArgument(e)) {
+    // Strings only: an env in plain JS may put anything in path or message; the reply must stay encodable.
+    const path = typeof e.path === 'string' ? e.path : '';
+    const reason = String(e.message);
+    return err(op === 'step' ? 'INVALID_ACTION' : 'INVALID_ARGUMENT', { path: path || '/', reason }, { path, reason });
+  }
+  const reason = reasonOf(e);
+  if (isSandboxFailure(e)) return err('SANDBOX_ERROR', { reason }, { reason });
+  return err('ENV_ERROR', { reason }, { reason });
 }

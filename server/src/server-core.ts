@@ -1,11 +1,12 @@
 // State shared by all connections of one server: config, registry, limits, counters, timers.
 import type { FastifyBaseLogger } from 'fastify';
+import type { HelloResult } from '../../protocol/src/index.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
 import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { Connection } from './connection.js';
 import { DeadlineSweeper } from './deadline.js';
-import type { OpLimits } from './session-ops.js';
+import type { OpLimits } from './session.js';
 import type { Readiness, SandboxService } from './sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
 
@@ -16,7 +17,7 @@ export class ServerCore {
   sessionCount = 0;
   shuttingDown = false;
   /** The hello result is the same for every connection: built once. */
-  readonly helloResult: Record<string, unknown>;
+  readonly helloResult: HelloResult;
   /** Step/reset/make deadlines (one sweeping timer for all sessions). */
   readonly deadlines: DeadlineSweeper;
   readonly opLimits: OpLimits;

@@ -1,12 +1,36 @@
-// One env session: its state machine and its FIFO queue. Requests for a session run strictly in
-// order; different sessions run concurrently (each has its own queue).
+// One env session: its state machine, its FIFO queue and its operations (open, reset, step, close)
+// with deadlines and the error mapping of the contract (mapEnvError). Only this class changes a
+// session's state. Requests for a session run strictly in order; different sessions run concurrently
+// (each has its own queue, drained by its connection).
 import type { FastifyBaseLogger } from 'fastify';
-import type { EnvInstance } from '../../envs/src/api.js';
+import {
+  checkSpace,
+  findUnencodable,
+  isEncodable,
+  protocolError,
+  type BatchItem,
+  type CloseRequest,
+  type CloseResult,
+  type ResetRequest,
+  type ResetResult,
+  type StepRequest,
+  type StepResult,
+} from '../../protocol/src/index.js';
+import type { EnvContext, EnvInstance, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
+import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
+import { mapEnvError, sessionClosed, type EnvOp, type ProtocolError } from './errors.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
+import type { ServerCore } from './server-core.js';
 
 /** created -> running -> needs_reset (episode over) ; failed (TIMEOUT/ENV_ERROR/SANDBOX_ERROR) ; closed. */
 export type SessionState = 'created' | 'running' | 'needs_reset' | 'failed' | 'closed';
+
+/** A request that targets one session: reset, step or close, standalone or as a batch item. */
+export type SessionRequest = ResetRequest | StepRequest | CloseRequest | BatchItem;
+
+/** The wire result of a session request. */
+export type SessionResult = ResetResult | StepResult | CloseResult;
 
 /** A reply target: a standalone request (batch null) or one slot of a batch. */
 export interface BatchCollector {
@@ -25,40 +49,206 @@ export interface Job {
   index: number;
 }
 
-export interface SessionRequest {
-  type: 'reset' | 'step' | 'close';
-  session: string;
-  action?: unknown;
-  seed?: number;
-  options?: Record<string, unknown>;
+export interface OpLimits {
+  step_timeout_ms: number;
+  reset_timeout_ms: number;
+  deadlines: DeadlineSweeper;
 }
 
+/** How long close waits for env.close() before giving up on it. */
+const CLOSE_TIMEOUT_MS = 10_000;
+
 export class Session {
-  state: SessionState = 'created';
+  private current: SessionState = 'created';
   /** Steps taken in the current episode (for server-enforced truncation). */
-  steps = 0;
-  lastActive = Date.now();
-  readonly queue: Job[] = [];
-  busy = false;
+  private steps = 0;
   /** Why the session failed (reported in RESET_NEEDED). */
-  failReason = '';
+  private failReason = '';
   /**
    * A timed-out env call that may still be running. Its late result is discarded, and the next
    * reset waits for it (within its own deadline) so the env never sees two calls at once.
    */
-  straggler: Promise<unknown> | null = null;
+  private straggler: Promise<unknown> | null = null;
+  lastActive = Date.now();
+  readonly queue: Job[] = [];
+  busy = false;
 
-  constructor(
+  private constructor(
     readonly id: string,
     readonly env: RegisteredEnv,
-    readonly instance: EnvInstance,
-    readonly abort: AbortController,
+    private readonly instance: EnvInstance,
+    private readonly abort: AbortController,
     readonly logger: FastifyBaseLogger,
-    readonly sandboxes: SessionSandboxes | null,
+    private readonly sandboxes: SessionSandboxes | null,
   ) {}
+
+  /**
+   * Creates the env instance (under the make deadline, with its sandboxes when it declares one).
+   * Resolves with the session in state `created`, or with the wire error; never rejects.
+   */
+  static async open(
+    id: string,
+    entry: RegisteredEnv,
+    kwargs: Record<string, unknown>,
+    core: ServerCore,
+    onSandboxLost: (reason: string) => void,
+  ): Promise<Session | ProtocolError> {
+    const abort = new AbortController();
+    const logger = core.log.child({ session: id, env: entry.def.id });
+    let sandboxes: SessionSandboxes | null = null;
+    let creating: Promise<EnvInstance> | null = null;
+    try {
+      if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost);
+      const ctx: EnvContext = sandboxes ? { signal: abort.signal, logger, sandboxes } : { signal: abort.signal, logger };
+      creating = callAsync(() => entry.def.create(ctx, kwargs));
+      const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');
+      if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {
+        throw new Error(`env '${entry.def.id}' create() did not return {reset, step, close}`);
+      }
+      return new Session(id, entry, instance, abort, logger, sandboxes);
+    } catch (e) {
+      abort.abort();
+      if (sandboxes) void sandboxes.releaseAll().catch(() => undefined);
+      // A late instance belongs to nobody: close it when it arrives.
+      if (e instanceof DeadlineExceeded) void creating?.then((inst) => inst?.close?.()).catch(() => undefined);
+      const pe = mapEnvError(e, 'make');
+      if (pe.code === 'ENV_ERROR') logger.warn({ err: e }, 'session make failed');
+      return pe;
+    }
+  }
+
+  get state(): SessionState {
+    return this.current;
+  }
+
+  /** A method, not a comparison of `state`: TypeScript would keep a narrowing of it across an await. */
+  isClosed(): boolean {
+    return this.current === 'closed';
+  }
 
   /** Idle means nothing queued or running; only idle sessions are reaped. */
   isIdleSince(cutoff: number): boolean {
     return !this.busy && this.queue.length === 0 && this.lastActive < cutoff;
   }
+
+  /**
+   * Runs one request of this session's queue. Resolves with the wire result, already checked to be
+   * encodable in the reply's encoding (binary: msgpack), or rejects with a ProtocolError.
+   */
+  run(item: SessionRequest, limits: OpLimits, binary: boolean): Promise<SessionResult> {
+    if (this.current === 'closed') return item.type === 'close' ? Promise.resolve({}) : Promise.reject(sessionClosed(this.id));
+    switch (item.type) {
+      case 'step':
+        return this.step(item.action, limits, binary);
+      case 'reset':
+        return this.reset(item.seed, item.options ?? {}, limits, binary);
+      case 'close':
+        return this.close().then(() => ({}));
+    }
+  }
+
+  /**
+   * Abort the env's signal first (so a hung step can stop), then env.close() bounded by a deadline,
+   * then release its sandboxes. Idempotent; never throws.
+   */
+  async close(): Promise<void> {
+    if (this.current === 'closed') return;
+    this.current = 'closed';
+    this.abort.abort();
+    try {
+      await withDeadline(Promise.resolve().then(() => this.instance.close()), CLOSE_TIMEOUT_MS, 'close');
+    } catch (e) {
+      this.logger.warn({ err: e }, 'env close failed');
+    }
+    if (this.sandboxes) {
+      try {
+        await this.sandboxes.releaseAll();
+      } catch (e) {
+        this.logger.warn({ err: e }, 'sandbox release failed');
+      }
+    }
+  }
+
+  private async step(action: unknown, limits: OpLimits, binary: boolean): Promise<StepResult> {
+    if (this.current !== 'running') throw this.resetNeeded();
+    const bad = checkSpace(this.env.def.action_space, action);
+    if (bad) throw protocolError('INVALID_ACTION', { path: bad.path, reason: bad.reason }, { path: bad.path, reason: bad.reason });
+    let out: EnvStepResult;
+    try {
+      out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step');
+    } catch (e) {
+      throw this.failed(e, 'step');
+    }
+    if (this.isClosed()) throw sessionClosed(this.id);
+    const problem = checkStepResult(out);
+    if (problem) throw this.failed(new Error(problem), 'step');
+    this.steps++;
+    const max = this.env.def.max_episode_steps;
+    // Gymnasium semantics: a step that terminates is not also a time-limit truncation, even when it
+    // is the last allowed step (check_env rejects both flags on one step).
+    const truncated = !out.terminated && (out.truncated === true || (max !== null && this.steps >= max));
+    if (out.terminated || truncated) this.current = 'needs_reset';
+    return this.encodable({ observation: out.observation, reward: out.reward, terminated: out.terminated, truncated, info: out.info ?? {} }, binary, 'step');
+  }
+
+  private async reset(seed: number | undefined, options: Record<string, unknown>, limits: OpLimits, binary: boolean): Promise<ResetResult> {
+    let out: EnvResetResult;
+    try {
+      const prior = this.straggler;
+      const call = prior ? prior.then(() => this.instance.reset(seed, options)) : this.instance.reset(seed, options);
+      out = await limits.deadlines.race(call, limits.reset_timeout_ms, 'reset');
+    } catch (e) {
+      throw this.failed(e, 'reset');
+    }
+    if (this.isClosed()) throw sessionClosed(this.id);
+    if (typeof out !== 'object' || out === null || out.observation === undefined) throw this.failed(new Error('reset returned no observation'), 'reset');
+    if (out.info !== undefined && (typeof out.info !== 'object' || out.info === null)) throw this.failed(new Error('reset returned a non-object info'), 'reset');
+    this.straggler = null;
+    this.steps = 0;
+    this.current = 'running';
+    this.failReason = '';
+    return this.encodable({ observation: out.observation, info: out.info ?? {} }, binary, 'reset');
+  }
+
+  /**
+   * The one encodability check of a reply that carries env values (the connection encodes the frame
+   * around it without checking again). A value outside the wire data model (NaN, Infinity, a class
+   * instance...) is the env's fault: ENV_ERROR, and the session is poisoned as for any env error.
+   */
+  private encodable<T extends ResetResult | StepResult>(result: T, binary: boolean, op: 'reset' | 'step'): T {
+    if (isEncodable(result, binary ? 'msgpack' : 'json')) return result;
+    const bad = findUnencodable(result, binary ? 'msgpack' : 'json');
+    throw this.failed(new Error(`env returned a value that cannot be encoded${bad ? ` at ${bad.path || '/'}: ${bad.reason}` : ''}`), op);
+  }
+
+  private resetNeeded(): ProtocolError {
+    const state = this.current;
+    const reason = state === 'created' ? 'call reset before step' : state === 'needs_reset' ? 'the episode has ended' : `the session failed (${this.failReason}); reset or close it`;
+    return protocolError('RESET_NEEDED', { reason }, { reason, state });
+  }
+
+  /** Maps a failed env call to its wire error; a session-scope error poisons the session. */
+  private failed(e: unknown, op: EnvOp): ProtocolError {
+    const pe = mapEnvError(e, op);
+    if (e instanceof DeadlineExceeded) this.straggler = e.straggler;
+    if (pe.scope !== 'session') return pe;
+    if (pe.code === 'TIMEOUT') this.logger.warn({ op, timeout_ms: pe.details?.timeout_ms }, 'session timed out');
+    else if (pe.code === 'SANDBOX_ERROR') this.logger.warn({ op, reason: pe.details?.reason }, 'session sandbox failed');
+    else this.logger.warn({ op, err: e }, 'session env error');
+    if (this.current !== 'closed') {
+      this.current = 'failed';
+      this.failReason = pe.code;
+    }
+    return pe;
+  }
+}
+
+function checkStepResult(out: EnvStepResult): string | null {
+  if (typeof out !== 'object' || out === null) return 'step returned no result object';
+  if (typeof out.reward !== 'number' || !Number.isFinite(out.reward)) return `step returned a non-finite reward (${String(out.reward)})`;
+  if (typeof out.terminated !== 'boolean') return 'step returned a non-boolean terminated';
+  if (out.truncated !== undefined && typeof out.truncated !== 'boolean') return 'step returned a non-boolean truncated';
+  if (out.observation === undefined) return 'step returned no observation';
+  if (out.info !== undefined && (typeof out.info !== 'object' || out.info === null || Array.isArray(out.info))) return 'step returned a non-object info';
+  return null;
 }
