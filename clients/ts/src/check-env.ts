@@ -7,7 +7,7 @@ import { connect, type ConnectOptions, type Encoding, type SandgymClient } from 
 import type { EnvHandle } from './env-handle.js';
 import { SandgymError } from './errors.js';
 import type { WebSocketCtor } from './socket.js';
-import type { Bound, EnvSpec, StepResult } from './types.js';
+import type { EnvSpec, StepResult } from './types.js';
 
 export interface CheckEnvOptions {
   token?: string;
@@ -44,13 +44,18 @@ export interface CheckReport {
 type Check = (ctx: CheckContext) => Promise<Outcome>;
 type Outcome = { ok: boolean; detail: string; skipped?: boolean };
 
-interface CheckContext {
+/** What every check gets; the spec check runs before there is a spec. */
+interface SessionContext {
   client: SandgymClient;
   envId: string;
-  spec: EnvSpec;
   opts: Required<Pick<CheckEnvOptions, 'seed' | 'maxRolloutSteps'>> & CheckEnvOptions;
   /** Sessions opened by checks, closed at the end whatever happens. */
   handles: EnvHandle[];
+}
+
+/** The context of the checks after the spec check: the spec make returned. */
+interface CheckContext extends SessionContext {
+  spec: EnvSpec;
 }
 
 /** Runs every check against `envId` on the server at `url`. Never throws for env faults: they are failures in the report. */
@@ -73,24 +78,26 @@ export async function checkEnv(url: string, envId: string, options: CheckEnvOpti
     checks.push({ name: 'connect', ok: false, detail: describeError(err) });
     return report();
   }
-  const ctx: CheckContext = { client, envId, spec: undefined as unknown as EnvSpec, opts, handles: [] };
+  const base: SessionContext = { client, envId, opts, handles: [] };
   try {
-    const specOutcome = await run(() => checkSpec(ctx, envId));
+    let spec: EnvSpec | undefined;
+    const specOutcome = await run(() => checkSpec(base, envId, (s) => (spec = s)));
     checks.push({ name: 'spec', ...specOutcome });
-    if (!specOutcome.ok) return report();
+    if (!specOutcome.ok || spec === undefined) return report();
+    const ctx: CheckContext = { ...base, spec };
     for (const [name, check] of CHECKS) {
       checks.push({ name, ...(await run(() => check(ctx))) });
       // Each check's sessions go before the next opens more, so per-connection caps never bite.
       await closeAll(ctx);
     }
   } finally {
-    await closeAll(ctx);
+    await closeAll(base);
     await client.close().catch(() => undefined);
   }
   return report();
 }
 
-async function closeAll(ctx: CheckContext): Promise<void> {
+async function closeAll(ctx: SessionContext): Promise<void> {
   const handles = ctx.handles.splice(0);
   await Promise.allSettled(handles.map((h) => h.close({ timeoutMs: 5_000 })));
 }
@@ -103,11 +110,11 @@ async function run(check: () => Promise<Outcome>): Promise<Outcome> {
   }
 }
 
-async function checkSpec(ctx: CheckContext, envId: string): Promise<Outcome> {
+async function checkSpec(ctx: SessionContext, envId: string, gotSpec: (spec: EnvSpec) => void): Promise<Outcome> {
   const listed = (await ctx.client.listEnvs()).find((e) => e.id === envId);
   const handle = await open(ctx);
   const spec = handle.spec;
-  ctx.spec = spec;
+  gotSpec(spec);
   const problems: string[] = [];
   if (!listed) problems.push(`'${envId}' is not in list_envs`);
   if (spec.id !== envId) problems.push(`make returned spec for '${spec.id}'`);
@@ -141,7 +148,7 @@ async function resetInSpace(ctx: CheckContext): Promise<Outcome> {
     const r = await ctx.client.request<{ observation: unknown; info: unknown }>('reset', seed === undefined ? { session: h.session } : { session: h.session, seed });
     const schema = validateResult('reset', r);
     if (!schema.ok) problems.push(`seed ${String(seed)}: reset result violates the protocol schema: ${schema.error.message}`);
-    const bad = checkSpace(ctx.spec.observation_space as never, r.observation);
+    const bad = checkSpace(ctx.spec.observation_space, r.observation);
     if (bad) problems.push(`seed ${String(seed)}: observation not in space at ${bad.path}: ${bad.reason}`);
     if (!isObject(r.info)) problems.push(`seed ${String(seed)}: info is not an object`);
   }
@@ -165,7 +172,7 @@ async function seededResetDeterministic(ctx: CheckContext): Promise<Outcome> {
 async function seededRolloutDeterministic(ctx: CheckContext): Promise<Outcome> {
   const steps = Math.min(ctx.spec.max_episode_steps ?? 5, 5);
   const rng = mulberry32(ctx.opts.seed + 7);
-  const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space as never, rng));
+  const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space, rng));
   const rollout = async () => {
     const h = await open(ctx);
     const out: unknown[] = [await h.reset({ seed: ctx.opts.seed })];
@@ -193,7 +200,7 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
   // Same first observation for every seed is legitimate (a bandit); the randomness must then show in the dynamics.
   const steps = Math.min(ctx.spec.max_episode_steps ?? 3, 3);
   const rng = mulberry32(ctx.opts.seed + 17);
-  const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space as never, rng));
+  const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space, rng));
   const rollouts = new Set<string>();
   for (const seed of seeds) {
     await h.reset({ seed });
@@ -212,12 +219,12 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
 
 async function stepBeforeReset(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
-  const action = sampleSpace(ctx.spec.action_space as never, mulberry32(ctx.opts.seed));
+  const action = sampleSpace(ctx.spec.action_space, mulberry32(ctx.opts.seed));
   return expectError(() => h.step(action), 'RESET_NEEDED', 'step before the first reset');
 }
 
 async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
-  const samples = normalizeInvalid(makeInvalidSamples(ctx.spec.action_space as never));
+  const samples = normalizeInvalid(makeInvalidSamples(ctx.spec.action_space));
   if (samples.length === 0) return { ok: true, skipped: true, detail: 'the action space admits no invalid samples' };
   const h = await open(ctx);
   await h.reset({ seed: ctx.opts.seed });
@@ -239,7 +246,7 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
   const rng = mulberry32(ctx.opts.seed + 3);
   try {
     for (let valid = 1; valid <= (limit ?? 1); valid++) {
-      const r = await h.step(sampleSpace(ctx.spec.action_space as never, rng) as never);
+      const r = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
       if (r.terminated) break;
       if (r.truncated) {
         if (limit !== null && valid < limit) problems.push(`truncated after ${valid} valid steps (limit ${limit}): rejected actions counted toward max_episode_steps`);
@@ -262,7 +269,7 @@ async function validActionSteps(ctx: CheckContext): Promise<Outcome> {
   const n = Math.min(ctx.spec.max_episode_steps ?? 10, 10);
   let stepped = 0;
   for (let i = 0; i < n; i++) {
-    const action = sampleSpace(ctx.spec.action_space as never, rng);
+    const action = sampleSpace(ctx.spec.action_space, rng);
     // Raw request, not h.step: the handle normalises results and would hide extra or missing fields.
     const r = await ctx.client.request<StepResult>('step', { session: h.session, action });
     stepped++;
@@ -289,7 +296,7 @@ async function episodeEnds(ctx: CheckContext): Promise<Outcome> {
     let last: StepResult | undefined;
     let steps = 0;
     while (steps < cap) {
-      last = await h.step(sampleSpace(ctx.spec.action_space as never, rng) as never);
+      last = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
       steps++;
       if (last.terminated || last.truncated) break;
     }
@@ -302,7 +309,7 @@ async function episodeEnds(ctx: CheckContext): Promise<Outcome> {
       reachedLimit = true; // and it ended right there: the server set truncated (or the env terminated)
     }
     const how = last!.terminated ? 'terminated' : 'truncated';
-    const after = await expectError(() => h.step(sampleSpace(ctx.spec.action_space as never, rng) as never), 'RESET_NEEDED', 'step after the episode ended');
+    const after = await expectError(() => h.step(sampleSpace(ctx.spec.action_space, rng) as never), 'RESET_NEEDED', 'step after the episode ended');
     if (!after.ok) return { ok: false, detail: `${how} at step ${steps}, but ${after.detail}` };
     endings.push(`${how} at step ${steps}`);
     if (limit === null) break;
@@ -318,7 +325,7 @@ async function closeIdempotent(ctx: CheckContext): Promise<Outcome> {
   await ctx.client.request('close', { session: h.session });
   await ctx.client.request('close', { session: h.session });
   try {
-    await ctx.client.request('step', { session: h.session, action: sampleSpace(ctx.spec.action_space as never, mulberry32(1)) });
+    await ctx.client.request('step', { session: h.session, action: sampleSpace(ctx.spec.action_space, mulberry32(1)) });
     return { ok: false, detail: 'step on a closed session succeeded' };
   } catch (err) {
     if (!(err instanceof SandgymError) || err.code === 'REQUEST_TIMEOUT' || err.code === 'CONNECTION_CLOSED') return { ok: false, detail: `step on a closed session: ${describeError(err)}` };
@@ -329,7 +336,7 @@ async function closeIdempotent(ctx: CheckContext): Promise<Outcome> {
 /** Structural checks of one step result against the spec. */
 function wellFormed(spec: EnvSpec, r: StepResult): string[] {
   const problems: string[] = [];
-  const bad = checkSpace(spec.observation_space as never, r.observation);
+  const bad = checkSpace(spec.observation_space, r.observation);
   if (bad) problems.push(`observation not in space at ${bad.path}: ${bad.reason}`);
   if (typeof r.reward !== 'number' || !Number.isFinite(r.reward)) problems.push(`reward ${String(r.reward)} is not a finite number`);
   else if (Array.isArray(spec.reward_range) && !inRange(r.reward, spec.reward_range)) problems.push(`reward ${r.reward} outside reward_range ${JSON.stringify(spec.reward_range)}`);
@@ -349,7 +356,7 @@ function wellFormed(spec: EnvSpec, r: StepResult): string[] {
   return problems;
 }
 
-function inRange(x: number, [lo, hi]: [Bound, Bound]): boolean {
+function inRange(x: number, [lo, hi]: EnvSpec['reward_range']): boolean {
   const l = lo === '-inf' || lo === 'inf' ? -Infinity : lo;
   const h = hi === 'inf' || hi === '-inf' ? Infinity : hi;
   return x >= l && x <= h;
@@ -365,7 +372,7 @@ async function expectError(fn: () => Promise<unknown>, code: string, what: strin
   }
 }
 
-async function open(ctx: CheckContext): Promise<EnvHandle> {
+async function open(ctx: SessionContext): Promise<EnvHandle> {
   const h = await ctx.client.make(ctx.envId, ctx.opts.kwargs);
   ctx.handles.push(h);
   return h;
@@ -375,7 +382,7 @@ async function open(ctx: CheckContext): Promise<EnvHandle> {
 async function stepAny(ctx: CheckContext, h: EnvHandle, n: number): Promise<void> {
   const rng = mulberry32(ctx.opts.seed + 5);
   for (let i = 0; i < n; i++) {
-    const r = await h.step(sampleSpace(ctx.spec.action_space as never, rng) as never);
+    const r = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
     if (r.terminated || r.truncated) return;
   }
 }

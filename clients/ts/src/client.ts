@@ -5,7 +5,7 @@
 // The codec module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
 import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/codec.js';
 import { EnvHandle } from './env-handle.js';
-import { SandgymError, connectionClosedError, requestTimeoutError } from './errors.js';
+import { CLOSE_CODES, SandgymError, connectionClosedError, requestTimeoutError } from './errors.js';
 import { AbandonedIds, RequestIds } from './request-ids.js';
 import { OPEN, openSocket, type OpenedSocket, type WebSocketCtor, type WebSocketLike } from './socket.js';
 import type { BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, ServerEvent, ServerInfo } from './types.js';
@@ -223,12 +223,12 @@ export class SandgymClient {
   async close(): Promise<void> {
     if (!this.closeError) {
       try {
-        this.ws.close(1000, 'client closed');
+        this.ws.close(CLOSE_CODES.NORMAL, 'client closed');
       } catch {
         /* already closing */
       }
       // Some implementations never fire close for a socket that never opened; do not hang on them.
-      const fallback = setTimeout(() => this.handleClose(1000, 'client closed'), 2_000);
+      const fallback = setTimeout(() => this.handleClose(CLOSE_CODES.NORMAL, 'client closed'), 2_000);
       await this.closedPromise;
       clearTimeout(fallback);
     }

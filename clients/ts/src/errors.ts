@@ -1,20 +1,21 @@
 // Typed errors for the client. Server error frames become SandgymError with the protocol's code,
 // message, details, retryable and scope copied verbatim; failures the client detects itself (a reply
 // that never came, a socket that dropped) get client-side codes so callers can branch on `code` alone.
+// The registry (codes, retryable, scope, close codes) is the protocol's, re-exported, never copied.
+// The errors module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
+import { ERROR_REGISTRY, errorOfCloseCode, type ErrorScope, type WireErrorBody } from '../../../protocol/src/errors.js';
+
+export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY } from '../../../protocol/src/errors.js';
+export type { ErrorCode, ErrorScope } from '../../../protocol/src/errors.js';
 
 /** Codes the client raises on its own; they never appear on the wire. */
 export type ClientErrorCode = 'REQUEST_TIMEOUT' | 'CONNECTION_CLOSED';
 
-export type ErrorScope = 'request' | 'session' | 'connection';
-
-/** Wire shape of an error object inside an error frame. */
-export interface WireError {
-  code: string;
-  message: string;
-  retryable: boolean;
-  scope: ErrorScope;
-  details?: Record<string, unknown>;
-}
+/**
+ * The wire error body (error.json), with `code` kept as any string: a newer server may send a code this
+ * client does not know yet, and the client hands it on verbatim.
+ */
+export type WireError = Omit<WireErrorBody, 'code'> & { code: string };
 
 export class SandgymError extends Error {
   override readonly name = 'SandgymError';
@@ -52,13 +53,11 @@ export function isRetryable(err: unknown): boolean {
   return err instanceof SandgymError && err.retryable;
 }
 
-/** Close codes the registry assigns to connection-scoped errors, so a drop can name its cause. */
-const CLOSE_CODE_CAUSES: Record<number, { code: string; retryable: boolean }> = {
-  4401: { code: 'UNAUTHORIZED', retryable: false },
-  1009: { code: 'TOO_LARGE', retryable: false },
-  1001: { code: 'SHUTTING_DOWN', retryable: true },
-  1011: { code: 'INTERNAL', retryable: false },
-};
+/** The registry error a close code stands for, so a drop can name its cause. */
+function closeCause(closeCode: number): { code: string; retryable: boolean } | undefined {
+  const code = errorOfCloseCode(closeCode);
+  return code === undefined ? undefined : { code, retryable: ERROR_REGISTRY[code].retryable };
+}
 
 export function requestTimeoutError(type: string, id: number, timeoutMs: number): SandgymError {
   return new SandgymError('REQUEST_TIMEOUT', `${type} (id ${id}) got no reply within ${timeoutMs} ms`, {
@@ -73,7 +72,7 @@ export function requestTimeoutError(type: string, id: number, timeoutMs: number)
  * registry cause when the close code or a preceding connection-scoped error frame tells us.
  */
 export function connectionClosedError(closeCode: number | undefined, reason: string, serverError?: SandgymError): SandgymError {
-  const cause = serverError && serverError.scope === 'connection' ? { code: serverError.code, retryable: serverError.retryable } : closeCode !== undefined ? CLOSE_CODE_CAUSES[closeCode] : undefined;
+  const cause = serverError && serverError.scope === 'connection' ? { code: serverError.code, retryable: serverError.retryable } : closeCode !== undefined ? closeCause(closeCode) : undefined;
   const details: Record<string, unknown> = { close_code: closeCode ?? null, reason };
   if (cause) details.server_code = cause.code;
   if (serverError) details.server_error = serverError.toJSON();

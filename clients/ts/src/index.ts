@@ -4,8 +4,8 @@
 export { connect, SandgymClient, CLIENT_VERSION, PROTOCOL_VERSIONS } from './client.js';
 export type { ConnectOptions, RequestOptions, Encoding, FrameListener, ClientEvents } from './client.js';
 export { EnvHandle } from './env-handle.js';
-export { SandgymError, isRetryable } from './errors.js';
-export type { ClientErrorCode, ErrorScope, WireError } from './errors.js';
+export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY, SandgymError, isRetryable } from './errors.js';
+export type { ClientErrorCode, ErrorCode, ErrorScope, WireError } from './errors.js';
 export { MAX_REQUEST_ID } from './request-ids.js';
 export type { WebSocketCtor, WebSocketLike } from './socket.js';
 export type * from './types.js';

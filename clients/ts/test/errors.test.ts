@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionClosedError, isRetryable, requestTimeoutError, SandgymError } from '../src/errors.js';
+import { CLOSE_CODES, connectionClosedError, ERROR_REGISTRY, isRetryable, requestTimeoutError, SandgymError } from '../src/errors.js';
 
 describe('SandgymError', () => {
   it('copies the wire error verbatim', () => {
@@ -24,5 +24,13 @@ describe('SandgymError', () => {
     expect(connectionClosedError(1001, '')).toMatchObject({ retryable: true, details: { server_code: 'SHUTTING_DOWN' } });
     const tooLarge = SandgymError.fromWire({ code: 'TOO_LARGE', message: 'm', retryable: false, scope: 'connection' });
     expect(connectionClosedError(1009, '', tooLarge)).toMatchObject({ retryable: false, details: { server_code: 'TOO_LARGE', server_error: { code: 'TOO_LARGE' } } });
+  });
+
+  it('names the cause of every registry close code, and none for a normal close', () => {
+    for (const [name, closeCode] of Object.entries(CLOSE_CODES)) {
+      const e = connectionClosedError(closeCode, '');
+      if (name === 'NORMAL') expect(e.details?.server_code, name).toBeUndefined();
+      else expect(e, name).toMatchObject({ retryable: ERROR_REGISTRY[name as keyof typeof ERROR_REGISTRY].retryable, details: { server_code: name, close_code: closeCode } });
+    }
   });
 });
