@@ -1,4 +1,5 @@
 // `sandgym envs`: list env ids and descriptions, from a running server (--url) or this install.
+import type { EnvSpec } from '../../../protocol/src/index.js';
 import { buildRegistry } from '../build-registry.js';
 import { remoteCall } from './remote.js';
 import { parseCommand, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
@@ -16,12 +17,6 @@ Options:
   --fixtures             include the test/* fixture envs (local listing)
   --env-module <path>    include envs from this module (local listing; repeatable)
   -h, --help             show this help`;
-
-interface SpecLike {
-  id: string;
-  description: string;
-  max_episode_steps?: number | null;
-}
 
 const ENVS_COMMAND = {
   name: 'envs',
@@ -42,15 +37,15 @@ export async function runEnvs(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   const { values } = parsed;
-  let specs: SpecLike[];
+  let specs: EnvSpec[];
   if (values.url !== undefined) {
     const url = wsUrlValue('url', values.url, ENVS_COMMAND.name);
     if (values.fixtures || values['env-module']) throw new UsageError('--fixtures and --env-module apply to the local listing, not --url', ENVS_COMMAND.name);
-    const result = (await remoteCall(url, values.token ?? process.env.SANDGYM_TOKEN, 'list_envs')) as { envs: SpecLike[] };
+    const result = (await remoteCall(url, values.token ?? process.env.SANDGYM_TOKEN, 'list_envs')) as { envs: EnvSpec[] };
     specs = result.envs;
   } else {
     const registry = await buildRegistry({ fixtures: values.fixtures ?? false, env_modules: values['env-module'] ?? [] });
-    specs = registry.specs() as unknown as SpecLike[];
+    specs = registry.specs();
   }
   if (values.json) {
     io.out(JSON.stringify(specs, null, 2) + '\n');
