@@ -36,6 +36,14 @@ export interface SandboxRequirement {
    * containers a second). Choose 'wipe' only when an episode cannot taint anything the next one relies on.
    */
   reuse?: 'replace' | 'wipe';
+  /**
+   * What happens to processes an agent command leaves running. 'kill' (default): every process of the
+   * agent uid dies when the command that started it ends, so nothing of the agent runs between steps.
+   * 'keep': they survive until the episode ends (release, reset, close), e.g. a server started in one
+   * command and used by the next. Either way nothing the agent starts can touch the judge, and an
+   * `exclusive` exec kills them all first.
+   */
+  background?: 'kill' | 'keep';
 }
 
 /** One command: `argv` (no shell) or `script` (run by /bin/sh). */
@@ -48,6 +56,13 @@ export interface ExecRequest {
   timeout_ms?: number;
   /** Cap per stream (stdout and stderr each). */
   max_output_bytes?: number;
+  /**
+   * Run with nothing of the agent alive beside it: every agent-uid process is killed first, and
+   * everything this command starts dies with it. For checks that read the agent's files (they still
+   * run as the agent uid, so following the agent's symlinks gains nothing) and must not be observed,
+   * ptraced or raced by a process the agent left behind.
+   */
+  exclusive?: boolean;
 }
 
 export interface ExecResult {
@@ -57,6 +72,13 @@ export interface ExecResult {
   stderr: string;
   truncated: boolean;
   timed_out: boolean;
+  /**
+   * The sandbox's memory limit was hit while the command ran and the kernel killed a process of the
+   * agent (the command itself, or one it started). The agent's fault: an observation or a score of 0,
+   * never an infrastructure error. Always false where the driver cannot tell (bubblewrap: RLIMIT_DATA
+   * makes allocations fail instead).
+   */
+  oom_killed: boolean;
   duration_ms: number;
 }
 

@@ -61,6 +61,12 @@ export interface EnvContext {
   readonly logger: EnvLogger;
   /** Present when the env declares `sandbox` and the server has a driver. */
   readonly sandboxes?: SandboxProvider;
+  /**
+   * The server's step deadline. An env that runs a bounded sub-task inside a step (a check, a test run)
+   * derives that sub-task's limit from it, so the sub-task always ends strictly inside the deadline and
+   * the same input always gets the same outcome (never a TIMEOUT one time and a score the next).
+   */
+  readonly step_timeout_ms?: number;
 }
 
 /** Infrastructure failure: reported as SANDBOX_ERROR, never as a reward of 0. */

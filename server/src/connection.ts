@@ -217,6 +217,11 @@ export class Connection {
       const reason = `env '${envId}' needs a sandbox and this server has no sandbox driver configured`;
       return this.sendError(id, err('UNSUPPORTED', { reason }, { reason }), bin);
     }
+    const cannot = entry.def.sandbox && core.sandbox ? core.sandbox.unsupported(entry.def.sandbox) : null;
+    if (cannot) {
+      const reason = `env '${envId}' cannot be served here: ${cannot}`;
+      return this.sendError(id, err('UNSUPPORTED', { reason }, { reason }), bin);
+    }
     // Reserve the slot before the first await so concurrent makes cannot overshoot the caps.
     core.sessionCount++;
     this.pendingMakes++;

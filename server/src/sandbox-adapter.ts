@@ -51,6 +51,12 @@ export interface SandboxService {
    */
   forSession(sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes;
   ready(): Readiness;
+  /**
+   * Why this server cannot give an env's sandbox the guarantees sandgym promises (e.g. rootless
+   * bubblewrap cannot keep the judge apart from the agent), or null when it can. Checked at make:
+   * such an env is UNSUPPORTED there, never served with rewards that cannot be trusted.
+   */
+  unsupported(req: SandboxRequirement): string | null;
   close(): Promise<void>;
 }
 
@@ -83,7 +89,7 @@ function envSandbox(sb: DriverSandbox): Sandbox {
 }
 
 export function specOf(req: SandboxRequirement): SandboxSpec {
-  return { image: req.image, limits: req.limits, workspace: req.workspace };
+  return { image: req.image, limits: req.limits, workspace: req.workspace, ...(req.background ? { background: req.background } : {}) };
 }
 
 interface Held {
@@ -177,6 +183,10 @@ export class PooledSandboxService implements SandboxService {
 
   ready(): Readiness {
     return { ready: true };
+  }
+
+  unsupported(_req: SandboxRequirement): string | null {
+    return this.driver.capabilities.judge_isolation;
   }
 
   async close(): Promise<void> {

@@ -99,7 +99,8 @@ export class Session {
     let creating: Promise<EnvInstance> | null = null;
     try {
       if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost);
-      const ctx: EnvContext = sandboxes ? { signal: abort.signal, logger, sandboxes } : { signal: abort.signal, logger };
+      const base = { signal: abort.signal, logger, step_timeout_ms: core.config.step_timeout_ms };
+      const ctx: EnvContext = sandboxes ? { ...base, sandboxes } : base;
       creating = callAsync(() => entry.def.create(ctx, kwargs));
       const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');
       if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {

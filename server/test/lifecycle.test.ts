@@ -177,6 +177,7 @@ describe('http routes', () => {
       {
         sandbox: {
           ready: () => ({ ready: false, reason: 'warming pool' }),
+          unsupported: () => null,
           forSession: () => {
             throw new Error('unused');
           },

@@ -46,6 +46,7 @@ function fakeService() {
   const state = { acquired: 0, releasedAll: 0, kill: null as null | ((reason: string) => void) };
   const service: SandboxService = {
     ready: () => ({ ready: true }),
+    unsupported: () => null,
     close: async () => {},
     forSession: (_id, _signal, onFailure) => {
       state.kill = onFailure;
@@ -54,7 +55,7 @@ function fakeService() {
           state.acquired++;
           return {
             id: `fake-${state.acquired}`,
-            exec: async (req) => ({ exit_code: 0, signal: null, stdout: `${req.argv!.slice(1).join(' ')}\n`, stderr: '', truncated: false, timed_out: false, duration_ms: 1 }),
+            exec: async (req) => ({ exit_code: 0, signal: null, stdout: `${req.argv!.slice(1).join(' ')}\n`, stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1 }),
             putFiles: async () => {},
             getFile: async () => new Uint8Array(),
             getTar: async () => new Uint8Array(),

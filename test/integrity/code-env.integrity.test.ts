@@ -220,19 +220,14 @@ describe.skipIf(!HAS_DOCKER)('code-v0 reward integrity over the wire (docker)', 
     expect(e.grade.tests?.collected ?? 0).not.toBe(1);
   }, 60_000);
 
-  test('infrastructure failure is SANDBOX_ERROR, never a reward of 0; reset recovers', async () => {
+  test('kill -1 from the agent is its own fault: an observation, the episode goes on (the judge survives)', async () => {
     await env.reset({ seed: 0, options: { task_id: 'py-slugify' } });
-    // The agent kills every process of its user, including the sandbox's command channel.
-    const err = await env.step(bash('kill -9 -1; sleep 5')).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SandgymError);
-    expect((err as SandgymError).code).toBe('SANDBOX_ERROR');
-    // The session is poisoned (RESET_NEEDED), or closed by the server when the sandbox layer saw the
-    // sandbox die (session_closed, code SANDBOX_ERROR): either way no reward was ever produced.
-    const after = await env.step(bash('true')).catch((e: unknown) => e);
-    expect(['RESET_NEEDED', 'UNKNOWN_SESSION']).toContain((after as SandgymError).code);
-    if ((after as SandgymError).code === 'UNKNOWN_SESSION') env = await client.make<string, Action>('code-v0', {});
-    const r = await env.reset({ seed: 0, options: { task_id: 'py-slugify' } });
-    expect(r.info.task_id).toBe('py-slugify');
+    // The agent kills every process it can: only its own uid's. The judge (the command channel) lives on.
+    const killed = await env.step(bash('sleep 100 & (kill -9 -1); sleep 5'));
+    expect(killed.reward).toBe(0);
+    expect(String(killed.observation)).toMatch(/killed by signal SIGKILL/);
+    const after = await env.step(bash('echo alive'));
+    expect(String(after.observation)).toContain('alive');
     const ok = await env.step(write('slug.py', solution('py-slugify', 'slug.py')));
     expect(ok.reward).toBe(1);
   }, 120_000);

@@ -98,9 +98,12 @@ for (const drv of DRIVERS) {
       const env = await client.make<Obs>('shell-v0');
       await env.reset({ options: { task_id: 'create-file' } });
       const t0 = Date.now();
-      const s = await env.step(bash('trap "" TERM; sleep 30', 0.5));
-      expect(Date.now() - t0).toBeLessThan(5000);
-      expect(s.observation).toContain('timed out after 0.5 s');
+      const s = await env.step(bash('trap "" TERM; setsid sleep 300 & sleep 30', 1));
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(s.observation).toContain('timed out after 1 s');
+      // The setsid escapee did not survive its command (background policy 'kill').
+      const ps = await env.step(bash('ps -o user,comm | grep -v "^root" | grep -c "sleep" || true'));
+      expect(ps.observation).toMatch(/stdout:\n0\n/);
       expect((await env.step(bash("echo 'hello world' > hello.txt"))).reward).toBe(1);
       await env.close();
     }, 60_000);
@@ -134,32 +137,29 @@ for (const drv of DRIVERS) {
   });
 }
 
-describe.skipIf(!HAS_DOCKER)('shell-v0: a memory bomb is a SANDBOX_ERROR with the OOM reason (docker)', () => {
+describe.skipIf(!HAS_DOCKER)('shell-v0: exhausting memory is the agent\'s fault, an observation (docker)', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ driver: 'docker', pools: { min_idle: 1, max_total: 4 } });
   }, 60_000);
   afterAll(async () => server?.close(), 60_000);
 
-  it('reaches the client as an error on the step and a session_closed event', async () => {
+  it('OOM-killed commands are reported in the observation; the episode goes on and can still be solved', async () => {
     const client = await connect(server.url);
-    const events: { event: string; session?: string; details?: Record<string, unknown> }[] = [];
+    const events: { event: string }[] = [];
     client.on('event', (ev) => events.push(ev as (typeof events)[number]));
     const env = await client.make<Obs>('shell-v0');
     await env.reset({ options: { task_id: 'create-file' } });
-    const e = await caught(env.step(bash('dd if=/dev/zero of=/dev/null bs=300M count=1')));
-    expect(e.code).toBe('SANDBOX_ERROR');
-    expect(e.retryable).toBe(true);
-    expect(String(e.details?.reason)).toContain('out of memory: limit 256 MiB');
-    await waitFor(() => events.some((ev) => ev.event === 'session_closed'), 5000, 'session_closed');
-    const ev = events.find((x) => x.event === 'session_closed')!;
-    expect(ev.session).toBe(env.session);
-    expect(ev.details).toMatchObject({ code: 'SANDBOX_ERROR' });
-    expect(String(ev.details?.reason)).toContain('out of memory: limit 256 MiB');
-    // The session is gone: the next request says so (never a reward).
-    expect((await caught(env.step(bash('true')))).code).toBe('UNKNOWN_SESSION');
+    // Many processes together past the container's memory: the kernel kills agent processes, never the judge.
+    const s = await env.step(bash('for i in 1 2 3 4 5 6 7 8; do (x=$(head -c 60000000 /dev/zero | tr "\\0" a); sleep 2) & done; wait; echo done', 30));
+    expect(s).toMatchObject({ reward: 0, terminated: false });
+    expect((s.info as Info & { oom_killed?: boolean }).oom_killed).toBe(true);
+    expect(s.observation).toMatch(/memory limit exceeded/);
+    const solved = await env.step(bash("echo 'hello world' > hello.txt"));
+    expect(solved.reward).toBe(1);
+    expect(events.some((e) => e.event === 'session_closed')).toBe(false);
     await client.close();
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('shell-v0 without a sandbox driver', () => {

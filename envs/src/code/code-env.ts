@@ -15,7 +15,10 @@ import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '.
 import { bashTool } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
-import type { RunnerOptions } from './grader-plan.js';
+import { RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
+
+/** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
+const GRADE_MARGIN_MS = 15_000;
 import { DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rubricSpec, type Weights } from './rubric.js';
 import { TaskAccessError, type TaskSet } from './task-loader.js';
 import type { LoadedTask, RubricComponent, ShapingMode, Split } from './task-types.js';
@@ -119,8 +122,16 @@ export function confinePath(p: string, root: string): { abs: string; rel: string
 }
 
 function formatExec(r: ExecResult, cap: number, timeoutS?: number): string {
-  const head = r.timed_out ? `timed out after ${timeoutS ?? '?'}s (killed)` : r.exit_code !== null ? `exit_code: ${r.exit_code}` : `killed by signal ${r.signal ?? 'unknown'}`;
-  const parts = [head];
+  // The agent's own faults (deadline, memory limit, kill -1) are observations; the episode goes on.
+  const oom = r.oom_killed && (r.timed_out || !r.signal) ? '; memory limit exceeded: a process was killed' : '';
+  const head = r.timed_out
+    ? `timed out after ${timeoutS ?? '?'}s (killed)`
+    : r.oom_killed
+      ? `killed: memory limit exceeded (${r.signal ?? 'a process was killed'})`
+      : r.exit_code !== null
+        ? `exit_code: ${r.exit_code}`
+        : `killed by signal ${r.signal ?? 'unknown'}`;
+  const parts = [head + oom];
   if (r.stdout) parts.push(`--- stdout ---\n${capText(r.stdout.replace(/\n$/, ''), cap)}`);
   if (r.stderr) parts.push(`--- stderr ---\n${capText(r.stderr.replace(/\n$/, ''), cap)}`);
   if (r.truncated) parts.push('[output truncated by the sandbox]');
@@ -145,6 +156,8 @@ class CodeEnvInstance implements EnvInstance {
     private readonly opts: CodeEnvOptions,
     private readonly provider: SandboxProvider,
     private readonly kwargs: Kwargs,
+    /** The grading run's budget: the step deadline less what acquiring and copying may take. */
+    private readonly gradeBudgetMs?: number,
   ) {
     this.cache = new GradeCache<GradeResult>(opts.cacheCapacity ?? 64);
     this.cap = opts.outputChars ?? DEFAULT_OUTPUT_CHARS;
@@ -285,6 +298,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(p?.scratch ? { scratch: p.scratch } : {}),
       ...(this.opts.runner ?? {}),
       killStragglers: this.opts.killStragglers ?? true,
+      ...(this.gradeBudgetMs !== undefined ? { budgetMs: this.gradeBudgetMs } : {}),
     });
   }
 
@@ -385,7 +399,12 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
     sandbox: { image: opts.image ?? tasks[0]?.spec.image ?? 'sandgym/python:1' },
     create(ctx: EnvContext, kwargs: Record<string, unknown>): EnvInstance {
       if (!ctx.sandboxes) throw new SandboxFailure('code-v0 needs sandboxes, but this server has no sandbox driver');
-      const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs);
+      // Timeouts are ordered: the test run ends (by its own limit) strictly inside the step deadline.
+      const budget = ctx.step_timeout_ms === undefined ? undefined : ctx.step_timeout_ms - GRADE_MARGIN_MS;
+      if (budget !== undefined && budget < (RUN_OVERHEAD_S + 5) * 1000) {
+        throw new Error(`code-v0 needs step_timeout_ms >= ${GRADE_MARGIN_MS + (RUN_OVERHEAD_S + 5) * 1000} so that a test run ends inside the step deadline (got ${ctx.step_timeout_ms})`);
+      }
+      const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs, budget);
       ctx.signal.addEventListener('abort', () => void inst.close(), { once: true });
       return inst;
     },

@@ -40,6 +40,8 @@ export interface GradeOptions extends RunnerOptions, ReadTarOptions {
   tamperScan?: boolean;
   /** Kill what the code under test left running before reading the report (real sandboxes only; see PlanOptions). */
   killStragglers?: boolean;
+  /** The grading run's budget inside the step deadline (PlanOptions.budgetMs). */
+  budgetMs?: number;
 }
 
 /** The component names a task's score carries (for info.reward_components). */
@@ -82,6 +84,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   const sb = await opts.provider.acquire(opts.requirement);
   const acquireMs = performance.now() - ta;
   let out: ReturnType<typeof parseRunOutput>;
+  let oomKilled = false;
   const tr = performance.now();
   try {
     const tar = await writeTar([
@@ -93,6 +96,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     if (prep.exit_code !== 0) throw new SandboxFailure(`grading sandbox: cannot create ${plan.layout.root}: ${prep.stderr.slice(0, 500)}`);
     await sb.putFiles(plan.files);
     const res = await sb.exec(plan.run);
+    oomKilled = res.oom_killed;
     out = parseRunOutput(res.stdout, plan.nonce, plan.layout.workspace);
     if (out.preflight_failed) {
       throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run ${task.spec.test.format} tests: ${out.log_tail.trim().slice(-500) || 'runner unavailable'}`);
@@ -112,7 +116,10 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     tests = summary;
   }
   const changedTests = tamperedTests(plan.testHashes, out.hashes);
-  if (!out.complete) zero = out.timed_out ? 'grading run timed out' : 'grading run did not complete (runner or its parent was killed)';
+  // What the submission can cause (exhausting memory, kill -1, hanging) scores 0 with a reason, the same
+  // reason every time: the memory limit first (its kill may also end the run early), then the deadline.
+  if (oomKilled) zero = 'memory limit exceeded';
+  else if (!out.complete) zero = out.timed_out ? 'test run timed out' : 'grading run did not complete (runner or its parent was killed)';
   else if (out.timed_out) zero = `tests timed out after ${task.spec.test.timeout_s}s`;
   else if (changedTests.length > 0) zero = `hidden tests modified during the run: ${changedTests.join(', ')}`;
   else if (!scored.ok) zero = scored.reason;

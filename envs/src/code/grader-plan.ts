@@ -274,6 +274,23 @@ export interface PlanOptions extends RunnerOptions {
    * report is read. Only safe inside a sandbox with its own PID namespace: never on a host.
    */
   killStragglers?: boolean;
+  /**
+   * Step budget (ms) the whole run must fit in (preflight, syntax check, tests, report). When set, the
+   * test limit is min(task timeout, budget - 20 s) and the run's own deadline is the budget, so a hung
+   * test run always ends by the test limit (status 124, "tests timed out"), never by a deadline race.
+   */
+  budgetMs?: number;
+}
+
+/** Seconds reserved in a run's budget for preflight, the syntax check and the kill grace around the test limit. */
+export const RUN_OVERHEAD_S = 20;
+
+/** The test limit and the run's deadline for a task under an optional step budget. */
+export function runLimits(taskTimeoutS: number, budgetMs?: number): { testLimitS: number; runTimeoutMs: number } {
+  if (budgetMs === undefined) return { testLimitS: taskTimeoutS, runTimeoutMs: (taskTimeoutS + 90) * 1000 };
+  const testLimitS = Math.min(taskTimeoutS, Math.floor(budgetMs / 1000) - RUN_OVERHEAD_S);
+  if (testLimitS < 1) throw new RangeError(`a grading budget of ${budgetMs} ms leaves no time for the tests (needs more than ${RUN_OVERHEAD_S + 1} s)`);
+  return { testLimitS, runTimeoutMs: budgetMs };
 }
 
 const SYNTAX_EXT = /\.(py|js|mjs|cjs|sh|bash|json)$/;
@@ -281,7 +298,7 @@ const SYNTAX_EXT = /\.(py|js|mjs|cjs|sh|bash|json)$/;
 export function planGrading(task: LoadedTask, opts: PlanOptions = {}): GradingPlan {
   const nonce = opts.nonce ?? newGradingNonce();
   const layout = gradingLayout(nonce, opts);
-  const timeoutS = task.spec.test.timeout_s;
+  const { testLimitS: timeoutS, runTimeoutMs } = runLimits(task.spec.test.timeout_s, opts.budgetMs);
   const runnerLine = `cd ${shellQuote(layout.workspace)} && exec ${runnerArgv(task, layout, opts).map(shellQuote).join(' ')}\n`;
   const preflightLine =
     task.spec.test.format === 'pytest-junit'
@@ -308,7 +325,7 @@ export function planGrading(task: LoadedTask, opts: PlanOptions = {}): GradingPl
     argv: ['sh', layout.gradeScript, layout.root, String(timeoutS), opts.killStragglers ? '1' : '0'],
     cwd: layout.workspace,
     stdin: `${nonce}\n`,
-    timeout_ms: (timeoutS + 90) * 1000,
+    timeout_ms: runTimeoutMs,
     max_output_bytes: opts.max_output_bytes ?? 16 * 1024 * 1024,
   };
   const testHashes: Record<string, string> = {};

@@ -48,7 +48,7 @@ class ScriptedProvider implements SandboxProvider {
   async acquire(): Promise<Sandbox> {
     this.acquired++;
     const self = this;
-    const res = (stdout: string, exit = 0): ExecResult => ({ exit_code: exit, signal: null, stdout, stderr: '', truncated: false, timed_out: false, duration_ms: 1 });
+    const res = (stdout: string, exit = 0): ExecResult => ({ exit_code: exit, signal: null, stdout, stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1 });
     return {
       id: 'scripted',
       async exec(req: ExecRequest) {

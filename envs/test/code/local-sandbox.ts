@@ -56,7 +56,7 @@ export class LocalSandbox implements Sandbox {
       child.on('error', reject);
       child.on('close', (code, signal) => {
         if (timer) clearTimeout(timer);
-        resolve({ exit_code: code, signal, stdout, stderr, truncated, timed_out: timedOut, duration_ms: performance.now() - started });
+        resolve({ exit_code: code, signal, stdout, stderr, truncated, timed_out: timedOut, oom_killed: false, duration_ms: performance.now() - started });
       });
       child.stdin.on('error', () => undefined);
       child.stdin.end(req.stdin ?? '');

@@ -2,7 +2,6 @@
 // CommandChannel. Drivers subclass it and supply teardown (remove the container / kill bwrap).
 import path from 'node:path';
 import { TextDecoder } from 'node:util';
-import { AGENT_STATE_DIR } from './channel/agent-script.js';
 import type { CommandChannel, RawResult } from './channel/channel.js';
 import { buildCommandScript, shellQuote, type FastArgv } from './channel/shell.js';
 import { SandboxGoneError, SandboxRequestError } from './errors.js';
@@ -101,6 +100,12 @@ export abstract class ChannelSandbox implements DriverSandbox {
     return path.posix.resolve(this.workspace, p);
   }
 
+  /** Runner flags for one command: what happens to agent processes around it (agent-script.ts). */
+  private flags(exclusive: boolean, direct = false): string {
+    const kill = exclusive || (this.spec.background ?? 'kill') === 'kill';
+    return `${exclusive ? 'x' : ''}${kill ? 'k' : ''}${direct ? 'd' : ''}`;
+  }
+
   async exec(req: ExecRequest): Promise<ExecResult> {
     if (this.died) throw this.gone();
     const cap = Math.min(Math.max(1, Math.floor(req.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES)), MAX_OUTPUT_BYTES_LIMIT);
@@ -110,16 +115,17 @@ export abstract class ChannelSandbox implements DriverSandbox {
     const env = { ...this.spec.env, ...req.env };
     const script = buildCommandScript({ argv: req.argv, script: req.script, cwd, env });
     const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
-    const fast = req.argv?.length ? { argv: req.argv, cwd, env } : undefined;
-    const raw = await this.run(script, stdin, timeoutMs, cap, fast);
-    if (!raw.timedOut && raw.status === 128 + 9) await this.afterUnexpectedKill();
+    // The judge enters a cwd on the agent's behalf only when it is the workspace root (a mount point the
+    // agent cannot swap for a symlink); any other cwd is entered by the script, as the agent.
+    const fast = req.argv?.length && cwd === this.workspace ? { argv: req.argv, cwd, env } : undefined;
+    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true), fast);
     if (this.died) throw this.gone();
     return this.toResult(raw, cap);
   }
 
-  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, fast?: FastArgv): Promise<RawResult> {
+  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, flags: string, fast?: FastArgv): Promise<RawResult> {
     try {
-      return await this.channel.run({ script, stdin, timeoutMs, cap, fast });
+      return await this.channel.run({ script, stdin, timeoutMs, cap, fast, flags });
     } catch (e) {
       if (e instanceof SandboxGoneError) {
         // The channel knows *that* it closed; the driver may know *why* (OOM, exit): prefer that.
@@ -143,14 +149,19 @@ export abstract class ChannelSandbox implements DriverSandbox {
       stderr: decodeOutput(raw.stderr, raw.stderrTruncated, cap, 'stderr'),
       truncated: raw.stdoutTruncated || raw.stderrTruncated,
       timed_out: raw.timedOut,
+      oom_killed: raw.oomKilled,
       duration_ms: Math.round(raw.durationMs * 1000) / 1000,
     };
   }
 
-  /** Internal command with binary output, used by file transfer. Throws on non-zero status. */
-  protected async transfer(what: string, script: string, stdin?: Buffer): Promise<Buffer> {
+  /**
+   * Internal command with binary output, used by file transfer; runs as the agent like every command
+   * (the files are the agent's). Outputs stream straight to the channel (`d`): no copy in a tmpfs the
+   * agent could fill. Throws on non-zero status.
+   */
+  protected async transfer(what: string, script: string, stdin?: Buffer, output = false): Promise<Buffer> {
     if (this.died) throw this.gone();
-    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES);
+    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output));
     if (this.died) throw this.gone();
     if (raw.status !== 0 || raw.timedOut) {
       const msg = raw.stderr.toString('utf8').trim() || `status ${String(raw.status)}`;
@@ -168,11 +179,11 @@ export abstract class ChannelSandbox implements DriverSandbox {
   }
 
   async getFile(p: string): Promise<Uint8Array> {
-    return this.transfer(`getFile ${p}`, `exec cat -- ${shellQuote(this.resolvePath(p))}`);
+    return this.transfer(`getFile ${p}`, `exec cat -- ${shellQuote(this.resolvePath(p))}`, undefined, true);
   }
 
   async getTar(p: string): Promise<Uint8Array> {
-    return this.transfer(`getTar ${p}`, `cd ${shellQuote(this.resolvePath(p))} && exec tar -cf - .`);
+    return this.transfer(`getTar ${p}`, `cd ${shellQuote(this.resolvePath(p))} && exec tar -cf - .`, undefined, true);
   }
 
   async putTar(dir: string, tar: Uint8Array): Promise<void> {
@@ -191,22 +202,31 @@ export abstract class ChannelSandbox implements DriverSandbox {
     }
   }
 
+  /**
+   * In place, and complete: every agent-uid process is killed (the judge runs the wipe as an exclusive
+   * command), then everything the agent uid can write is restored: the workspace, /tmp, /dev/shm and
+   * /dev/mqueue emptied and checked empty. SysV IPC objects cannot be removed with the tools every image
+   * has, so a sandbox where the agent made one is not reusable: reset fails and the pool replaces it.
+   * The judge's own directories were never writable by the agent.
+   */
   async reset(): Promise<void> {
     if (this.died) throw this.gone();
     await this.channel.killAll('sandbox reset');
     const ws = shellQuote(this.workspace);
-    // chmod first: a command may have left unwritable directories behind.
-    // /dev/shm is writable too (private IPC namespace). The agent's per-command files go as well: a
-    // file planted for a future command id (e.g. i.<n>, read as that command's stdin) must not reach
-    // the next episode when the sandbox is reused.
+    const dirs = `${ws} /tmp /dev/shm /dev/mqueue`;
     const wipe = [
-      `chmod -R u+rwX ${ws} /tmp /dev/shm 2>/dev/null`,
-      `cd ${ws} && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
-      `cd /tmp && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
-      `cd /dev/shm 2>/dev/null && rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null`,
-      `rm -f ${AGENT_STATE_DIR}/[ciope].* 2>/dev/null`,
+      // chmod first (the entries, not the mount roots the agent does not own): a command may have left
+      // unwritable directories behind, and all of it is the agent's.
+      `for d in ${dirs}; do [ -d "$d" ] && [ ! -L "$d" ] && (cd "$d" && { chmod -R u+rwX -- ./* ./.[!.]* ./..?* 2>/dev/null; rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null; }); done`,
+      `for d in ${dirs}; do [ -d "$d" ] || continue; for f in "$d"/* "$d"/.[!.]* "$d"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "left behind: $f" >&2; exit 3; fi; done; done`,
+      // The uid column of /proc/sysvipc/{shm,msg} is the 8th, of sem the 5th.
+      `u=$(id -u); for t in shm:8 msg:8 sem:5; do f=/proc/sysvipc/\${t%:*}; [ -r "$f" ] || continue; n=$(awk -v c="\${t#*:}" -v u="$u" 'NR > 1 && $c == u' "$f" | wc -l); [ "$n" -eq 0 ] || { echo "SysV IPC objects left behind (\${t%:*})" >&2; exit 4; }; done`,
       'exit 0',
     ].join('\n');
-    await this.transfer('reset', wipe);
+    const raw = await this.run(Buffer.from(`${wipe}\n`), undefined, TRANSFER_TIMEOUT_MS, 64 * 1024, 'xk');
+    if (this.died) throw this.gone();
+    if (raw.status !== 0 || raw.timedOut) {
+      throw new SandboxGoneError(`reset incomplete: ${raw.stderr.toString('utf8').trim().slice(0, 300) || `status ${String(raw.status)}`}`);
+    }
   }
 }

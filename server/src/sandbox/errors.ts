@@ -45,3 +45,16 @@ export class SandboxPoolClosedError extends Error {
     super(`pool ${pool} is closed`);
   }
 }
+
+/**
+ * The driver cannot give this sandbox the guarantees sandgym promises (e.g. bubblewrap without root
+ * has one mapped uid, so the judge cannot be kept apart from the agent). Not retryable: the same server
+ * will refuse again. `reason` names what is missing and how to get it.
+ */
+export class SandboxUnsupportedError extends Error {
+  override readonly name = 'SandboxUnsupportedError';
+  readonly code = 'SANDBOX_UNSUPPORTED';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}

@@ -70,6 +70,6 @@ export { SandboxPool, PoolSet } from './pool.js';
 export type { PoolOptions, PoolSetOptions, PoolStats } from './pool.js';
 export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
-export { SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
+export { SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError, SandboxUnsupportedError } from './errors.js';
 export { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits } from './limits.js';
 export * from './types.js';

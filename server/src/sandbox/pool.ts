@@ -277,7 +277,7 @@ export class PoolSet {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
     const env = spec.env ? JSON.stringify(Object.entries(spec.env).sort()) : '';
-    return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${env}`, limits };
+    return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${spec.background ?? 'kill'}|${env}`, limits };
   }
 
   pool(spec: SandboxSpec): SandboxPool {

@@ -12,8 +12,10 @@ export interface SandboxSpec {
   workspace?: string;
   /** Pool label (goes into the `sandgym.pool` label); informational. */
   pool?: string;
-  /** Extra environment for every command. */
+  /** Extra environment for every command (never the judge's own environment). */
   env?: Record<string, string>;
+  /** Processes the agent leaves running: see SandboxRequirement.background. Default 'kill'. */
+  background?: 'kill' | 'keep';
 }
 
 export type DriverKind = 'docker' | 'local';
@@ -34,6 +36,11 @@ export interface DriverCapabilities {
   in_place_reset: boolean;
   /** One `docker exec` per command is available as a slow fallback path. */
   exec_fallback: boolean;
+  /**
+   * Whether the judge runs apart from the agent (two uids, docs/SANDBOX.md threat model). null when it
+   * does; otherwise why not. Sandboxes are refused where it cannot (no env may be scored without it).
+   */
+  judge_isolation: string | null;
 }
 
 export interface SandboxInfo {

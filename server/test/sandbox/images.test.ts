@@ -32,7 +32,7 @@ describe.skipIf(!dockerOk)('sandgym/python:1 (docker)', () => {
     await driver.close();
   });
 
-  it('runs pytest and node --test as nobody, without git', async () => {
+  it('runs pytest and node --test as the sandbox\'s agent uid, without git', async () => {
     const sb = await driver.create({ image: PY });
     await sb.putFiles([
       { path: 'test_x.py', content: 'def test_a():\n    assert 1 + 1 == 2\n' },
@@ -44,6 +44,7 @@ describe.skipIf(!dockerOk)('sandgym/python:1 (docker)', () => {
     const node = await sb.exec({ argv: ['node', '--test', 'a.test.mjs'], timeout_ms: 60_000 });
     expect(node.exit_code).toBe(0);
     const git = await sb.exec({ script: 'command -v git || echo none; id -u' });
-    expect(git.stdout).toBe('none\n65534\n');
+    expect(git.stdout).toBe(`none\n${(sb as unknown as { agentUid: number }).agentUid}\n`);
+    expect(git.stdout).not.toMatch(/\n0\n/);
   });
 });

@@ -2,8 +2,9 @@
 // tool (really /bin/sh: busybox ash in sandgym/busybox:1) that runs one command in the task's
 // workspace; `submit` ends the episode. After every command the task's check runs inside the same
 // sandbox; the episode terminates with reward 1 as soon as it passes, and `submit` ends it with
-// reward 1 or 0. Sandbox failures propagate as SandboxFailure (-> SANDBOX_ERROR): an OOM or a dead
-// sandbox is never scored as a wrong answer.
+// reward 1 or 0. What the agent causes (a command's deadline, the memory limit, kill -1) is an
+// observation and the episode goes on; only infrastructure faults (a dead sandbox) propagate as
+// SandboxFailure (-> SANDBOX_ERROR). The check runs exclusive (docs/SANDBOX.md, threat model).
 import type { ToolCallSpace } from '../../../../protocol/src/index.js';
 import { defineEnv, InvalidArgument, SandboxFailure, type EnvContext } from '../../api.js';
 import { randomSeed, Rng } from '../../rng.js';
@@ -15,6 +16,19 @@ const MAX_STEPS = 20;
 const DEFAULT_TIMEOUT_S = 10;
 const MAX_TIMEOUT_S = 30;
 const CHECK_TIMEOUT_MS = 10_000;
+/** After a command's deadline: SIGTERM, 0.5 s, SIGKILL, then the sweep of what it left; kept outside the step deadline. */
+const KILL_SLACK_MS = 5_000;
+
+/**
+ * The longest command a step may run so that command + kill + check always end strictly inside the
+ * server's step deadline (timeouts are ordered, never raced).
+ */
+export function commandLimitS(stepTimeoutMs: number | undefined): number {
+  if (stepTimeoutMs === undefined) return MAX_TIMEOUT_S;
+  const s = Math.min(MAX_TIMEOUT_S, Math.floor((stepTimeoutMs - CHECK_TIMEOUT_MS - KILL_SLACK_MS) / 1000));
+  if (s < 1) throw new Error(`shell-v0 needs step_timeout_ms >= ${CHECK_TIMEOUT_MS + KILL_SLACK_MS + 1000} (a command, its kill and the check must fit; got ${stepTimeoutMs})`);
+  return s;
+}
 /** Per stream, in the observation. */
 const OUTPUT_CAP = 8192;
 const OBS_MAX = 32_768;
@@ -46,8 +60,16 @@ interface Kwargs extends Record<string, unknown> {
 }
 
 function formatResult(r: ExecResult, timeoutS: number): string {
-  const head = r.timed_out ? `timed out after ${timeoutS} s (killed)` : r.signal ? `killed by ${r.signal}` : `exit code: ${String(r.exit_code)}`;
-  const parts = [head];
+  // Faults the agent causes (its deadline, the memory limit, kill -1) are observations: the episode goes on.
+  const oom = r.oom_killed && (r.timed_out || !r.signal) ? '; memory limit exceeded: a process was killed' : '';
+  const head = r.timed_out
+    ? `timed out after ${timeoutS} s (killed)`
+    : r.oom_killed
+      ? `killed: memory limit exceeded (${r.signal ?? 'a process was killed'})`
+      : r.signal
+        ? `killed by ${r.signal}`
+        : `exit code: ${String(r.exit_code)}`;
+  const parts = [head + oom];
   if (r.stdout) parts.push(`stdout:\n${r.stdout}`);
   if (r.stderr) parts.push(`stderr:\n${r.stderr}`);
   const text = parts.join('\n');
@@ -61,6 +83,7 @@ class ShellEpisode {
   constructor(
     private readonly provider: SandboxProvider,
     private readonly requirement: SandboxRequirement,
+    private readonly maxTimeoutS: number,
   ) {}
 
   async reset(seed: number | undefined, options: Record<string, unknown>) {
@@ -85,9 +108,15 @@ class ShellEpisode {
     };
   }
 
+  /**
+   * The task's check, exclusive: every process the agent left running is killed first, so nothing can
+   * observe, ptrace or race it; it runs as the agent uid (following the agent's symlinks gains nothing)
+   * and only its exit status counts. A check that cannot finish (a FIFO planted where it reads, a
+   * deadline) is a fail: 0, never an error.
+   */
   private async check(): Promise<boolean> {
-    const r = await (this.sb as Sandbox).exec({ script: (this.task as ShellTask).check, timeout_ms: CHECK_TIMEOUT_MS, max_output_bytes: 1024 });
-    return r.exit_code === 0;
+    const r = await (this.sb as Sandbox).exec({ script: (this.task as ShellTask).check, timeout_ms: CHECK_TIMEOUT_MS, max_output_bytes: 1024, exclusive: true });
+    return r.exit_code === 0 && !r.timed_out;
   }
 
   async step(action: unknown) {
@@ -97,7 +126,7 @@ class ShellEpisode {
       const solved = await this.check();
       return { observation: solved ? 'submitted: solved' : 'submitted: not solved', reward: solved ? 1 : 0, terminated: true, info: { task_id: this.task.id, reward_components: { solved: solved ? 1 : 0 } } };
     }
-    const timeoutS = Math.min(call.arguments.timeout_s ?? DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S);
+    const timeoutS = Math.min(call.arguments.timeout_s ?? DEFAULT_TIMEOUT_S, this.maxTimeoutS);
     const r = await this.sb.exec({ script: call.arguments.command as string, timeout_ms: Math.round(timeoutS * 1000), max_output_bytes: OUTPUT_CAP });
     const solved = await this.check();
     return {
@@ -108,6 +137,7 @@ class ShellEpisode {
         task_id: this.task.id,
         exit_code: r.exit_code,
         timed_out: r.timed_out,
+        oom_killed: r.oom_killed,
         truncated_output: r.truncated,
         duration_ms: r.duration_ms,
         reward_components: { solved: solved ? 1 : 0 },
@@ -141,6 +171,6 @@ export const shellEnv = defineEnv<Kwargs>({
   create(ctx: EnvContext, kwargs: Kwargs) {
     // The server answers UNSUPPORTED at make when it has no sandbox driver; this guards other hosts.
     if (!ctx.sandboxes) throw new SandboxFailure('shell-v0 needs a sandbox: start the server with --driver docker|local|auto');
-    return new ShellEpisode(ctx.sandboxes, { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' });
+    return new ShellEpisode(ctx.sandboxes, { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' }, commandLimitS(ctx.step_timeout_ms));
   },
 });

@@ -15,6 +15,11 @@ export interface RawCommand {
   cap: number;
   /** The same command as argv parts: lets the channel use the one-line fast path when it fits. */
   fast?: FastArgv;
+  /**
+   * Runner flags (agent-script.ts): `x` exclusive (every agent-uid process is killed first), `k` kill
+   * what the command left running when it ends, `d` stream stdout straight to the channel (transfers).
+   */
+  flags?: string;
 }
 
 export interface RawResult {
@@ -27,10 +32,16 @@ export interface RawResult {
   timedOut: boolean;
   /** Last signal the host asked the agent to send to the command's process group. */
   killSignal: 'TERM' | 'KILL' | null;
+  /** The sandbox's OOM-kill counter rose while the command ran (a process of the agent uid was OOM-killed). */
+  oomKilled: boolean;
   durationMs: number;
 }
 
 export interface ChannelOptions {
+  /** The uid every command runs as; the in-sandbox agent runs as the judge identity. */
+  agentUid: number;
+  /** Per-process data limit of agent commands (RLIMIT_DATA, MiB); unset = none. */
+  agentDataMb?: number;
   /** Watchdog checks (5 s apart) without a lease refresh before the sandbox kills itself. */
   leaseTicks: number;
   helloTimeoutMs?: number;
@@ -139,7 +150,7 @@ export class CommandChannel {
           reject(e);
         },
       };
-      this.input.write(`${this.nonce} ${Math.max(1, Math.ceil(this.opts.leaseTicks))}\n`);
+      this.input.write(`${this.nonce} ${Math.max(1, Math.ceil(this.opts.leaseTicks))} ${this.opts.agentUid} ${this.opts.agentDataMb ? Math.ceil(this.opts.agentDataMb * 1024) : 'unlimited'}\n`);
     });
   }
 
@@ -192,11 +203,11 @@ export class CommandChannel {
           stderrTruncated: job.stderr.truncated,
           timedOut: job.timedOut,
           killSignal: 'KILL',
+          oomKilled: false,
           durationMs: performance.now() - job.started,
         });
       }
     }
-    this.send('z\n');
   }
 
   /** Closes the channel (idempotent); every pending command fails with `reason`. */
@@ -246,16 +257,17 @@ export class CommandChannel {
     this.stream = null;
     // The agent reads cap+1 bytes so that we can tell "exactly cap" from "more than cap".
     const cap1 = cmd.cap + 1;
-    const fast = cmd.fast ? fastArgvLine(id, cap1, cmd.fast) : null;
+    const flags = /^[xkd]+$/.test(cmd.flags ?? '') ? (cmd.flags as string) : '-';
+    const fast = cmd.fast && !flags.includes('d') ? fastArgvLine(id, cap1, flags, cmd.fast) : null;
     if (fast) {
       if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
       this.send(fast);
     } else if (cmd.script.length <= INLINE_SCRIPT_MAX && !cmd.stdin?.length && !cmd.script.includes(0)) {
-      this.send(`s ${id} ${cap1} '${escapeForPrintf(cmd.script)}'\n`);
+      this.send(`s ${id} ${cap1} '${escapeForPrintf(cmd.script)}' ${flags}\n`);
     } else {
       this.upload(id, 'c', cmd.script);
       if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
-      this.send(`r ${id} ${cap1}\n`);
+      this.send(`r ${id} ${cap1} ${flags}\n`);
     }
     this.armTimeout(job);
   }
@@ -356,6 +368,12 @@ export class CommandChannel {
       this.stream = kind;
       return;
     }
+    if (kind === 'y') {
+      // The judge could not run the command safely (its own state failed, or agent processes survived
+      // every kill): the sandbox cannot be trusted any more. Positive evidence of an infrastructure fault.
+      this.close(`sandbox judge failed: ${(f[2] ?? 'unknown').replace(/[^a-z-]/g, '')}`);
+      return;
+    }
     if (kind === 'x') {
       const status = Number(f[2]);
       for (const t of job.timers) {
@@ -372,6 +390,7 @@ export class CommandChannel {
         stderrTruncated: job.stderr.truncated,
         timedOut: job.timedOut,
         killSignal: job.killSignal,
+        oomKilled: f[3] === '1',
         durationMs: performance.now() - job.started,
       });
       this.pump();

@@ -63,12 +63,13 @@ export interface FastArgv {
 }
 
 /**
- * The one-line form of an argv command (runner function `jx`, forwarded to the agent's job runner by
+ * The one-line form of an argv command (runner function `jx`; the caller guarantees that `cwd` is the
+ * workspace root, the one directory the judge may enter on the agent's behalf, forwarded to the agent's job runner by
  * the `f` call), or null when it does not fit on one line: the channel is line-based, so no value
  * may contain a newline; argv[0] must not look like an option of setsid; lines stay short because
  * the agent reads them a byte at a time (and FIFO writes up to 4 KiB are atomic).
  */
-export function fastArgvLine(id: number, cap1: number, p: FastArgv): string | null {
+export function fastArgvLine(id: number, cap1: number, flags: string, p: FastArgv): string | null {
   const first = p.argv[0];
   if (first === undefined || first.startsWith('-')) return null;
   const values = [p.cwd, ...p.argv, ...Object.values(p.env)];
@@ -78,6 +79,6 @@ export function fastArgvLine(id: number, cap1: number, p: FastArgv): string | nu
     if (!ENV_NAME.test(k)) throw new SandboxRequestError(`invalid environment variable name: ${JSON.stringify(k)}`);
     exports += `export ${k}=${shellQuote(v)}; `;
   }
-  const line = `f jx ${id} ${cap1} ${shellQuote(p.cwd)} ${shellQuote(exports)} ${p.argv.map(shellQuote).join(' ')}\n`;
+  const line = `f jx ${id} ${cap1} ${flags} ${shellQuote(p.cwd)} ${shellQuote(exports)} ${p.argv.map(shellQuote).join(' ')}\n`;
   return line.length <= 3900 ? line : null;
 }

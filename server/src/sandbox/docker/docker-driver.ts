@@ -38,8 +38,14 @@ export interface DockerDriverOptions {
   defaults?: SandboxLimits;
   maxima?: SandboxLimits;
   limitPolicy?: LimitPolicy;
-  /** Default 65534:65534 (nobody). */
+  /**
+   * The agent identity as a numeric `uid[:gid]`. Default: a uid of its own per sandbox (from
+   * `agentUidBase`), so RLIMIT_NPROC counts one sandbox's processes only; a fixed uid shares that count
+   * between every sandbox on the host.
+   */
   user?: string;
+  /** First uid of the per-sandbox agent uid range (default 2,000,000). */
+  agentUidBase?: number;
   readonlyRoot?: boolean;
   tmpSizeMb?: number;
   /** e.g. 'runsc' when gVisor is configured in daemon.json. */
@@ -68,6 +74,7 @@ export const DOCKER_CAPABILITIES: DriverCapabilities = {
   oom_detection: true,
   in_place_reset: true,
   exec_fallback: true,
+  judge_isolation: null,
 };
 
 function statusCode(e: unknown): number | undefined {
@@ -77,6 +84,7 @@ function statusCode(e: unknown): number | undefined {
 export class DockerSandbox extends ChannelSandbox {
   private oomSeen = false;
   constructor(
+    readonly agentUid: number,
     id: string,
     spec: SandboxSpec,
     limits: SandboxLimits,
@@ -94,20 +102,18 @@ export class DockerSandbox extends ChannelSandbox {
     this.channel.refreshLease();
   }
 
+  /**
+   * An OOM kill inside the container is the agent's (its processes carry oom_score_adj 1000 and the
+   * judge has a reserve): the command that caused it reports `oom_killed`, in band. Only if the
+   * container then dies is it remembered in the reason.
+   */
   noteOom(): void {
     this.oomSeen = true;
-    this.markDied(`out of memory: limit ${this.limits.memory_mb} MiB`);
   }
 
   noteExit(exitCode: string | undefined): void {
-    if (this.oomSeen) return;
-    this.markDied(`container exited (exit code ${exitCode ?? 'unknown'})`);
-  }
-
-  protected override async afterUnexpectedKill(): Promise<void> {
-    // The OOM event trails the killed command's result by a few ms; wait briefly so the exec reports
-    // "out of memory" instead of an unexplained SIGKILL.
-    for (let i = 0; i < 10 && !this.deadReason; i++) await new Promise((r) => setTimeout(r, 30));
+    const oom = this.oomSeen ? ' after an out-of-memory kill' : '';
+    this.markDied(`container exited (exit code ${exitCode ?? 'unknown'})${oom}`);
   }
 
   override async exec(req: ExecRequest): Promise<ExecResult> {
@@ -120,7 +126,7 @@ export class DockerSandbox extends ChannelSandbox {
     if (this.deadReason) throw this.gone();
     return dockerExec(this.container, req, {
       workspace: this.workspace,
-      user: this.driver.user,
+      user: `${this.agentUid}:${this.agentUid}`,
       defaultTimeoutMs: this.limits.timeout_s * 1000,
       env: this.spec.env,
     });
@@ -144,7 +150,7 @@ export class DockerDriver implements SandboxDriver {
   readonly capabilities = DOCKER_CAPABILITIES;
   readonly instanceId: string;
   readonly docker: Docker;
-  readonly user: string;
+  readonly user: string | undefined;
   readonly execPath: 'channel' | 'docker-exec';
   private readonly log: SandboxLogger;
   private readonly live = new Map<string, DockerSandbox>();
@@ -160,7 +166,7 @@ export class DockerDriver implements SandboxDriver {
     // No modem timeout: it is socket inactivity and would kill idle attach streams (dockerode #78).
     this.docker = opts.docker ?? new Docker();
     this.log = opts.logger ?? silentLogger;
-    this.user = opts.user ?? '65534:65534';
+    this.user = opts.user;
     this.execPath = opts.execPath ?? 'channel';
     this.leaseTimer = setInterval(() => {
       for (const sb of this.live.values()) sb.refreshLease();
@@ -216,7 +222,24 @@ export class DockerDriver implements SandboxDriver {
   }
 
   forget(id: string): void {
+    const sb = this.live.get(id);
+    if (sb) this.usedUids.delete(sb.agentUid);
     this.live.delete(id);
+  }
+
+  private readonly usedUids = new Set<number>();
+
+  /** A uid no live sandbox of this instance uses (random in a 2^20 range, so other instances rarely collide). */
+  private allocAgentUid(): number {
+    if (this.user !== undefined) return Number(this.user.split(':')[0]);
+    const base = this.opts.agentUidBase ?? 2_000_000;
+    for (;;) {
+      const uid = base + randomBytes(4).readUInt32LE(0) % (1 << 20);
+      if (!this.usedUids.has(uid)) {
+        this.usedUids.add(uid);
+        return uid;
+      }
+    }
   }
 
   private async slot(): Promise<() => void> {
@@ -262,8 +285,7 @@ export class DockerDriver implements SandboxDriver {
         workspace,
         limits,
         labels,
-        env: spec.env ?? {},
-        user: this.user,
+        env: {},
         readonlyRoot: this.opts.readonlyRoot ?? true,
         tmpSizeMb: this.opts.tmpSizeMb ?? 64,
         runtime: this.opts.runtime,
@@ -289,8 +311,9 @@ export class DockerDriver implements SandboxDriver {
     });
     // Agent input goes to the hijacked socket; we never call end() on it while the sandbox lives
     // (closing stdin destroys the socket, dockerode #53).
-    const channel = new CommandChannel(stream, out, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)) });
-    const sb = new DockerSandbox(id, spec, limits, workspace, channel, this.log, container, this, stream);
+    const agentUid = this.allocAgentUid();
+    const channel = new CommandChannel(stream, out, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)), agentUid, agentDataMb: limits.memory_mb });
+    const sb = new DockerSandbox(agentUid, id, spec, limits, workspace, channel, this.log, container, this, stream);
     channel.onClose = (reason: string) => {
       if (!sb.deadReason) {
         const tail = stderrTail.trim();

@@ -86,6 +86,8 @@ export async function dockerExec(container: Docker.Container, req: ExecRequest, 
     stderr: err.text('stderr'),
     truncated: out.truncated || err.truncated,
     timed_out: timedOut,
+    // The fallback path has no in-band OOM counter; the container's oom event is the only sign.
+    oom_killed: false,
     duration_ms: performance.now() - t0,
   };
 }

@@ -1,10 +1,12 @@
 // Container creation options: hardened by default, limits from the resolved profile. Kept separate
 // from the driver so the security defaults are reviewable in one place.
 import type Docker from 'dockerode';
-import { AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
+import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
+import { agentTmpfsMb, judgeReserve, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import type { SandboxLimits } from '../types.js';
 
 export const STATE_DIR = AGENT_STATE_DIR;
+export const IO_DIR = AGENT_IO_DIR;
 
 export interface ContainerParams {
   name: string;
@@ -12,24 +14,30 @@ export interface ContainerParams {
   workspace: string;
   limits: SandboxLimits;
   labels: Record<string, string>;
+  /** The container's own environment: the judge's. Agent commands get the spec's env as exports. */
   env: Record<string, string>;
-  /** uid:gid; 65534 (nobody) exists in both the busybox and the Debian image. */
-  user: string;
   readonlyRoot: boolean;
   tmpSizeMb: number;
   runtime?: string;
 }
 
 export function containerOptions(p: ContainerParams): Docker.ContainerCreateOptions {
-  const mem = p.limits.memory_mb * 1024 * 1024;
+  // The container's memory is the agent's (processes and the tmpfs files it can write, which are memory
+  // too) plus a reserve the agent cannot reach: agent processes carry oom_score_adj 1000, so the OOM
+  // killer always takes one of them first, and the agent's files can never fill the reserve.
+  const r = judgeReserve(p.limits);
+  const mem = (Math.max(p.limits.memory_mb, agentTmpfsMb(p.limits, p.tmpSizeMb)) + r.memory_mb) * 1024 * 1024;
   return {
     name: p.name,
     Image: p.image,
     // In attach mode the agent is PID 2 (under docker-init); stdin EOF (the server went away) ends it
     // and with it the container, which AutoRemove then deletes.
-    Cmd: ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, 'attach'],
-    User: p.user,
-    WorkingDir: p.workspace,
+    Cmd: ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach'],
+    // The judge identity: uid 0 inside, with only SETUID/SETGID (to drop every command to the agent
+    // uid) and KILL (to kill agent processes), no_new_privs, read-only root. Agent commands hold no
+    // capability at all (docs/SANDBOX.md, threat model).
+    User: '0:0',
+    WorkingDir: '/',
     Env: Object.entries({
       PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
       HOME: '/tmp',
@@ -49,25 +57,32 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
     HostConfig: {
       NetworkMode: 'none',
       CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID', 'KILL'],
       SecurityOpt: ['no-new-privileges'],
       Privileged: false,
-      PidsLimit: p.limits.pids,
+      // The agent uid is unique to this sandbox, so RLIMIT_NPROC caps the agent's processes at `pids`;
+      // the judge (uid 0) is exempt from it and keeps the rest of the cgroup's pids for itself.
+      PidsLimit: p.limits.pids + r.pids,
       Memory: mem,
       MemorySwap: mem,
       NanoCpus: Math.round(p.limits.cpus * 1e9),
       Init: true,
       IpcMode: 'private',
+      ShmSize: SHM_MB * 1024 * 1024,
       Ulimits: [
         { Name: 'nofile', Soft: p.limits.nofile, Hard: p.limits.nofile },
+        { Name: 'nproc', Soft: p.limits.pids, Hard: p.limits.pids },
         { Name: 'core', Soft: 0, Hard: 0 },
       ],
       ReadonlyRootfs: p.readonlyRoot,
       Tmpfs: {
         [p.workspace]: `rw,exec,nosuid,nodev,size=${p.limits.disk_mb}m,mode=1777`,
         '/tmp': `rw,exec,nosuid,nodev,size=${p.tmpSizeMb}m,mode=1777`,
-        // Agent state (per-command script and output files); output beyond a command's cap is
-        // discarded but may occupy this tmpfs until the command ends.
-        [STATE_DIR]: `rw,noexec,nosuid,nodev,size=${p.limits.disk_mb + 64}m,mode=1777`,
+        // Judge-only state: scripts, stdin files, pid files, the lease (uploads up to the disk size).
+        [STATE_DIR]: `rw,noexec,nosuid,nodev,size=${p.limits.disk_mb + 64}m,mode=0700`,
+        // Judge-owned output files, open in agent commands as fds only; the agent can fill it (its own
+        // output is then cut short), never create, read or replace anything in it.
+        [IO_DIR]: `rw,noexec,nosuid,nodev,size=${IO_DIR_MB}m,mode=0711`,
       },
       AutoRemove: true,
       ...(p.runtime ? { Runtime: p.runtime } : {}),

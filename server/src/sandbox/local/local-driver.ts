@@ -1,14 +1,24 @@
-// Local driver: bubblewrap. Each sandbox is `prlimit ... bwrap --unshare-all ... /bin/sh -c <agent>`
-// with the agent on the bwrap child's stdio. It isolates less than Docker: no cgroups (memory is an
-// RLIMIT_DATA per process, CPU an RLIMIT_CPU per process, no CPU quota, no OOM reporting), the host's
-// /usr is visible read-only, and the kernel surface is the host's. It exists so that sandgym works on
-// a machine without a Docker daemon.
+// Local driver: bubblewrap. Each sandbox is `prlimit ... bwrap ... /bin/sh -c <agent>` with the agent on
+// the bwrap child's stdio. It isolates less than Docker: no cgroups (memory is an RLIMIT_DATA per
+// process, CPU an RLIMIT_CPU per process, no CPU quota, no OOM reporting), the host's /usr is visible
+// read-only (minus the server's own files), and the kernel surface is the host's. It exists so that
+// sandgym works on a machine without a Docker daemon.
+//
+// Two identities need two uids. Run as root, bwrap gets no user namespace: the judge is uid 0 with only
+// CAP_SETUID/SETGID/KILL (no_new_privs, every other capability dropped) and every command drops to a
+// host uid of its own per sandbox (1,000,000+). Rootless, an unprivileged user namespace maps exactly
+// one uid, so the judge cannot be kept apart from the agent: the driver then refuses to create
+// sandboxes (SandboxUnsupportedError, UNSUPPORTED at make) and says why.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
+import { SandboxUnsupportedError } from '../errors.js';
+import { IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
   silentLogger,
@@ -33,6 +43,11 @@ export interface LocalDriverOptions {
   tmpSizeMb?: number;
   bwrapPath?: string;
   prlimitPath?: string;
+  /**
+   * Host paths never visible inside a sandbox even when under a bound directory (/usr): the server's
+   * own package (hidden tests, reference solutions) is always added; add task directories here.
+   */
+  hidePaths?: string[];
 }
 
 export const LOCAL_CAPABILITIES: DriverCapabilities = {
@@ -47,9 +62,37 @@ export const LOCAL_CAPABILITIES: DriverCapabilities = {
   oom_detection: false,
   in_place_reset: true,
   exec_fallback: false,
+  judge_isolation: null,
 };
 
+const ROOTLESS_REASON =
+  'the local (bubblewrap) driver runs without root here: an unprivileged user namespace maps one uid, so the judge cannot be kept apart from the agent and no reward could be trusted. Run the server as root, or use --driver docker';
+
+/** The server's own package root (four levels above this file): never shown inside a sandbox. */
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+/** Host directories bound into every sandbox (read-only). */
+const BOUND = ['/usr', '/etc/alternatives', '/etc/ld.so.cache'];
+
+/** The bwrap arguments that mask each hidden path lying under a bound directory with an empty, mode-0 tmpfs. */
+export function maskArgs(hide: string[]): string[] {
+  const out: string[] = [];
+  for (const raw of hide) {
+    let p: string;
+    try {
+      p = realpathSync(raw);
+    } catch {
+      continue;
+    }
+    if (BOUND.some((b) => p === b || p.startsWith(`${b}/`))) {
+      if (BOUND.includes(p)) throw new Error(`cannot hide ${p}: it is a whole bound directory`);
+      out.push('--perms', '0000', '--size', '4096', '--tmpfs', p);
+    }
+  }
+  return out;
+}
+
 const STATE_DIR = AGENT_STATE_DIR;
+const IO_DIR = AGENT_IO_DIR;
 // Probed once at load: creation must not stat the host per sandbox.
 const HAS_LIB64 = existsSync('/lib64');
 const UID_SPAN = 60_000;
@@ -86,16 +129,18 @@ class LocalSandbox extends ChannelSandbox {
 
 export class LocalDriver implements SandboxDriver {
   readonly kind = 'local' as const;
-  readonly capabilities = LOCAL_CAPABILITIES;
+  readonly capabilities = process.getuid?.() === 0 ? LOCAL_CAPABILITIES : { ...LOCAL_CAPABILITIES, judge_isolation: ROOTLESS_REASON };
   readonly instanceId: string;
   private readonly log: SandboxLogger;
   private readonly live = new Map<string, LocalSandbox>();
   private readonly usedUids = new Set<number>();
   private nextUid = 0;
   private readonly leaseTimer: NodeJS.Timeout;
+  private readonly masks: string[];
 
   constructor(private readonly opts: LocalDriverOptions) {
     this.instanceId = opts.instanceId;
+    this.masks = maskArgs([PACKAGE_ROOT, ...(opts.hidePaths ?? [])]);
     this.log = opts.logger ?? silentLogger;
     // bwrap --die-with-parent already ties sandboxes to this process; the lease is a second line.
     this.leaseTimer = setInterval(() => {
@@ -114,8 +159,7 @@ export class LocalDriver implements SandboxDriver {
     });
   }
 
-  private allocUid(): number | undefined {
-    if (process.getuid?.() !== 0) return undefined;
+  private allocUid(): number {
     const base = this.opts.uidBase ?? 1_000_000;
     for (let i = 0; i < UID_SPAN; i++) {
       const uid = base + ((this.nextUid + i) % UID_SPAN);
@@ -131,10 +175,11 @@ export class LocalDriver implements SandboxDriver {
   async create(spec: SandboxSpec): Promise<LocalSandbox> {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
+    if (this.capabilities.judge_isolation !== null) throw new SandboxUnsupportedError(this.capabilities.judge_isolation);
     const workspace = spec.workspace ?? '/workspace';
     const id = `sandgym-local-${randomBytes(6).toString('hex')}`;
-    // One host uid per sandbox: RLIMIT_NPROC counts processes per uid, so a shared uid would let one
-    // sandbox's fork bomb starve all the others (and uid 0 is exempt from it entirely).
+    // The agent: one host uid per sandbox. RLIMIT_NPROC counts processes per uid, so a shared uid would
+    // let one sandbox's fork bomb starve all the others; the judge (uid 0) is exempt from it.
     const uid = this.allocUid();
     const mb = 1024 * 1024;
     const tmpMb = this.opts.tmpSizeMb ?? 64;
@@ -147,35 +192,40 @@ export class LocalDriver implements SandboxDriver {
       '--core=0',
     ];
     const bwrap = [
-      '--unshare-all', '--die-with-parent', '--new-session',
+      // No user namespace (it would map a single uid): the judge is root with three capabilities.
+      '--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+      '--die-with-parent', '--new-session',
+      '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_KILL',
       '--ro-bind', '/usr', '/usr',
       '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin', '--symlink', 'usr/lib', '/lib',
       ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
       '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
       '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+      ...this.masks,
       '--proc', '/proc', '--dev', '/dev',
-      '--size', String(limits.disk_mb * mb), '--tmpfs', workspace,
-      '--size', String(tmpMb * mb), '--tmpfs', '/tmp',
-      '--size', String((limits.disk_mb + 64) * mb), '--tmpfs', STATE_DIR,
+      '--perms', '1777', '--size', String(SHM_MB * mb), '--tmpfs', '/dev/shm',
+      '--perms', '1777', '--size', String(limits.disk_mb * mb), '--tmpfs', workspace,
+      '--perms', '1777', '--size', String(tmpMb * mb), '--tmpfs', '/tmp',
+      '--perms', '0700', '--size', String((limits.disk_mb + 64) * mb), '--tmpfs', STATE_DIR,
+      '--perms', '0711', '--size', String(IO_DIR_MB * mb), '--tmpfs', IO_DIR,
       '--hostname', 'sandgym',
-      '--chdir', workspace,
-      '--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, 'attach',
+      '--chdir', '/',
+      '--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach',
     ];
     const child = spawn(this.opts.prlimitPath ?? 'prlimit', [...prlimit, '--', this.opts.bwrapPath ?? 'bwrap', ...bwrap], {
       stdio: ['pipe', 'pipe', 'pipe'],
       cwd: '/',
-      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1',
-        ...spec.env },
-      ...(uid !== undefined ? { uid, gid: uid } : {}),
+      // The judge's environment; the spec's env reaches agent commands as exports, never the judge.
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1' },
     });
     const releaseUid = () => {
-      if (uid !== undefined) this.usedUids.delete(uid);
+      this.usedUids.delete(uid);
     };
     let stderrTail = '';
     child.stderr?.on('data', (c: Buffer) => {
       stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
     });
-    const channel = new CommandChannel(child.stdin!, child.stdout!, { leaseTicks: 12 });
+    const channel = new CommandChannel(child.stdin!, child.stdout!, { leaseTicks: 12, agentUid: uid });
     const sb = new LocalSandbox(id, spec, limits, workspace, channel, this.log, child, () => {
       this.live.delete(id);
       releaseUid();
