@@ -3,7 +3,7 @@
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { planGrading, parseRunOutput, tamperedTests, type RunnerOptions } from './grader-plan.js';
+import { planGrading, parseRunOutput, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
 import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, syntaxFraction, type Score, type Weights } from './rubric.js';
 import type { LoadedTask, RubricComponent } from './task-types.js';
@@ -120,7 +120,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   // reason every time: the memory limit first (its kill may also end the run early), then the deadline.
   if (oomKilled) zero = 'memory limit exceeded';
   else if (!out.complete) zero = out.timed_out ? 'test run timed out' : 'grading run did not complete (runner or its parent was killed)';
-  else if (out.timed_out) zero = `tests timed out after ${task.spec.test.timeout_s}s`;
+  else if (out.timed_out) zero = `tests timed out after ${runLimits(task.spec.test.timeout_s, opts.budgetMs).testLimitS}s`;
   else if (changedTests.length > 0) zero = `hidden tests modified during the run: ${changedTests.join(', ')}`;
   else if (!scored.ok) zero = scored.reason;
   // Both runners exit 0 (all passed) or 1 (some failed) after writing their report; anything else
