@@ -60,6 +60,14 @@ class _Placement(Generic[C]):
         # stable sort: ties keep round-robin order; a draining server (shutdown event) goes last
         return sorted(rr, key=lambda i: (self._draining(i), load[i]))
 
+    @staticmethod
+    def _failover(exc: SandgymError, *, capacity: bool) -> SandgymError:
+        """``exc`` from one connection: returned when the next connection may serve the call (this one
+        dropped, or, with ``capacity``, its server is full), else raised."""
+        if isinstance(exc, ConnectionClosedError) or (capacity and exc.code == "CAPACITY"):
+            return exc
+        raise exc
+
     def _draining(self, i: int) -> bool:
         c = self._clients[i]
         return c is not None and c.shutting_down and not c.closed
@@ -114,29 +122,22 @@ class AsyncClientPool(_Placement[AsyncClient]):
             return c
 
     async def make(self, env_id: str, **kwargs: Any) -> AsyncEnv:
-        last: BaseException | None = None
+        last: SandgymError | None = None
         for i in self._order():
             try:
-                client = await self._client(i)
-                return await client.make(env_id, **kwargs)
-            except ConnectionClosedError as exc:
-                last = exc
+                return await (await self._client(i)).make(env_id, **kwargs)
             except SandgymError as exc:
-                if exc.code != "CAPACITY":
-                    raise
-                last = exc
-        assert last is not None
-        raise last
+                last = self._failover(exc, capacity=True)
+        raise last  # type: ignore[misc]  # there is at least one slot
 
     async def list_envs(self) -> list[dict[str, Any]]:
-        last: BaseException | None = None
+        last: SandgymError | None = None
         for i in self._order():
             try:
                 return await (await self._client(i)).list_envs()
-            except ConnectionClosedError as exc:
-                last = exc
-        assert last is not None
-        raise last
+            except SandgymError as exc:
+                last = self._failover(exc, capacity=False)
+        raise last  # type: ignore[misc]
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._clients if c is not None), return_exceptions=True)
@@ -185,28 +186,22 @@ class ClientPool(_Placement[Client]):
             return c
 
     def make(self, env_id: str, **kwargs: Any) -> Env:
-        last: BaseException | None = None
+        last: SandgymError | None = None
         for i in self._order():
             try:
                 return self._client(i).make(env_id, **kwargs)
-            except ConnectionClosedError as exc:
-                last = exc
             except SandgymError as exc:
-                if exc.code != "CAPACITY":
-                    raise
-                last = exc
-        assert last is not None
-        raise last
+                last = self._failover(exc, capacity=True)
+        raise last  # type: ignore[misc]  # there is at least one slot
 
     def list_envs(self) -> list[dict[str, Any]]:
-        last: BaseException | None = None
+        last: SandgymError | None = None
         for i in self._order():
             try:
                 return self._client(i).list_envs()
-            except ConnectionClosedError as exc:
-                last = exc
-        assert last is not None
-        raise last
+            except SandgymError as exc:
+                last = self._failover(exc, capacity=False)
+        raise last  # type: ignore[misc]
 
     def close(self) -> None:
         for c in self._clients:
