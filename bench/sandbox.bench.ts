@@ -173,12 +173,56 @@ async function shellEpisodes(driverKind: 'docker' | 'local', reuse: 'replace' | 
   return { episode: stat(times), step: stat(stepTimes) };
 }
 
+/**
+ * The cost of the second identity, measured two ways in the same run: (1) through the channel, a command
+ * with the background policy 'keep' (drop only) vs 'kill' (drop + the /proc scan after it) vs an
+ * exclusive one (scan before too); (2) inside a container with the judge's capabilities, a loop of the
+ * per-command exec chain with and without the `nsenter` drop, and of the /proc scan alone.
+ */
+async function identityCost(driver: DockerDriver) {
+  const out: Record<string, ReturnType<typeof stat>> = {};
+  for (const [label, background, exclusive] of [['keep', 'keep', false], ['kill', 'kill', false], ['exclusive', 'kill', true]] as const) {
+    const sb = await driver.create({ image: IMAGE, background });
+    try {
+      for (let i = 0; i < 20; i++) await sb.exec({ argv: ['true'], exclusive });
+      const xs: number[] = [];
+      for (let i = 0; i < N_CHANNEL / 2; i++) xs.push(await time(() => sb.exec({ argv: ['true'], exclusive })));
+      out[label] = stat(xs);
+    } finally {
+      await sb.destroy();
+    }
+  }
+  // busybox `time` prints "real 0m 0.12s" on stderr; 200 iterations each.
+  const loop = (name: string, body: string) => `echo ${name} >&2; time sh -c 'i=0; while [ $i -lt 200 ]; do ${body}; i=$((i+1)); done'`;
+  const scan = 'for p in /proc/[0-9]*; do while IFS= read -r l; do case $l in Uid:*) break;; esac; done 2>/dev/null <"$p/status"; done';
+  const script = [loop('setsid', 'setsid true'), loop('drop', 'setsid nsenter -S 4242 -G 4242 -- true'), loop('scan', scan)].join('; ');
+  const perCommandUs = await new Promise<Record<string, number>>((resolve, reject) => {
+    const c = spawn('docker', ['run', '--rm', '--network', 'none', '--cap-drop', 'ALL', '--cap-add', 'SETUID', '--cap-add', 'SETGID', '--cap-add', 'KILL',
+      '--security-opt', 'no-new-privileges', '--user', '0:0', IMAGE, 'sh', '-c', script]);
+    let text = '';
+    c.stderr.on('data', (d: Buffer) => (text += d.toString()));
+    c.on('error', reject);
+    c.on('exit', () => {
+      const r: Record<string, number> = {};
+      let name = '';
+      for (const line of text.split('\n')) {
+        const m = /^real\s+(\d+)m\s*([\d.]+)s/.exec(line.trim());
+        if (m) r[name] = Math.round(((Number(m[1]) * 60 + Number(m[2])) * 1e6) / 200);
+        else if (/^[a-z]+$/.test(line.trim())) name = line.trim();
+      }
+      resolve(r);
+    });
+  });
+  return { channel: out, in_container_us_per_iteration: perCommandUs };
+}
+
 const driver = new DockerDriver({ instanceId: `bench-${Date.now().toString(36)}`, createConcurrency: 4 });
 const load0 = os.loadavg();
 const results = {
   when: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', loadavg_at_start: load0.map(r2) },
   channel_vs_docker_exec: await channelVsExec(driver),
+  identity: await identityCost(driver),
   pool: await poolVsCold(driver),
   fleet: await fleet(driver),
   bwrap: await bwrap(),
@@ -196,6 +240,10 @@ const rows: [string, string, string][] = [
   ['channel round trip (`true`, docker, busybox)', `${c.channel.p50_ms} ms`, `${c.channel.p99_ms} ms`],
   ['`docker exec` via dockerode (same command)', `${c.docker_exec.p50_ms} ms`, `${c.docker_exec.p99_ms} ms`],
   ['channel speed-up (p50 ratio)', `${c.ratio_p50}x`, ''],
+  ['channel `true`, policy keep (drop to the agent uid only)', `${results.identity.channel.keep?.p50_ms} ms`, `${results.identity.channel.keep?.p99_ms} ms`],
+  ['channel `true`, policy kill (default: + /proc scan after)', `${results.identity.channel.kill?.p50_ms} ms`, `${results.identity.channel.kill?.p99_ms} ms`],
+  ['channel `true`, exclusive (+ scan before)', `${results.identity.channel.exclusive?.p50_ms} ms`, `${results.identity.channel.exclusive?.p99_ms} ms`],
+  ['in container: `setsid true` / `setsid nsenter -S -G true` / one /proc scan (µs each)', `${results.identity.in_container_us_per_iteration.setsid} / ${results.identity.in_container_us_per_iteration.drop} / ${results.identity.in_container_us_per_iteration.scan}`, ''],
   ['warm pool acquire', `${results.pool.warm_acquire.p50_ms} ms`, `${results.pool.warm_acquire.p99_ms} ms`],
   ['cold create + start + channel ready', `${results.pool.cold_create_start.p50_ms} ms`, `${results.pool.cold_create_start.p99_ms} ms`],
   [`aggregate commands/s, ${FLEET} sandboxes`, `${results.fleet.commands_per_s}/s`, `lat p99 ${results.fleet.latency.p99_ms} ms`],
