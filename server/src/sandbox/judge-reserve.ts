@@ -19,7 +19,20 @@ export function judgeReserve(_limits: SandboxLimits): JudgeReserve {
   return { memory_mb: 64, pids: 64 };
 }
 
-/** Every tmpfs the agent uid can fill (workspace, /tmp, /dev/shm, the output directory), in MiB. */
+/**
+ * Inodes per agent-writable tmpfs. Empty files cost kernel memory that `size=` does not count (about
+ * 1 KiB each with the dentry), charged to the sandbox's memory cgroup and never reclaimed while the files
+ * exist: without a cap, creating millions of them would starve the judge.
+ */
+export const INODES = { workspace: 32_768, tmp: 8_192, shm: 4_096, io: 1_024 } as const;
+const INODE_KIB = 1.5;
+
+/**
+ * Everything the agent uid can leave in memory after its processes are gone, in MiB: the tmpfs it can fill
+ * (workspace, /tmp, /dev/shm, the output directory) and their inodes. SysV IPC is capped by sysctls and
+ * removed with its last user (host-config.ts); POSIX message queues by RLIMIT_MSGQUEUE.
+ */
 export function agentTmpfsMb(limits: SandboxLimits, tmpSizeMb: number): number {
-  return limits.disk_mb + tmpSizeMb + SHM_MB + IO_DIR_MB;
+  const inodes = INODES.workspace + INODES.tmp + INODES.shm + INODES.io;
+  return limits.disk_mb + tmpSizeMb + SHM_MB + IO_DIR_MB + Math.ceil((inodes * INODE_KIB) / 1024);
 }

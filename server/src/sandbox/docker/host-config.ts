@@ -2,7 +2,7 @@
 // from the driver so the security defaults are reviewable in one place.
 import type Docker from 'dockerode';
 import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
-import { agentTmpfsMb, judgeReserve, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
+import { agentTmpfsMb, judgeReserve, INODES, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import type { SandboxLimits } from '../types.js';
 
 export const STATE_DIR = AGENT_STATE_DIR;
@@ -68,7 +68,16 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
       NanoCpus: Math.round(p.limits.cpus * 1e9),
       Init: true,
       IpcMode: 'private',
-      ShmSize: SHM_MB * 1024 * 1024,
+      // SysV IPC outlives processes: cap it, and remove a segment with its last user, so nothing the agent
+      // made can hold the sandbox's memory after it is gone (the judge's reserve stays the judge's).
+      Sysctls: {
+        'kernel.shm_rmid_forced': '1',
+        'kernel.shmmax': String(16 * 1024 * 1024),
+        'kernel.shmall': String(4096),
+        'kernel.shmmni': '64',
+        'kernel.msgmni': '16',
+        'kernel.msgmnb': '65536',
+      },
       Ulimits: [
         { Name: 'nofile', Soft: p.limits.nofile, Hard: p.limits.nofile },
         { Name: 'nproc', Soft: p.limits.pids, Hard: p.limits.pids },
@@ -76,13 +85,14 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
       ],
       ReadonlyRootfs: p.readonlyRoot,
       Tmpfs: {
-        [p.workspace]: `rw,exec,nosuid,nodev,size=${p.limits.disk_mb}m,mode=1777`,
-        '/tmp': `rw,exec,nosuid,nodev,size=${p.tmpSizeMb}m,mode=1777`,
+        [p.workspace]: `rw,exec,nosuid,nodev,size=${p.limits.disk_mb}m,nr_inodes=${INODES.workspace},mode=1777`,
+        '/tmp': `rw,exec,nosuid,nodev,size=${p.tmpSizeMb}m,nr_inodes=${INODES.tmp},mode=1777`,
+        '/dev/shm': `rw,nosuid,nodev,noexec,size=${SHM_MB}m,nr_inodes=${INODES.shm},mode=1777`,
         // Judge-only state: scripts, stdin files, pid files, the lease (uploads up to the disk size).
         [STATE_DIR]: `rw,noexec,nosuid,nodev,size=${p.limits.disk_mb + 64}m,mode=0700`,
         // Judge-owned output files, open in agent commands as fds only; the agent can fill it (its own
         // output is then cut short), never create, read or replace anything in it.
-        [IO_DIR]: `rw,noexec,nosuid,nodev,size=${IO_DIR_MB}m,mode=0711`,
+        [IO_DIR]: `rw,noexec,nosuid,nodev,size=${IO_DIR_MB}m,nr_inodes=${INODES.io},mode=0711`,
       },
       AutoRemove: true,
       ...(p.runtime ? { Runtime: p.runtime } : {}),
