@@ -1,0 +1,163 @@
+// Judge isolation (issue 11), code-v0 grading over the wire: submissions whose code under test kills
+// every process it can, exhausts memory, hangs, or leaves a child behind must score 0 with a
+// `zero_reason` (envs/src/code/grade.ts), the same outcome on every rerun, and never SANDBOX_ERROR,
+// TIMEOUT or any other error: a policy must not be able to trade a 0 for a retryable error. Real server,
+// real docker and bubblewrap drivers, the TS client. Reruns change a comment so the per-episode grade
+// cache cannot answer them (info.grade.cached is asserted false).
+//
+// The server's step deadline is 40 s while the shipped tasks declare a 60 s test limit: the test run's
+// limit must be derived from the step deadline (strictly inside it), so a hung submission always ends
+// as "timed out" with a reward of 0, never as a step TIMEOUT.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
+import type { LoadedTask } from '../../envs/src/code/task-types.js';
+import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
+import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
+import { startServer, type TestServer } from '../helpers/server.js';
+
+const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
+const HAS_BWRAP = gate('bwrap', await bwrapFacility());
+
+const STEP_TIMEOUT_MS = 40_000;
+const TASK = 'py-slugify';
+const tasks = await loadTaskSets([SHIPPED_TASKS_DIR]);
+const task = tasks.find((t) => t.spec.id === TASK) as LoadedTask;
+const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const REFERENCE = text(task.solution.files.find((f) => f.path === 'slug.py')!.content);
+const UNTOUCHED = text(task.workspace.find((f) => f.path === 'slug.py')!.content);
+
+type Action = { name: string; arguments: Record<string, unknown> };
+interface Grade {
+  score: number;
+  zero_reason?: string;
+  cached: boolean;
+  tests?: { collected: number; passed: number };
+}
+interface Outcome {
+  reward: number;
+  grade: Grade;
+  ms: number;
+}
+
+const STUB = 'def slugify(text):\n    raise NotImplementedError\n';
+/** Code under test (slug.py), each a fault the submission causes at import. Avoids the static tamper scan's words. */
+const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker' | 'local')[] }> = {
+  'kill -1 at import': {
+    code: 'import os, signal\nos.kill(-1, signal.SIGKILL)\n' + STUB,
+    reason: /^grading run did not complete \(runner or its parent was killed\)$/,
+    drivers: ['docker', 'local'],
+  },
+  'memory exhausted by many processes': {
+    // 12 children x 160 MB touched, each under the per-process data limit; together far above the sandbox.
+    code: 'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\n' + STUB,
+    reason: /^memory limit exceeded$/,
+    drivers: ['docker'],
+  },
+  'one huge allocation': {
+    code: 'x = b"x" * (3 << 30)\n' + STUB,
+    reason: /./,
+    drivers: ['docker', 'local'],
+  },
+  'hangs forever': {
+    code: 'import time\nwhile True:\n    time.sleep(1)\n' + STUB,
+    reason: /^(test run timed out|tests timed out after \d+s)$/,
+    drivers: ['docker', 'local'],
+  },
+  'a detached child outlives the run and forges the report': {
+    // Double fork + setsid; the grandchild rewrites the report with ten passing cases until killed.
+    code: [
+      'import glob, os, time',
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    if os.fork() == 0:',
+      '        cases = "".join(f\'<testcase classname="t" name="c{i}"/>\' for i in range(10))',
+      '        xml = f"<testsuites><testsuite>{cases}</testsuite></testsuites>"',
+      '        end = time.time() + 60',
+      '        while time.time() < end:',
+      '            for d in glob.glob("/tmp/sandgym-" + "grade-*/out"):',
+      '                try:',
+      '                    with open(d + "/report.xml", "w") as f:',
+      '                        f.write(xml)',
+      '                except OSError:',
+      '                    pass',
+      '            time.sleep(0.002)',
+      '    else:',
+      '        while True:',
+      '            time.sleep(1)',
+      STUB,
+    ].join('\n'),
+    reason: /./,
+    drivers: ['docker', 'local'],
+  },
+};
+
+const DRIVERS = [
+  { name: 'docker' as const, ok: HAS_DOCKER },
+  { name: 'local' as const, ok: HAS_BWRAP },
+];
+
+for (const drv of DRIVERS) {
+  describe.skipIf(!drv.ok)(`judge isolation, code-v0 grading faults over the wire: ${drv.name} driver`, () => {
+    let server: TestServer;
+    let client: SandgymClient;
+    let env: EnvHandle<string, Action>;
+
+    beforeAll(async () => {
+      server = await startServer({ driver: drv.name, fixtures: false, splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      client = await connect(server.url);
+      // Grade on submit only: one grading per episode.
+      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
+    }, 120_000);
+    afterAll(async () => {
+      await client?.close();
+      await server?.close();
+    }, 60_000);
+
+    let submission = 0;
+    /** reset, write slug.py (no grading: shaping none), submit; any error fails the test with its code. */
+    async function submit(code: string): Promise<Outcome> {
+      await env.reset({ seed: 0, options: { task_id: TASK } });
+      // A distinct trailing comment per submission: a rerun is graded again, never answered from the cache.
+      const w = await env.step({ name: 'write_file', arguments: { path: 'slug.py', content: `${code}\n# submission ${++submission}\n` } });
+      expect(w.observation).toMatch(/^wrote \d+ bytes/);
+      const t0 = Date.now();
+      let s;
+      try {
+        s = await env.step({ name: 'submit', arguments: {} });
+      } catch (e) {
+        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        throw e;
+      }
+      expect(s.terminated).toBe(true);
+      const grade = (s.info as { grade: Grade }).grade;
+      expect(grade.cached).toBe(false);
+      return { reward: s.reward, grade, ms: Date.now() - t0 };
+    }
+
+    it('baselines: the reference scores 1, the untouched workspace 0', async () => {
+      const ref = await submit(REFERENCE);
+      expect(ref.reward).toBeCloseTo(1, 9);
+      expect(ref.grade.zero_reason).toBeUndefined();
+      // The untouched stub: every test runs and fails (only the syntax component scores).
+      const untouched = await submit(UNTOUCHED);
+      expect(untouched.reward).toBeLessThan(0.5);
+      expect(untouched.grade.tests).toMatchObject({ collected: task.spec.test.expected_tests, passed: 0 });
+    }, 90_000);
+
+    for (const [name, a] of Object.entries(ATTACKS)) {
+      it.skipIf(!a.drivers.includes(drv.name))(`${name}: reward 0 with the same zero_reason on 3 runs, never an error`, async () => {
+        const reasons: string[] = [];
+        for (let run = 1; run <= 3; run++) {
+          const o = await submit(a.code);
+          expect({ run, reward: o.reward, score: o.grade.score }).toEqual({ run, reward: 0, score: 0 });
+          expect(o.grade.zero_reason, `run ${run}: zero_reason`).toMatch(a.reason);
+          reasons.push(o.grade.zero_reason!);
+        }
+        expect(new Set(reasons).size, `same reason every time: ${reasons.join(' | ')}`).toBe(1);
+        // The episode after the fault is an ordinary one: the reference still scores 1.
+        expect((await submit(REFERENCE)).reward).toBeCloseTo(1, 9);
+      }, 180_000);
+    }
+  });
+}
