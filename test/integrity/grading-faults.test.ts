@@ -42,7 +42,7 @@ interface Outcome {
 
 const STUB = 'def slugify(text):\n    raise NotImplementedError\n';
 /** Code under test (slug.py), each a fault the submission causes at import. Avoids the static tamper scan's words. */
-const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker' | 'local')[] }> = {
+const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker' | 'local')[]; knownHole?: string }> = {
   'kill -1 at import': {
     code: 'import os, signal\nos.kill(-1, signal.SIGKILL)\n' + STUB,
     reason: /^grading run did not complete \(runner or its parent was killed\)$/,
@@ -89,6 +89,11 @@ const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker'
     ].join('\n'),
     reason: /./,
     drivers: ['docker', 'local'],
+    // Known hole, owned by issue 12 ("a forked child that outlives the run and rewrites the report"): the
+    // test runner still runs as the agent uid with the code under test in its process, so a process of the
+    // submission can write the report before the judge's sweep. `it.fails` keeps the attack running in CI
+    // and turns red the day the runner moves into the judge, so that this marker is removed then.
+    knownHole: 'issue 12',
   },
 };
 
@@ -146,7 +151,8 @@ for (const drv of DRIVERS) {
     }, 90_000);
 
     for (const [name, a] of Object.entries(ATTACKS)) {
-      it.skipIf(!a.drivers.includes(drv.name))(`${name}: reward 0 with the same zero_reason on 3 runs, never an error`, async () => {
+      const run = !a.drivers.includes(drv.name) ? it.skip : a.knownHole ? it.fails : it;
+      run(`${name}: reward 0 with the same zero_reason on 3 runs, never an error${a.knownHole ? ` (known hole: ${a.knownHole})` : ''}`, async () => {
         const reasons: string[] = [];
         for (let run = 1; run <= 3; run++) {
           const o = await submit(a.code);

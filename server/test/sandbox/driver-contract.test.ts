@@ -228,7 +228,9 @@ exit 7`;
           // Many processes together past the container's memory: the kernel kills agent processes (never
           // the judge: oom_score_adj 1000), the command reports oom_killed, the sandbox lives on.
           const many = await mem.exec({
-            script: 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do (x=$(head -c 30000000 /dev/zero | tr "\\0" a); sleep 20) & done; wait; echo done',
+            // 20 MB each stays under the per-process limit (64 MiB, with the shell's growth); 24 of them
+            // exceed the container (max(64, agent tmpfs) + 64 MiB = 322 MiB).
+            script: 'i=0; while [ $i -lt 24 ]; do (x=$(head -c 20000000 /dev/zero | tr "\\0" a); sleep 20) & i=$((i+1)); done; wait; echo done',
             timeout_ms: 60_000,
           });
           expect(many.oom_killed).toBe(true);
