@@ -3,7 +3,7 @@
 // against `Sandbox` / `SandboxProvider`; drivers hand out sandboxes that extend `Sandbox`; the server's
 // seam (server/src/sandbox-adapter.ts) implements `SandboxProvider` over the drivers' warm pools.
 //
-// Types only, so importing it costs nothing at run time. It imports nothing of ours except the generated
+// Types (and one path constant), so importing it costs nothing at run time. It imports nothing of ours except the generated
 // wire types: the limit names are a protocol concept (an env spec reports its sandbox's limits), so
 // `SandboxLimits` is derived from the wire's `SandboxLimitsInfo` instead of being spelled out again.
 // A limit added to protocol/schema/env-spec.json becomes a required field here, and every table of
@@ -63,6 +63,23 @@ export interface ExecRequest {
    * ptraced or raced by a process the agent left behind.
    */
   exclusive?: boolean;
+  /**
+   * Who runs it. 'agent' (default): the agent uid, no capabilities. 'judge': the sandbox's judge identity
+   * (docs/SANDBOX.md, two trust domains), for graders that must keep files and processes out of the
+   * agent's reach; cwd defaults to JUDGE_WORKDIR, `SANDGYM_AGENT_UID` is set, and the command may start
+   * agent-uid processes with `nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- ...`. A judge
+   * command must never open, with its own privileges, a path the agent can write (read agent files
+   * through an agent-uid process instead): that is the rule that keeps the two domains apart.
+   */
+  identity?: 'agent' | 'judge';
+}
+
+/** The judge's own working directory in every sandbox: unreadable and unwritable by the agent uid. */
+export const JUDGE_WORKDIR = '/run/sandgym/judge';
+
+export interface PutOptions {
+  /** 'judge': extract as the judge, only under JUDGE_WORKDIR (refused elsewhere). Default 'agent'. */
+  identity?: 'agent' | 'judge';
 }
 
 export interface ExecResult {
@@ -95,11 +112,11 @@ export interface Sandbox {
   /** Never throws on a non-zero exit; throws when the sandbox is gone (SandboxFailure at the env API). */
   exec(req: ExecRequest): Promise<ExecResult>;
   /** Streamed through the command channel (works on tmpfs / read-only root). */
-  putFiles(files: FileEntry[]): Promise<void>;
+  putFiles(files: FileEntry[], opts?: PutOptions): Promise<void>;
   getFile(path: string): Promise<Uint8Array>;
   /** Tar of a directory (for copying a workspace out). */
   getTar(path: string): Promise<Uint8Array>;
-  putTar(dir: string, tar: Uint8Array): Promise<void>;
+  putTar(dir: string, tar: Uint8Array, opts?: PutOptions): Promise<void>;
 }
 
 /** How an env gets sandboxes (ctx.sandboxes). */

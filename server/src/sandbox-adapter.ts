@@ -81,10 +81,10 @@ function envSandbox(sb: DriverSandbox): Sandbox {
   return {
     id: sb.id,
     exec: (req) => guard(sb.exec(req)),
-    putFiles: (files) => guard(sb.putFiles(files)),
+    putFiles: (files, opts) => guard(sb.putFiles(files, opts)),
     getFile: (path) => guard(sb.getFile(path)),
     getTar: (path) => guard(sb.getTar(path)),
-    putTar: (dir, tar) => guard(sb.putTar(dir, tar)),
+    putTar: (dir, tar, opts) => guard(sb.putTar(dir, tar, opts)),
   };
 }
 

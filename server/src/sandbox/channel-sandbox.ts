@@ -7,6 +7,7 @@ import { buildCommandScript, shellQuote, type FastArgv } from './channel/shell.j
 import { SandboxGoneError, SandboxRequestError } from './errors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } from './limits.js';
 import { buildTar } from './tar.js';
+import { JUDGE_WORKDIR, type PutOptions } from '../../../sandbox-contract/index.js';
 import type {
   DriverKind,
   DriverSandbox,
@@ -101,9 +102,9 @@ export abstract class ChannelSandbox implements DriverSandbox {
   }
 
   /** Runner flags for one command: what happens to agent processes around it (agent-script.ts). */
-  private flags(exclusive: boolean, direct = false): string {
+  private flags(exclusive: boolean, direct = false, judge = false): string {
     const kill = exclusive || (this.spec.background ?? 'kill') === 'kill';
-    return `${exclusive ? 'x' : ''}${kill ? 'k' : ''}${direct ? 'd' : ''}`;
+    return `${exclusive ? 'x' : ''}${kill ? 'k' : ''}${direct ? 'd' : ''}${judge ? 'J' : ''}`;
   }
 
   async exec(req: ExecRequest): Promise<ExecResult> {
@@ -111,14 +112,16 @@ export abstract class ChannelSandbox implements DriverSandbox {
     const cap = Math.min(Math.max(1, Math.floor(req.max_output_bytes ?? DEFAULT_MAX_OUTPUT_BYTES)), MAX_OUTPUT_BYTES_LIMIT);
     const timeoutMs = req.timeout_ms ?? this.limits.timeout_s * 1000;
     if (!(timeoutMs > 0)) throw new SandboxRequestError('timeout_ms must be positive');
-    const cwd = req.cwd ? this.resolvePath(req.cwd) : this.workspace;
+    const judge = req.identity === 'judge';
+    if (req.identity !== undefined && req.identity !== 'agent' && !judge) throw new SandboxRequestError(`identity must be 'agent' or 'judge'`);
+    const cwd = req.cwd ? this.resolvePath(req.cwd) : judge ? JUDGE_WORKDIR : this.workspace;
     const env = { ...this.spec.env, ...req.env };
     const script = buildCommandScript({ argv: req.argv, script: req.script, cwd, env });
     const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
     // The judge enters a cwd on the agent's behalf only when it is the workspace root (a mount point the
     // agent cannot swap for a symlink); any other cwd is entered by the script, as the agent.
-    const fast = req.argv?.length && cwd === this.workspace ? { argv: req.argv, cwd, env } : undefined;
-    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true), fast);
+    const fast = req.argv?.length && cwd === this.workspace && !judge ? { argv: req.argv, cwd, env } : undefined;
+    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, false, judge), fast);
     if (this.died) throw this.gone();
     return this.toResult(raw, cap);
   }
@@ -159,9 +162,9 @@ export abstract class ChannelSandbox implements DriverSandbox {
    * (the files are the agent's). Outputs stream straight to the channel (`d`): no copy in a tmpfs the
    * agent could fill. Throws on non-zero status.
    */
-  protected async transfer(what: string, script: string, stdin?: Buffer, output = false): Promise<Buffer> {
+  protected async transfer(what: string, script: string, stdin?: Buffer, output = false, judge = false): Promise<Buffer> {
     if (this.died) throw this.gone();
-    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output));
+    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output, judge));
     if (this.died) throw this.gone();
     if (raw.status !== 0 || raw.timedOut) {
       const msg = raw.stderr.toString('utf8').trim() || `status ${String(raw.status)}`;
@@ -171,11 +174,19 @@ export abstract class ChannelSandbox implements DriverSandbox {
     return raw.stdout;
   }
 
-  async putFiles(files: FileEntry[]): Promise<void> {
+  /** Judge transfers go only under the judge's working directory: never into a place the agent can write. */
+  private judgePath(p: string): string {
+    const abs = path.posix.resolve(JUDGE_WORKDIR, p);
+    if (abs !== JUDGE_WORKDIR && !abs.startsWith(`${JUDGE_WORKDIR}/`)) throw new SandboxRequestError(`judge files must lie under ${JUDGE_WORKDIR}: ${p}`);
+    return abs;
+  }
+
+  async putFiles(files: FileEntry[], opts?: PutOptions): Promise<void> {
     if (files.length === 0) return;
-    const tar = await buildTar(files.map((f) => ({ ...f, path: this.resolvePath(f.path) })));
-    // -o: do not try to restore owners (we are not root inside the sandbox).
-    await this.transfer('putFiles', 'exec tar -xof - -C /', tar);
+    const judge = opts?.identity === 'judge';
+    const tar = await buildTar(files.map((f) => ({ ...f, path: judge ? this.judgePath(f.path) : this.resolvePath(f.path) })));
+    // -o: do not try to restore owners (neither identity has CAP_CHOWN).
+    await this.transfer('putFiles', 'exec tar -xof - -C /', tar, false, judge);
   }
 
   async getFile(p: string): Promise<Uint8Array> {
@@ -186,9 +197,10 @@ export abstract class ChannelSandbox implements DriverSandbox {
     return this.transfer(`getTar ${p}`, `cd ${shellQuote(this.resolvePath(p))} && exec tar -cf - .`, undefined, true);
   }
 
-  async putTar(dir: string, tar: Uint8Array): Promise<void> {
-    const d = shellQuote(this.resolvePath(dir));
-    await this.transfer(`putTar ${dir}`, `mkdir -p ${d} && exec tar -xof - -C ${d}`, Buffer.from(tar));
+  async putTar(dir: string, tar: Uint8Array, opts?: PutOptions): Promise<void> {
+    const judge = opts?.identity === 'judge';
+    const d = shellQuote(judge ? this.judgePath(dir) : this.resolvePath(dir));
+    await this.transfer(`putTar ${dir}`, `mkdir -p ${d} && exec tar -xof - -C ${d}`, Buffer.from(tar), false, judge);
   }
 
   /** Cheap liveness probe through the channel (used by pools before a sandbox joins). */

@@ -244,6 +244,32 @@ exit 7`;
       }
     }, 90_000);
 
+    it('judge commands run as the judge, keep their files from the agent, and start agent workers', async () => {
+      const sb = await driver.create(spec);
+      try {
+        await sb.putFiles([{ path: 'tests/test_secret.py', content: 'SECRET = 42\n' }], { identity: 'judge' });
+        // The judge reads its files; a worker it starts runs as the agent uid with no capability.
+        const j = await sb.exec({
+          identity: 'judge',
+          script: 'id -u; cat tests/test_secret.py; nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- sh -c \'id -u; grep CapEff /proc/self/status; cat /run/sandgym/judge/tests/test_secret.py\'',
+        });
+        const lines = j.stdout.trim().split('\n');
+        expect(lines[0]).toBe('0');
+        expect(lines[1]).toBe('SECRET = 42');
+        expect(Number(lines[2])).toBeGreaterThan(0);
+        expect(lines[3]).toMatch(/CapEff:\s+0+$/);
+        expect(j.stderr).toMatch(/Permission denied/);
+        // The agent cannot reach the judge's files, by path or by guessing.
+        const a = await sb.exec({ script: 'cat /run/sandgym/judge/tests/test_secret.py; ls /run/sandgym/judge' });
+        expect(a.stdout).not.toContain('SECRET');
+        // Judge files only under the judge's directory: never into a place the agent can write.
+        await expect(sb.putFiles([{ path: '/workspace/x', content: 'x' }], { identity: 'judge' })).rejects.toThrow(/judge files must lie under/);
+        await expect(sb.putTar('/tmp/x', new Uint8Array(1024), { identity: 'judge' })).rejects.toThrow(/judge files must lie under/);
+      } finally {
+        await sb.destroy();
+      }
+    });
+
     it('destroy is idempotent and later calls fail with SandboxGoneError', async () => {
       const x = await driver.create(spec);
       await Promise.all([x.destroy(), x.destroy()]);

@@ -71,6 +71,7 @@ nsenter -S "$A" -G "$A" -- sh -c '[ ! -r "$1" ] && [ ! -w "$1" ] && [ ! -w "$2" 
   { echo "sandgym-agent: cannot run commands as agent uid $A apart from the judge (needs CAP_SETUID/CAP_SETGID, a private $d and $x)" >&2; exit 114; }
 printf '0\n' >"$d/lease" || { echo "sandgym-agent: state directory $d is not writable" >&2; exit 111; }
 mkfifo -m 600 "$d/q" || { echo "sandgym-agent: cannot create the runner FIFO in $d" >&2; exit 111; }
+mkdir -m 700 "$d/judge" || { echo "sandgym-agent: cannot create the judge's working directory in $d" >&2; exit 111; }
 cd / || exit 111
 # The cgroup's OOM-kill counter (v1 or v2); empty where there is none (bubblewrap).
 of=/sys/fs/cgroup/memory/memory.oom_control; [ -r "$of" ] || of=/sys/fs/cgroup/memory.events; [ -r "$of" ] || of=
@@ -133,7 +134,8 @@ ag() { echo 1000 2>/dev/null >/proc/self/oom_score_adj; ulimit -d "$DK" 2>/dev/n
 # Job runner: reads runner calls from the FIFO (its fd 3, a dup of fd 4), one command at a time.
 R() { while IFS= read -r q <&3; do eval "$q"; done; }
 jf() { printf '\n%s y %s judge-state-write-failed\n' "$N" "$1"; }
-# j ID CAP FLAGS: run the uploaded script $d/c.ID as the agent. The judge reads it (builtins, its own
+# j ID CAP FLAGS: run the uploaded script $d/c.ID as the agent (as the judge itself with flag J: grader
+# commands the host asks for explicitly; the script's first line enters its cwd). The judge reads it (builtins, its own
 # file) and passes it as 'sh -c' text: the agent never opens anything in the state directory.
 j() {
   n=$1; c=$2; f=$3
@@ -144,6 +146,7 @@ j() {
   i=/dev/null; [ -f "$d/i.$n" ] && i="$d/i.$n"
   oc; o0=$oq
   case $f in
+    *J*) ( cd "$d/judge" || exit 126; SANDGYM_AGENT_UID=$A; export SANDGYM_AGENT_UID; exec setsid sh -c "$S" sandgym ) <"$i" >"$x/o.$n" 2>"$x/e.$n" 3<&- & ;;
     *d*) printf '\n%s o %s\n' "$N" "$n"
          ( ag; exec setsid nsenter -S "$A" -G "$A" -- sh -c "$S" sandgym ) <"$i" 2>"$x/e.$n" 3<&- & ;;
     *) ( ag; exec setsid nsenter -S "$A" -G "$A" -- sh -c "$S" sandgym ) <"$i" >"$x/o.$n" 2>"$x/e.$n" 3<&- & ;;

@@ -17,7 +17,8 @@ export interface RawCommand {
   fast?: FastArgv;
   /**
    * Runner flags (agent-script.ts): `x` exclusive (every agent-uid process is killed first), `k` kill
-   * what the command left running when it ends, `d` stream stdout straight to the channel (transfers).
+   * what the command left running when it ends, `d` stream stdout straight to the channel (transfers),
+   * `J` run as the judge identity instead of the agent.
    */
   flags?: string;
 }
@@ -257,8 +258,8 @@ export class CommandChannel {
     this.stream = null;
     // The agent reads cap+1 bytes so that we can tell "exactly cap" from "more than cap".
     const cap1 = cmd.cap + 1;
-    const flags = /^[xkd]+$/.test(cmd.flags ?? '') ? (cmd.flags as string) : '-';
-    const fast = cmd.fast && !flags.includes('d') ? fastArgvLine(id, cap1, flags, cmd.fast) : null;
+    const flags = /^[xkdJ]+$/.test(cmd.flags ?? '') ? (cmd.flags as string) : '-';
+    const fast = cmd.fast && !flags.includes('d') && !flags.includes('J') ? fastArgvLine(id, cap1, flags, cmd.fast) : null;
     if (fast) {
       if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
       this.send(fast);
