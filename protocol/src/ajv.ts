@@ -9,6 +9,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { AnySchemaObject, ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { SCHEMAS } from './generated/schemas.js';
+import { SCHEMA_ID_PREFIX } from './version.js';
 
 // ajv-formats is CommonJS: under NodeNext the default import is its module.exports, whose `.default`
 // is the plugin (at run time under Node ESM interop and bundlers alike).
@@ -28,8 +29,6 @@ export const userSchemaAjv = new Ajv2020({
   validateFormats: true,
 });
 addFormats(userSchemaAjv);
-
-export const SCHEMA_ID_PREFIX = 'https://sandgym.dev/protocol/v1/';
 
 /**
  * Compiled validator of a protocol schema file, e.g. protocolValidator<Space>('space.json'). T is the

@@ -1,5 +1,6 @@
 /**
- * sandgym protocol v1: schemas, generated types, error registry, codec, validators and spaces.
+ * The sandgym protocol (major PROTOCOL_VERSION, see version.ts): schemas, generated types, error registry,
+ * codec, validators and spaces.
  * Browser-safe (no node: imports). Import from here, not from the individual files.
  */
 export * from './generated/types.js';
@@ -66,6 +67,4 @@ export {
 } from './space.js';
 export { compileUserSchema } from './ajv.js';
 
-/** Protocol major versions this package implements. */
-export const PROTOCOL_VERSIONS: readonly number[] = [1];
-export const PROTOCOL_VERSION = 1;
+export { PROTOCOL_VERSION, PROTOCOL_VERSIONS, SCHEMA_ID_PREFIX, wsPath } from './version.js';
