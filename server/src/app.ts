@@ -3,6 +3,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { EnvRegistry } from '../../envs/src/registry.js';
+import { PROTOCOL_VERSIONS, wsPath } from '../../protocol/src/index.js';
 import { bearerToken } from './auth.js';
 import { buildRegistry } from './build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';
@@ -69,9 +70,14 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
     },
   });
 
-  app.get('/v1/ws', { websocket: true }, (socket, request) => {
-    new Connection(socket, core, bearerToken(request.headers.authorization));
-  });
+  // The current major's path, and every older major's on the same handler: a client of an older
+  // protocol then gets a typed UNSUPPORTED_VERSION naming the majors we speak from its hello, which it
+  // can report, instead of an HTTP 404 on the upgrade, which it cannot tell from a wrong host.
+  for (let major = 1; major <= Math.max(...PROTOCOL_VERSIONS); major++) {
+    app.get(wsPath(major), { websocket: true }, (socket, request) => {
+      new Connection(socket, core, bearerToken(request.headers.authorization));
+    });
+  }
   registerHttpRoutes(app, core);
   // The browser inspector (GET /inspect): static page, its bundle is built lazily on first request.
   await app.register(inspectPlugin);
@@ -89,7 +95,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
       const addr = app.server.address();
       if (!addr || typeof addr === 'string') throw new Error('server is not listening');
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-      return `ws://${host}:${addr.port}/v1/ws`;
+      return `ws://${host}:${addr.port}${wsPath()}`;
     },
   };
 }

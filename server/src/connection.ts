@@ -9,6 +9,7 @@ import {
   encodeCheckedFrame,
   encodeFrame,
   extractRequestId,
+  PROTOCOL_VERSIONS,
   protocolError as err,
   validateRequest,
   type BatchItem,
@@ -174,12 +175,17 @@ export class Connection {
         return;
       }
     }
-    if (!m.versions.includes(1)) {
-      this.sendError(id, err('UNSUPPORTED_VERSION', { supported: '[1]' }, { supported: [1] }), bin);
+    // The highest major both sides speak; none in common leaves the connection open for another hello.
+    let version = 0;
+    for (const v of m.versions) if (v > version && PROTOCOL_VERSIONS.includes(v)) version = v;
+    if (version === 0) {
+      const supported = [...PROTOCOL_VERSIONS];
+      this.sendError(id, err('UNSUPPORTED_VERSION', { supported }, { supported }), bin);
       return;
     }
     this.handshaken = true;
-    this.sendResult(id, this.core.helloResult, bin);
+    const hello = this.core.helloResult;
+    this.sendResult(id, version === hello.version ? hello : { ...hello, version }, bin);
   }
 
   private reject(reason: string, id: number | null, bin: boolean): void {

@@ -1,6 +1,6 @@
 // State shared by all connections of one server: config, registry, limits, counters, timers.
 import type { FastifyBaseLogger } from 'fastify';
-import type { HelloResult } from '../../protocol/src/index.js';
+import { PROTOCOL_VERSIONS, type HelloResult } from '../../protocol/src/index.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
 import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
@@ -16,7 +16,7 @@ export class ServerCore {
   /** Open sessions server-wide, including makes in flight (so concurrent makes cannot overshoot). */
   sessionCount = 0;
   shuttingDown = false;
-  /** The hello result is the same for every connection: built once. */
+  /** The hello result is the same for every connection (with the highest major we speak): built once. */
   readonly helloResult: HelloResult;
   /** Step/reset/make deadlines (one sweeping timer for all sessions). */
   readonly deadlines: DeadlineSweeper;
@@ -36,7 +36,7 @@ export class ServerCore {
     this.deadlines.start();
     this.opLimits = { step_timeout_ms: config.step_timeout_ms, reset_timeout_ms: config.reset_timeout_ms, deadlines: this.deadlines };
     this.helloResult = {
-      version: 1,
+      version: Math.max(...PROTOCOL_VERSIONS),
       server: { name: 'sandgym', version: SERVER_VERSION },
       capabilities: { batch: true, msgpack: true, pipelining: true, tool_call: true, events: true, sandbox: sandbox !== null },
       limits: {

@@ -2,11 +2,12 @@
 // run over the wire, with its report printed. The checker itself stays in the client (browser-safe,
 // usable from code); this is only its command line.
 import { checkEnv, type CheckEnvOptions, type CheckReport } from '../../../clients/ts/src/index.js';
+import { wsPath } from '../../../protocol/src/index.js';
 import { choiceValue, intValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT } from './exit-codes.js';
 import type { CliIo } from './io.js';
 
-export const CHECK_HELP = `Usage: sandgym check <env_id> --url ws://HOST:PORT/v1/ws [options]
+export const CHECK_HELP = `Usage: sandgym check <env_id> --url ws://HOST:PORT${wsPath()} [options]
 
 Check an env over the wire: spec, seeded determinism, observations in space, invalid actions
 rejected with INVALID_ACTION, episode limits, RESET_NEEDED, idempotent close.

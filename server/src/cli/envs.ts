@@ -1,12 +1,12 @@
 // `sandgym envs`: list env ids and descriptions, from a running server (--url) or this install.
-import type { EnvSpec } from '../../../protocol/src/index.js';
+import { wsPath, type EnvSpec } from '../../../protocol/src/index.js';
 import { buildRegistry } from '../build-registry.js';
 import { remoteCall } from './remote.js';
 import { parseCommand, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT } from './exit-codes.js';
 import type { CliIo } from './io.js';
 
-export const ENVS_HELP = `Usage: sandgym envs [--url ws://HOST:PORT/v1/ws] [--token T] [--json] [--fixtures] [--env-module PATH]
+export const ENVS_HELP = `Usage: sandgym envs [--url ws://HOST:PORT${wsPath()}] [--token T] [--json] [--fixtures] [--env-module PATH]
 
 List environments: those of a running server (--url), or those this install would serve.
 

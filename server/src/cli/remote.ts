@@ -3,6 +3,7 @@
 // Failures are typed for the exit-code table: no server, no answer or a refused hello (bad token,
 // version) -> UnavailableError; an error reply to the request itself -> CommandFailedError.
 import WebSocket from 'ws';
+import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
 import { CommandFailedError, UnavailableError } from './exit-codes.js';
 
 export async function remoteCall(url: string, token: string | undefined, type: string, params: Record<string, unknown> = {}, timeoutMs = 10_000): Promise<unknown> {
@@ -20,7 +21,7 @@ export async function remoteCall(url: string, token: string | undefined, type: s
     ws.on('error', (e) => done(() => reject(new UnavailableError(`cannot connect to ${url}: ${e.message}`))));
     ws.on('close', (code, reason) => done(() => reject(new UnavailableError(`connection closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`))));
     ws.on('open', () => {
-      const hello: Record<string, unknown> = { id: 1, type: 'hello', versions: [1], client: { name: 'sandgym-cli', version: '1' } };
+      const hello: Record<string, unknown> = { id: 1, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'sandgym-cli', version: '1' } };
       if (token) hello.token = token;
       ws.send(JSON.stringify(hello));
     });

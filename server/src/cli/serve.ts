@@ -1,4 +1,5 @@
 // `sandgym serve`: build the app from defaults < config file < flags (+ token sources) and listen.
+import { wsPath } from '../../../protocol/src/index.js';
 import { buildApp } from '../app.js';
 import { loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
@@ -7,7 +8,7 @@ import type { CliIo } from './io.js';
 
 export const SERVE_HELP = `Usage: sandgym serve [options]
 
-Start the sandgym WebSocket server (endpoint /v1/ws).
+Start the sandgym WebSocket server (endpoint ${wsPath()}).
 
 Options:
   --host <addr>          bind address (default 127.0.0.1). A non-loopback address
@@ -37,7 +38,7 @@ Options:
   -h, --help             show this help
 
 Tokens are also read from SANDGYM_TOKENS (comma separated).
-Prints "sandgym listening on ws://HOST:PORT/v1/ws" on stdout once listening; logs go to stderr.`;
+Prints "sandgym listening on ws://HOST:PORT${wsPath()}" on stdout once listening; logs go to stderr.`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const DRIVERS = ['docker', 'local', 'auto', 'none'] as const;
@@ -149,7 +150,7 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
   const addr = app.server.address();
   const port = addr && typeof addr === 'object' ? addr.port : cfg.port;
   const host = cfg.host.includes(':') && !cfg.host.startsWith('[') ? `[${cfg.host}]` : cfg.host;
-  const url = `ws://${host}:${port}/v1/ws`;
+  const url = `ws://${host}:${port}${wsPath()}`;
   io.out(`sandgym listening on ${url}\n`);
   io.err(
     `connect a client to ${url}${cfg.tokens.length ? ' with a bearer token' : ''}: ` +

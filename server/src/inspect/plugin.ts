@@ -1,5 +1,5 @@
 // Serves the web inspector: GET /inspect (the page) and a fixed set of assets under /inspect/.
-// The page is a static client of /v1/ws like any other (no server state, no extra endpoints). Its
+// The page is a static client of /v2/ws like any other (no server state, no extra endpoints). Its
 // script (page/main.ts plus the TS client) is bundled with esbuild in memory on first request and
 // cached for the life of the process, so there is no build step and no stale bundle. The client's
 // protocol import is redirected to page/protocol-lite.ts (codec + errors, no ajv: see there).

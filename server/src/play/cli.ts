@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
+import { wsPath } from '../../../protocol/src/version.js';
 import type { PlayBackend, PlayFiles } from './backend.js';
 import { formatError, makeStyle, wantsColour } from './format.js';
 import { choiceValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from '../cli/args.js';
@@ -20,7 +21,7 @@ Step through one environment by hand, over the same protocol trainers use.
 Without --url an in-process server (built-in envs) is started on a free loopback port.
 
 Options:
-  --url <ws-url>         connect to a running server (ws://HOST:PORT/v1/ws)
+  --url <ws-url>         connect to a running server (ws://HOST:PORT${wsPath()})
   --token <t>            bearer token (default: $SANDGYM_TOKEN)
   --seed <n>             seed of the first reset (default: random, printed)
   --task <id>            reset option task_id (task envs)

@@ -1,9 +1,10 @@
-// The web inspector's controller: connects to /v1/ws with the TS client, lists envs, makes/resets a
+// The web inspector's controller: connects to the protocol's WebSocket path (/v2/ws) with the TS client, lists envs, makes/resets a
 // session, builds the action editor from the spec and keeps the transcript, reward chart, frames pane
 // and trajectory in step. All state lives here, in the page; the server sees an ordinary client.
 // window.__sandgymInspector exposes that state read-only for tests and curious users.
 import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
 import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
+import { wsPath } from '../../../../protocol/src/version.js';
 import { replaySummary, replayTrajectory, type ReplayedStep } from '../../play/replay.js';
 import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
 import { toolsOf, type EnvSpec } from '../../play/types.js';
@@ -411,7 +412,7 @@ function download(): void {
 // --- wiring -----------------------------------------------------------------------------------
 
 const params = new URLSearchParams(location.search);
-el.url.value = params.get('url') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/ws`;
+el.url.value = params.get('url') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${wsPath()}`;
 if (params.get('encoding') === 'msgpack') el.encoding.value = 'msgpack';
 if (params.get('seed')) el.seed.value = params.get('seed') ?? '';
 if (params.get('task')) el.task.value = params.get('task') ?? '';
