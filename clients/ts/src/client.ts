@@ -4,6 +4,8 @@
 
 // The codec module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
 import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/codec.js';
+// The majors this client speaks are the protocol package's (one declaration; import-free module).
+import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
 import { EnvHandle } from './env-handle.js';
 import { CLOSE_CODES, SandgymError, connectionClosedError, requestTimeoutError } from './errors.js';
 import { AbandonedIds, RequestIds } from './request-ids.js';
@@ -11,7 +13,7 @@ import { OPEN, openSocket, type OpenedSocket, type WebSocketCtor, type WebSocket
 import type { BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, ServerEvent, ServerInfo } from './types.js';
 
 export const CLIENT_VERSION = '0.1.0';
-export const PROTOCOL_VERSIONS = [1] as const;
+export { PROTOCOL_VERSIONS };
 
 export type Encoding = 'json' | 'msgpack';
 export type FrameListener = (frame: FrameRecord) => void;
