@@ -1,7 +1,7 @@
 """sandgym: Python client for the sandgym environment server.
 
 ``AsyncClient`` / ``AsyncEnv`` (asyncio) and ``Client`` / ``Env`` (blocking, same method names) speak
-protocol v1 over one multiplexed WebSocket; ``AsyncClientPool`` / ``ClientPool`` spread sessions over
+protocol v2 over one multiplexed WebSocket; ``AsyncClientPool`` / ``ClientPool`` spread sessions over
 several connections; ``sandgym.gym.make`` returns a ``gymnasium.Env``; ``sandgym.spaces`` converts
 spaces. Errors live in :mod:`sandgym.errors` (one class per protocol code, re-exported here).
 """

@@ -43,7 +43,7 @@ __all__ = [
     "StepResult",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 UINT32_MAX = 2**32 - 1
 
 T = TypeVar("T")

@@ -1,7 +1,7 @@
 """Gymnasium adapter: a remote sandgym session as a real ``gymnasium.Env``.
 
 >>> import sandgym.gym
->>> env = sandgym.gym.make("ws://127.0.0.1:8765/v1/ws", "test/counter-v0")
+>>> env = sandgym.gym.make("ws://127.0.0.1:8765/v2/ws", "test/counter-v0")
 >>> obs, info = env.reset(seed=0)
 
 Observations are converted from the wire form to the space's gymnasium form (``box`` -> numpy array
