@@ -73,7 +73,7 @@ describe.skipIf(!HAS_DOCKER)('code-v0 reward integrity over the wire (docker)', 
   test('env_spec over the wire: tools, rubric, train split only, sandbox image', async () => {
     const spec = env.spec as unknown as { tools: { name: string }[]; rubric: { name: string }[]; tasks: { splits: Record<string, number> }; sandbox: { image: string } };
     expect(spec.tools.map((t) => t.name)).toEqual(['bash', 'read_file', 'write_file', 'list_files', 'submit']);
-    expect(spec.rubric.map((r) => r.name)).toEqual(['tests', 'syntax', 'final_state']);
+    expect(spec.rubric.map((r) => r.name)).toEqual(['tests', 'final_state']);
     expect(Object.keys(spec.tasks.splits)).toEqual(['train']);
     expect(spec.sandbox.image).toBe(IMAGE);
   });

@@ -144,7 +144,7 @@ for (const drv of DRIVERS) {
       const ref = await submit(REFERENCE);
       expect(ref.reward).toBeCloseTo(1, 9);
       expect(ref.grade.zero_reason).toBeUndefined();
-      // The untouched stub: every test runs and fails (only the syntax component scores).
+      // The untouched stub: every test runs and fails.
       const untouched = await submit(UNTOUCHED);
       expect(untouched.reward).toBeLessThan(0.5);
       expect(untouched.grade.tests).toMatchObject({ collected: task.spec.test.expected_tests, passed: 0 });

@@ -278,6 +278,7 @@ class CodeEnvInstance implements EnvInstance {
       components: g.score.components,
       ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}),
       ...(g.tests ? { tests: g.tests } : {}),
+      ...(g.syntax ? { syntax: g.syntax } : {}),
       cached: g.cached,
       workspace_hash: g.workspace_hash,
       dropped: g.dropped.length,

@@ -5,7 +5,7 @@ import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
-import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, syntaxFraction, type Score, type Weights } from './rubric.js';
+import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import type { LoadedTask, RubricComponent } from './task-types.js';
 import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
 import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
@@ -19,6 +19,8 @@ export interface GradeResult {
   changed: string[];
   tamper: TamperFinding[];
   final_state_failed?: string[];
+  /** Syntax check of the changed files: a diagnostic for info, not part of the score. */
+  syntax?: SyntaxSummary;
   workspace_hash: string;
   cached: boolean;
   timings_ms: { filter: number; acquire: number; run: number; total: number };
@@ -46,7 +48,7 @@ export interface GradeOptions extends RunnerOptions, ReadTarOptions {
 
 /** The component names a task's score carries (for info.reward_components). */
 export function componentNames(task: LoadedTask): RubricComponent[] {
-  return task.spec.final_state ? ['tests', 'syntax', 'final_state'] : ['tests', 'syntax'];
+  return rewardComponents(task);
 }
 
 export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array, opts: GradeOptions): Promise<GradeResult> {
@@ -127,13 +129,14 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   // (a signal, an internal error) means the run was interrupted and its report cannot be trusted.
   else if (out.status !== 0 && out.status !== 1) zero = `test runner exited with status ${out.status ?? 'unknown'}`;
 
-  const components: Partial<Record<RubricComponent, number>> = { tests: scored.fraction, syntax: syntaxFraction(out.syntax) };
+  const components: Partial<Record<RubricComponent, number>> = { tests: scored.fraction };
   if (finalState) components.final_state = finalState.fraction;
   const result: GradeResult = {
     ...common,
     score: combine(components, weights, zero),
     ...(tests ? { tests } : {}),
     ...(finalState ? { final_state_failed: finalState.failed } : {}),
+    syntax: syntaxSummary(out.syntax),
     timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
     log_tail: out.log_tail,
   };

@@ -1,16 +1,21 @@
 // The reward: named, weighted components combined into a total in [0, 1], the potential-based
 // shaping that turns successive grades into per-step rewards, and the grading cache.
+//
+// Only what the task asks for is paid: the hidden tests and the task's own final_state checks. The
+// syntax check of changed files is a diagnostic (GradeResult.syntax, info.grade.syntax), never a
+// reward: as a component it paid for any edit that compiles, so a no-op edit scored above the
+// untouched workspace. The score is a function of (tests, final_state) alone, so an edit that
+// changes neither scores exactly what the untouched workspace scores (docs/TASKS.md, Rewards).
 import type { FinalStateCheck, LoadedTask, RubricComponent } from './task-types.js';
 import type { KeptFile } from './workspace-filter.js';
 
 export type Weights = Record<RubricComponent, number>;
 
 /** Env defaults; a task overrides any of them in task.json "rubric". */
-export const DEFAULT_WEIGHTS: Weights = { tests: 0.8, syntax: 0.1, final_state: 0.1 };
+export const DEFAULT_WEIGHTS: Weights = { tests: 0.9, final_state: 0.1 };
 
 export const RUBRIC_DESCRIPTIONS: Record<RubricComponent, string> = {
   tests: 'fraction of the hidden tests passing (0 unless exactly expected_tests were collected)',
-  syntax: 'fraction of the changed source files that parse/compile (0 when nothing changed)',
   final_state: "fraction of the task's final_state checks met by the submitted workspace",
 };
 
@@ -19,10 +24,7 @@ export const RUBRIC_DESCRIPTIONS: Record<RubricComponent, string> = {
  * normalised to sum to 1 so a perfect submission scores exactly 1.
  */
 export function resolveWeights(task: Pick<LoadedTask, 'spec'>, defaults: Weights = DEFAULT_WEIGHTS): Partial<Weights> {
-  const w: Partial<Weights> = {
-    tests: task.spec.rubric?.tests ?? defaults.tests,
-    syntax: task.spec.rubric?.syntax ?? defaults.syntax,
-  };
+  const w: Partial<Weights> = { tests: task.spec.rubric?.tests ?? defaults.tests };
   if (task.spec.final_state) w.final_state = task.spec.rubric?.final_state ?? defaults.final_state;
   const sum = Object.values(w).reduce((a, b) => a + b, 0);
   if (!(sum > 0)) throw new RangeError(`task ${task.spec.id}: rubric weights sum to 0`);
@@ -65,10 +67,21 @@ export function combine(components: Partial<Record<RubricComponent, number>>, we
   return { total: clamp01(Math.round(total * 1e9) / 1e9), components: out };
 }
 
-/** Syntax component: fraction of changed checkable files that compile; nothing changed scores 0. */
-export function syntaxFraction(results: readonly { path: string; ok: boolean }[]): number {
-  if (results.length === 0) return 0;
-  return results.filter((r) => r.ok).length / results.length;
+/** The syntax check of the changed files, as a diagnostic for info (not a reward component). */
+export interface SyntaxSummary {
+  /** Changed checkable files (.py/.js/.mjs/.cjs/.sh/.json) that were compiled without running them. */
+  checked: number;
+  /** Those that did not parse/compile, workspace-relative. */
+  failed: string[];
+}
+
+export function syntaxSummary(results: readonly { path: string; ok: boolean }[]): SyntaxSummary {
+  return { checked: results.length, failed: results.filter((r) => !r.ok).map((r) => r.path) };
+}
+
+/** The reward components a task's score carries (final_state only when the task defines checks). */
+export function rewardComponents(task: Pick<LoadedTask, 'spec'>): RubricComponent[] {
+  return task.spec.final_state ? ['tests', 'final_state'] : ['tests'];
 }
 
 function isExecutable(mode: number): boolean {

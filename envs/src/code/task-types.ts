@@ -6,7 +6,8 @@ export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
 export type Difficulty = 'easy' | 'medium' | 'hard';
 export type ShapingMode = 'none' | 'on_write' | 'every_step';
 export type TestFormat = 'pytest-junit' | 'node-test-junit';
-export type RubricComponent = 'tests' | 'syntax' | 'final_state';
+/** Reward components (the syntax check of changed files is a diagnostic, not one of them). */
+export type RubricComponent = 'tests' | 'final_state';
 
 export interface FinalStateCheck {
   path: string;

@@ -68,7 +68,7 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
     out.reference = await runAgent(task, 'reference', opts);
     if (out.reference.score !== 1) out.problems.push(`reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`);
     out.null = await runAgent(task, 'null', opts);
-    // Judged on the tests too: the syntax component alone keeps an untouched workspace below 1.0.
+    // Judged on the tests too: final_state checks alone may keep an untouched workspace below 1.0.
     if (out.null.score >= 1 || out.null.tests?.passed === task.spec.test.expected_tests) {
       out.problems.push(`null agent (untouched workspace) passes every hidden test (score ${out.null.score.toFixed(3)})`);
     }

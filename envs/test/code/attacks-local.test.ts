@@ -117,9 +117,9 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
         },
       ],
     });
-    // Only the syntax share of a compiling edit remains: no test credit.
+    // No test credit, and a compiling edit earns nothing by itself.
     expect(r.score.components.tests).toBe(0);
-    expect(r.score.total).toBeLessThanOrEqual(0.12);
+    expect(r.score.total).toBe(0);
   });
 
   test('code that rewrites the hidden tests during the run scores 0', async () => {

@@ -60,7 +60,7 @@ describe('code-v0 definition (no sandbox needed)', () => {
     expect(def.id).toBe('code-v0');
     expect(def.action_space.type).toBe('tool_call');
     expect((def.action_space as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(['bash', 'read_file', 'write_file', 'list_files', 'submit']);
-    expect(def.rubric?.map((r) => r.name)).toEqual(['tests', 'syntax', 'final_state']);
+    expect(def.rubric?.map((r) => r.name)).toEqual(['tests', 'final_state']);
     expect(def.tasks?.splits).toEqual({ train: all.filter((t) => t.spec.split === 'train').length });
     expect(def.sandbox?.image).toBe('sandgym/python:1');
     expect(def.max_episode_steps).toBe(Math.max(...all.map((t) => t.spec.max_steps)));
@@ -92,7 +92,7 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const env = makeEnv();
     const inst = await instance(env);
     const r0 = await inst.reset(undefined, { task_id: 'py-slugify' });
-    expect(r0.info).toMatchObject({ task_id: 'py-slugify', split: 'train', difficulty: 'easy', reward_components: { tests: 0, syntax: 0 } });
+    expect(r0.info).toMatchObject({ task_id: 'py-slugify', split: 'train', difficulty: 'easy', reward_components: { tests: 0 } });
     expect(String(r0.observation)).toContain('slugify');
     expect(String(r0.observation)).toContain('slug.py');
     const task = all.find((t) => t.spec.id === 'py-slugify')!;

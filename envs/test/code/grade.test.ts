@@ -86,11 +86,12 @@ async function grade(script: Script, files?: Record<string, string>, cache?: Gra
 describe('gradeSubmission decisions', () => {
   test('all tests pass + changed file compiles => 1', async () => {
     const { r, provider } = await grade({ syntax: [{ path: 'words.py', ok: true }] });
-    expect(r.score).toEqual({ total: 1, components: { tests: 1, syntax: 1 } });
+    expect(r.score).toEqual({ total: 1, components: { tests: 1 } });
+    expect(r.syntax).toEqual({ checked: 1, failed: [] });
     expect(r.changed).toEqual(['words.py']);
     expect(provider.acquired).toBe(1);
     expect(provider.released).toBe(1);
-    expect(componentNames(task)).toEqual(['tests', 'syntax']);
+    expect(componentNames(task)).toEqual(['tests']);
   });
 
   test('partial pass is a fraction', async () => {

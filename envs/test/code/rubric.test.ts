@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rubricSpec, syntaxFraction } from '../../src/code/rubric.js';
+import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rewardComponents, rubricSpec, syntaxSummary } from '../../src/code/rubric.js';
 import type { FinalStateCheck, LoadedTask } from '../../src/code/task-types.js';
 import type { KeptFile } from '../../src/code/workspace-filter.js';
 
@@ -11,46 +11,58 @@ function file(p: string, text: string, mode = 0o644): KeptFile {
 }
 
 describe('weights', () => {
-  test('defaults normalised over applicable components', () => {
-    const w = resolveWeights(spec());
-    expect(Object.keys(w).sort()).toEqual(['syntax', 'tests']);
-    expect(w.tests! + w.syntax!).toBeCloseTo(1);
-    expect(w.tests! / w.syntax!).toBeCloseTo(DEFAULT_WEIGHTS.tests / DEFAULT_WEIGHTS.syntax);
+  test('defaults normalised over applicable components: without final_state checks the tests are the whole score', () => {
+    expect(resolveWeights(spec())).toEqual({ tests: 1 });
+    const fs = spec({ final_state: [{ path: 'a', check: 'exists' }] });
+    const w = resolveWeights(fs);
+    expect(Object.keys(w).sort()).toEqual(['final_state', 'tests']);
+    expect(w.tests! + w.final_state!).toBeCloseTo(1);
+    expect(w.tests! / w.final_state!).toBeCloseTo(DEFAULT_WEIGHTS.tests / DEFAULT_WEIGHTS.final_state);
+    expect(rewardComponents(spec())).toEqual(['tests']);
+    expect(rewardComponents(fs)).toEqual(['tests', 'final_state']);
   });
   test('final_state applies only when the task defines checks; task weights override', () => {
-    const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }], rubric: { tests: 0.6, syntax: 0.1, final_state: 0.3 } }));
-    expect(w).toEqual({ tests: 0.6, syntax: 0.1, final_state: 0.3 });
-    const w2 = resolveWeights(spec({ rubric: { syntax: 0 } }));
-    expect(w2).toEqual({ tests: 1, syntax: 0 });
+    const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }], rubric: { tests: 0.7, final_state: 0.3 } }));
+    expect(w).toEqual({ tests: 0.7, final_state: 0.3 });
+    expect(resolveWeights(spec({ rubric: { final_state: 0.5 } }))).toEqual({ tests: 1 });
   });
-  test('all-zero weights are refused; rubricSpec lists the env defaults', () => {
-    expect(() => resolveWeights(spec({ rubric: { tests: 0, syntax: 0 } }))).toThrow(/sum to 0/);
-    expect(rubricSpec().map((r) => r.name)).toEqual(['tests', 'syntax', 'final_state']);
+  test('all-zero weights are refused; rubricSpec lists the reward components only (no syntax)', () => {
+    expect(() => resolveWeights(spec({ rubric: { tests: 0 } }))).toThrow(/sum to 0/);
+    expect(rubricSpec().map((r) => r.name)).toEqual(['tests', 'final_state']);
   });
 });
 
 describe('combine', () => {
   test('weighted total in [0, 1]; a gate zeroes everything with its reason', () => {
-    const w = { tests: 0.8, syntax: 0.2 };
-    expect(combine({ tests: 0.5, syntax: 1 }, w)).toEqual({ total: 0.6, components: { tests: 0.5, syntax: 1 } });
-    expect(combine({ tests: 1, syntax: 1 }, w).total).toBe(1);
-    expect(combine({ tests: 1, syntax: 1 }, w, 'report missing')).toEqual({ total: 0, components: { tests: 0, syntax: 0 }, zero_reason: 'report missing' });
-    expect(combine({ tests: Number.NaN, syntax: 7 }, w).total).toBeCloseTo(0.2);
+    const w = { tests: 0.8, final_state: 0.2 };
+    expect(combine({ tests: 0.5, final_state: 1 }, w)).toEqual({ total: 0.6, components: { tests: 0.5, final_state: 1 } });
+    expect(combine({ tests: 1, final_state: 1 }, w).total).toBe(1);
+    expect(combine({ tests: 1, final_state: 1 }, w, 'report missing')).toEqual({ total: 0, components: { tests: 0, final_state: 0 }, zero_reason: 'report missing' });
+    expect(combine({ tests: Number.NaN, final_state: 7 }, w).total).toBeCloseTo(0.2);
   });
   test('property: total stays within [0, 1] and equals 1 only when every weighted component is 1', () => {
     fc.assert(
       fc.property(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.01, max: 1, noNaN: true }), (t, s, wt) => {
-        const w = resolveWeights(spec({ rubric: { tests: wt, syntax: 1 - wt + 0.01 } }));
-        const r = combine({ tests: t, syntax: s }, w);
+        const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }], rubric: { tests: wt, final_state: 1 - wt + 0.01 } }));
+        const r = combine({ tests: t, final_state: s }, w);
         expect(r.total).toBeGreaterThanOrEqual(0);
         expect(r.total).toBeLessThanOrEqual(1);
         if (t < 0.999 || s < 0.999) expect(r.total).toBeLessThan(1);
       }),
     );
   });
-  test('syntaxFraction: nothing changed scores 0', () => {
-    expect(syntaxFraction([])).toBe(0);
-    expect(syntaxFraction([{ path: 'a', ok: true }, { path: 'b', ok: false }])).toBe(0.5);
+  test('property: the score is a function of the reward components only (what else a grade carries cannot move it)', () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), (t, f, junk) => {
+        const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }] }));
+        const extra = { tests: t, final_state: f, syntax: junk } as unknown as Parameters<typeof combine>[0];
+        expect(combine(extra, w)).toEqual(combine({ tests: t, final_state: f }, w));
+      }),
+    );
+  });
+  test('syntaxSummary: a diagnostic (counts and failing paths), not a fraction', () => {
+    expect(syntaxSummary([])).toEqual({ checked: 0, failed: [] });
+    expect(syntaxSummary([{ path: 'a', ok: true }, { path: 'b', ok: false }])).toEqual({ checked: 2, failed: ['b'] });
   });
 });
 
