@@ -91,6 +91,8 @@ describe('transcripts are well-formed', () => {
         expect(t.steps.length).toBeGreaterThan(0);
         for (const k of Object.keys(t.server ?? {})) expect(SERVER_CONFIG_KEYS.has(k), `server key ${k}`).toBe(true);
         for (const e of t.encodings ?? []) expect(['json', 'msgpack']).toContain(e);
+        // Another major's endpoint, the only reason to leave the default path.
+        if (t.path !== undefined) expect(t.path).toMatch(/^\/v[1-9]\d*\/ws$/);
       });
       t.steps.forEach((step: TranscriptStep, i) => {
         it(`step ${i}`, () => {

@@ -58,6 +58,7 @@ export interface Transcript {
   name: string;
   description: string;
   server?: Record<string, unknown>;
+  path?: string;
   encodings?: ('json' | 'msgpack')[];
   steps: TranscriptStep[];
 }

@@ -23,6 +23,8 @@ interface Transcript {
   name: string;
   description?: string;
   server?: Partial<ServerConfig>;
+  /** WebSocket path to open instead of the server's own (e.g. an older major's `/v1/ws`). */
+  path?: string;
   encodings?: Encoding[];
   steps: TranscriptStep[];
 }
@@ -30,7 +32,7 @@ interface Transcript {
 const DIR = join(REPO_ROOT, 'protocol/vectors/transcripts');
 // Unknown keys mean the format moved on without this harness: fail loudly rather than skip silently.
 const STEP_KEYS = new Set(['send', 'send_raw', 'send_raw_hex', 'expect', 'expect_any_order', 'expect_close', 'note', 'invalid']);
-const TOP_KEYS = new Set(['name', 'description', 'server', 'encodings', 'steps', 'note']);
+const TOP_KEYS = new Set(['name', 'description', 'server', 'path', 'encodings', 'steps', 'note']);
 const FRAME_TIMEOUT_MS = 10_000;
 
 function loadTranscripts(): { file: string; t: Transcript }[] {
@@ -117,7 +119,9 @@ function checkFormat(t: Transcript): void {
 async function replay(t: Transcript, encoding: Encoding): Promise<void> {
   checkFormat(t);
   const server = await serverFor(t.server);
-  const sock = await RawSocket.open(server.url);
+  const url = new URL(server.url);
+  if (t.path !== undefined) url.pathname = t.path;
+  const sock = await RawSocket.open(url.href);
   const caps: Captures = {};
   try {
     for (const [i, step] of t.steps.entries()) {
