@@ -42,7 +42,9 @@ async def stub_server() -> None:
     import msgpack
     from websockets.asyncio.server import serve
 
-    hello = {"version": 1, "server": {"name": "stub", "version": "0"}, "capabilities": {"batch": True, "msgpack": True, "pipelining": True, "tool_call": True},
+    from sandgym._core import PROTOCOL_VERSION
+
+    hello = {"version": PROTOCOL_VERSION, "server": {"name": "stub", "version": "0"}, "capabilities": {"batch": True, "msgpack": True, "pipelining": True, "tool_call": True},
              "limits": {"max_message_bytes": 16777216, "max_sessions": 100000, "max_batch": 1024, "step_timeout_ms": 60000, "idle_timeout_ms": 900000}}
     spec = {"id": "stub/noop-v0", "description": "", "observation_space": {"type": "discrete", "n": 2},
             "action_space": {"type": "discrete", "n": 2}, "max_episode_steps": None, "reward_range": [0, 0], "stochastic": False}

@@ -18,7 +18,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '../clients/ts/src/index.js';
-import { encodeJson, encodeMsgpack } from '../protocol/src/index.js';
+import { encodeJson, encodeMsgpack, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
 import { cpuMicros, REPO_ROOT, rssBytes, startEcho, startSandgym, type ServerProcess } from './lib/processes.js';
 import { median, round, summarize, type LatencySummary } from './lib/stats.js';
 import { Driver, looksLikeError } from './lib/ws-driver.js';
@@ -57,7 +57,7 @@ interface Results {
 }
 
 async function hello(d: Driver, encoding: Encoding): Promise<void> {
-  const r = await d.request(enc(encoding, { id: 0, type: 'hello', versions: [1], client: { name: 'bench', version: '0' } }));
+  const r = await d.request(enc(encoding, { id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
 }
 

@@ -13,7 +13,7 @@ import { HELP, main, report } from '../src/cli/run.js';
 const TASKS = fileURLToPath(new URL('../../envs/tasks', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sandgym-exit-'));
 /** Nothing listens on the discard port of loopback: connecting is refused at once. */
-const DEAD_URL = 'ws://127.0.0.1:9/v1/ws';
+const DEAD_URL = 'ws://127.0.0.1:9/v2/ws';
 
 async function run(argv: string[]) {
   const out: string[] = [];
@@ -143,7 +143,7 @@ describe('the other rows of the table', () => {
   it('4: the server at --url cannot be reached', async () => {
     const envs = await run(['envs', '--url', DEAD_URL]);
     expect(envs.code).toBe(EXIT.UNAVAILABLE);
-    expect(envs.err).toMatch(/^sandgym envs: cannot connect to ws:\/\/127\.0\.0\.1:9\/v1\/ws: /);
+    expect(envs.err).toMatch(/^sandgym envs: cannot connect to ws:\/\/127\.0\.0\.1:9\/v2\/ws: /);
     const check = await run(['check', 'x-v0', '--url', DEAD_URL]);
     expect(check.code).toBe(EXIT.UNAVAILABLE);
     expect(check.out).toMatch(/FAIL\s+connect/);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSIONS, wsPath } from '../../protocol/src/index.js';
 import { runCli, startCliServer } from './helpers/cli.js';
 import { RawClient } from './helpers/raw-client.js';
 
@@ -18,7 +19,8 @@ const moduleFixture = (name: string) => fileURLToPath(new URL(`../../envs/test/f
 describe('sandgym serve', () => {
   it('prints exactly one listening line on stdout, serves, and exits 0 on SIGTERM', async () => {
     const s = await startCliServer(['--port', '0', '--fixtures', '--env-module', moduleFixture('good-module.ts'), '--log-level', 'warn']);
-    expect(s.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/v1\/ws$/);
+    expect(s.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/v\d+\/ws$/);
+    expect(new URL(s.url).pathname).toBe(wsPath());
     expect(s.url).not.toContain(':0/');
     const c = await RawClient.connect(s.url);
     const ids = (await c.ok('list_envs')).envs.map((e: { id: string }) => e.id);
@@ -41,7 +43,7 @@ describe('sandgym serve', () => {
       await c.close();
     }
     const bad = await RawClient.open(s.url);
-    expect((await bad.fails('hello', { versions: [1], client: { name: 't', version: '1' }, token: 'nope' })).code).toBe('UNAUTHORIZED');
+    expect((await bad.fails('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' }, token: 'nope' })).code).toBe('UNAUTHORIZED');
     expect((await bad.closed).code).toBe(4401);
     const header = await RawClient.connect(s.url, { headers: { authorization: 'Bearer env-b' } });
     await header.close();
@@ -54,7 +56,8 @@ describe('sandgym serve', () => {
     expect(r.stderr).toMatch(/refusing to bind non-loopback host 0\.0\.0\.0 without a token/);
     expect(r.stdout).toBe('');
     const insecure = await startCliServer(['--host', '0.0.0.0', '--port', '0', '--insecure', '--log-level', 'silent']);
-    expect(insecure.url).toMatch(/^ws:\/\/0\.0\.0\.0:\d+\/v1\/ws$/);
+    expect(insecure.url).toMatch(/^ws:\/\/0\.0\.0\.0:\d+\/v\d+\/ws$/);
+    expect(new URL(insecure.url).pathname).toBe(wsPath());
     expect(await insecure.stop()).toBe(0);
   });
 
@@ -70,7 +73,7 @@ describe('sandgym serve', () => {
     const cfg = file('ok.json', JSON.stringify({ max_batch: 7, step_timeout_ms: 1234, port: 1, fixtures: true, log_level: 'silent' }));
     const s = await startCliServer(['--config', cfg, '--port', '0']);
     const c = await RawClient.open(s.url);
-    const hello = await c.ok('hello', { versions: [1], client: { name: 't', version: '1' } });
+    const hello = await c.ok('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } });
     expect(hello.limits).toMatchObject({ max_batch: 7, step_timeout_ms: 1234 });
     await c.make('test/counter-v0');
     await c.close();

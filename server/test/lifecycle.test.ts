@@ -1,5 +1,6 @@
 // Connection-level behaviour: auth, oversize frames, idle reaping, heartbeats, shutdown, HTTP routes.
 import { afterEach, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSION, PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
 import { RawClient } from './helpers/raw-client.js';
 import { lifecycle, testRegistry } from './helpers/extra-envs.js';
 import { startServer, sleep, until, type TestServer } from './helpers/server.js';
@@ -10,7 +11,7 @@ afterEach(async () => {
   server = null;
 });
 
-const HELLO = { versions: [1], client: { name: 't', version: '1' } };
+const HELLO = { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } };
 
 describe('auth', () => {
   it('accepts the token from the Authorization header', async () => {
@@ -162,13 +163,25 @@ describe('http routes', () => {
     expect(health.status).toBe(200);
     const ready = await fetch(server.httpUrl('/readyz'));
     expect(ready.status).toBe(200);
-    const envs = (await (await fetch(server.httpUrl('/v1/envs'))).json()) as { envs: { id: string }[] };
+    const envs = (await (await fetch(server.httpUrl(`/v${PROTOCOL_VERSION}/envs`))).json()) as { envs: { id: string }[] };
     const c = await RawClient.connect(server.url());
     expect(envs.envs).toEqual((await c.ok('list_envs')).envs);
     await c.close();
     expect(envs.envs.map((e) => e.id)).toEqual(expect.arrayContaining(['math-v0', 'wordle-v0', 'calculator-tools-v0', 'test/counter-v0']));
-    const schema = (await (await fetch(server.httpUrl('/v1/schema'))).json()) as { schemas: Record<string, unknown> };
+    const schema = (await (await fetch(server.httpUrl(`/v${PROTOCOL_VERSION}/schema`))).json()) as { version: number; schemas: Record<string, unknown> };
+    expect(schema.version).toBe(PROTOCOL_VERSION);
     expect(Object.keys(schema.schemas).length).toBeGreaterThan(0);
+  });
+
+  it("an older major's envs and schema routes answer 404 with the typed UNSUPPORTED_VERSION", async () => {
+    server = await startServer();
+    for (let major = 1; major < PROTOCOL_VERSION; major++) {
+      for (const route of ['envs', 'schema']) {
+        const r = await fetch(server.httpUrl(`/v${major}/${route}`));
+        expect(r.status, `/v${major}/${route}`).toBe(404);
+        expect(await r.json()).toMatchObject({ error: { code: 'UNSUPPORTED_VERSION', retryable: false, details: { supported: [...PROTOCOL_VERSIONS] } } });
+      }
+    }
   });
 
   it('readyz is 503 with a reason when the sandbox layer is not ready', async () => {

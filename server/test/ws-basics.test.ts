@@ -1,6 +1,6 @@
 // The WebSocket loop end to end over a real socket: handshake, make/reset/step/close, both encodings.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateEnvSpec, validateResult, validateServerMessage } from '../../protocol/src/index.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSIONS, validateEnvSpec, validateResult, validateServerMessage, wsPath } from '../../protocol/src/index.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, type TestServer } from './helpers/server.js';
 
@@ -18,9 +18,9 @@ describe.each([
 ])('episode over %s', (_name, binary) => {
   it('hello advertises version, capabilities and limits', async () => {
     const c = await RawClient.open(server.url(), { binary });
-    const r = await c.request('hello', { versions: [1], client: { name: 't', version: '1' } });
+    const r = await c.request('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } });
     expect(r.type).toBe('result');
-    expect(r.result.version).toBe(1);
+    expect(r.result.version).toBe(PROTOCOL_VERSION);
     expect(r.result.server.name).toBe('sandgym');
     expect(r.result.capabilities).toMatchObject({ batch: true, msgpack: true, pipelining: true, tool_call: true });
     expect(r.result.limits).toEqual({
@@ -73,7 +73,7 @@ describe.each([
 describe('schema conformance of every result', () => {
   it('hello, list_envs, make, reset, step, close, batch and error frames validate against the protocol schemas', async () => {
     const c = await RawClient.open(server.url());
-    const hello = await c.request('hello', { versions: [1], client: { name: 't', version: '1' } });
+    const hello = await c.request('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } });
     expect(validateResult('hello', hello.result).ok).toBe(true);
     const envs = await c.ok('list_envs');
     expect(validateResult('list_envs', envs).ok).toBe(true);
@@ -105,18 +105,40 @@ describe('protocol rules', () => {
     expect(await c.ok('ping')).toEqual({});
     expect((await c.fails('list_envs')).code).toBe('HANDSHAKE_REQUIRED');
     expect((await c.fails('make', { env_id: 'test/counter-v0' })).code).toBe('HANDSHAKE_REQUIRED');
-    await c.ok('hello', { versions: [1], client: { name: 't', version: '1' } });
-    const again = await c.fails('hello', { versions: [1], client: { name: 't', version: '1' } });
+    await c.ok('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } });
+    const again = await c.fails('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 't', version: '1' } });
     expect(again.code).toBe('INVALID_MESSAGE');
     await c.close();
   });
 
-  it('UNSUPPORTED_VERSION names the supported versions', async () => {
+  it('UNSUPPORTED_VERSION names the supported versions; a corrected hello gets the highest common one', async () => {
+    expect(PROTOCOL_VERSIONS).not.toContain(1); // protocol 1 is refused since the outcome taxonomy (PROTOCOL.md 7)
+    const newer = Math.max(...PROTOCOL_VERSIONS) + 1;
     const c = await RawClient.open(server.url());
-    const e = await c.fails('hello', { versions: [2, 3], client: { name: 't', version: '1' } });
-    expect(e).toMatchObject({ code: 'UNSUPPORTED_VERSION', details: { supported: [1] } });
-    await c.ok('hello', { versions: [2, 1], client: { name: 't', version: '1' } });
+    const e = await c.fails('hello', { versions: [1, newer], client: { name: 't', version: '1' } });
+    expect(e).toMatchObject({ code: 'UNSUPPORTED_VERSION', retryable: false, scope: 'request', details: { supported: [...PROTOCOL_VERSIONS] } });
+    expect(e.message).toContain(JSON.stringify(PROTOCOL_VERSIONS));
+    const hello = await c.ok('hello', { versions: [newer, ...PROTOCOL_VERSIONS, 1], client: { name: 't', version: '1' } });
+    expect(hello.version).toBe(Math.max(...PROTOCOL_VERSIONS));
     await c.close();
+  });
+
+  it("an older major's endpoint (/v1/ws) upgrades and its hello is refused with UNSUPPORTED_VERSION, not an HTTP 404", async () => {
+    for (let major = 1; major < PROTOCOL_VERSION; major++) {
+      const url = new URL(server.url());
+      url.pathname = wsPath(major);
+      const c = await RawClient.open(url.href);
+      const e = await c.fails('hello', { versions: [major], client: { name: `v${major}-client`, version: '1' } });
+      expect(e).toMatchObject({ code: 'UNSUPPORTED_VERSION', details: { supported: [...PROTOCOL_VERSIONS] } });
+      expect((await c.fails('list_envs')).code).toBe('HANDSHAKE_REQUIRED');
+      await c.close();
+    }
+  });
+
+  it('a path of no major we know is still an HTTP 404', async () => {
+    const url = new URL(server.url());
+    url.pathname = wsPath(PROTOCOL_VERSION + 1);
+    await expect(RawClient.open(url.href)).rejects.toThrow(/404/);
   });
 
   it('parse errors answer with id null and keep the connection', async () => {

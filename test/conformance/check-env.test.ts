@@ -92,7 +92,7 @@ describe('env checker', () => {
     expect(unknown.ok).toBe(false);
     expect(unknown.checks[0]).toMatchObject({ name: 'spec', ok: false });
     expect(unknown.checks[0]!.detail).toMatch(/UNKNOWN_ENV/);
-    const unreachable = await checkEnv('ws://127.0.0.1:1/v1/ws', 'test/counter-v0');
+    const unreachable = await checkEnv('ws://127.0.0.1:1/v2/ws', 'test/counter-v0');
     expect(unreachable.checks).toEqual([expect.objectContaining({ name: 'connect', ok: false })]);
   });
 });
@@ -128,7 +128,7 @@ describe('sandgym check', () => {
   });
 
   it('exits 4 when the server cannot be reached', async () => {
-    const r = await runCli(['test/counter-v0', '--url', 'ws://127.0.0.1:9/v1/ws']);
+    const r = await runCli(['test/counter-v0', '--url', 'ws://127.0.0.1:9/v2/ws']);
     expect(r.code).toBe(4);
     expect(r.out).toMatch(/FAIL\s+connect/);
   });

@@ -3,7 +3,7 @@
 // later replies, every pending request rejected at once on a drop, and typed errors.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, isRetryable, SandgymError, type Encoding, type EnvHandle, type FrameRecord, type SandgymClient, type ServerEvent } from '../../clients/ts/src/index.js';
+import { connect, isRetryable, PROTOCOL_VERSIONS, SandgymError, type Encoding, type EnvHandle, type FrameRecord, type SandgymClient, type ServerEvent } from '../../clients/ts/src/index.js';
 import { spawnServer, startServer, type TestServer } from '../helpers/server.js';
 
 const ENCODINGS: Encoding[] = ['json', 'msgpack'];
@@ -38,7 +38,7 @@ describe.each(ENCODINGS)('TS client against fixtures (%s)', (encoding) => {
   it('does hello and exposes server info, limits and capabilities', () => {
     expect(client.serverInfo.name).toBe('sandgym');
     expect(typeof client.serverInfo.version).toBe('string');
-    expect(client.protocolVersion).toBe(1);
+    expect(client.protocolVersion).toBe(Math.max(...PROTOCOL_VERSIONS));
     expect(client.capabilities).toMatchObject({ batch: true, msgpack: true, pipelining: true, tool_call: true });
     for (const k of ['max_message_bytes', 'max_sessions', 'max_batch', 'step_timeout_ms', 'idle_timeout_ms'] as const) {
       expect(Number.isInteger(client.limits[k]), k).toBe(true);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wsPath } from '../../protocol/src/index.js';
 import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
 
 const run = promisify(execFile);
@@ -36,9 +37,11 @@ describe('README', () => {
   it('the TypeScript episode runs as written and prints per-step rewards', async () => {
     const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
     const code = snippetAfter(readme, '## An episode in TypeScript', 'ts');
-    expect(code).toContain("'ws://127.0.0.1:8765/v1/ws'");
+    // The README's URL is the current major's endpoint.
+    const readmeUrl = `'ws://127.0.0.1:8765${wsPath()}'`;
+    expect(code).toContain(readmeUrl);
     const rewritten = code
-      .replace("'ws://127.0.0.1:8765/v1/ws'", JSON.stringify(server.url))
+      .replace(readmeUrl, JSON.stringify(server.url))
       .replace("from 'sandgym/client'", `from ${JSON.stringify(join(REPO_ROOT, 'clients/ts/src/index.ts'))}`);
     const file = join(dir, 'episode.mts');
     await writeFile(file, rewritten);

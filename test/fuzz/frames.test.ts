@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../protocol/src/index.js';
+import { ERROR_CODES, PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
 import { RawSocket } from '../helpers/raw-socket.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
@@ -54,7 +54,7 @@ const arbitraryValue = fc
 
 /** Requests that look right but break exactly one rule; `session` is the good session id, `tools` a reset test/tools-v0 session. */
 function plausibleWrong(session: string, tools: string): fc.Arbitrary<FuzzFrame> {
-  const hello = { versions: [1], client: { name: 'fuzz', version: '0' } };
+  const hello = { versions: [...PROTOCOL_VERSIONS], client: { name: 'fuzz', version: '0' } };
   const mutations: fc.Arbitrary<[string, Record<string, unknown>]>[] = [
     fc.string({ minLength: 1, maxLength: 12 }).filter((t) => !['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'result', 'error', 'event'].includes(t)).map((t) => ['unknown type', { type: t }]),
     fc.constant(['second hello', { type: 'hello', ...hello }]),

@@ -2,7 +2,7 @@
 // (transcripts, fuzzing) without any client library smoothing it over.
 
 import WebSocket from 'ws';
-import { decodeFrame, encodeJson, encodeMsgpack } from '../../protocol/src/index.js';
+import { decodeFrame, encodeJson, encodeMsgpack, PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
 
 export type Encoding = 'json' | 'msgpack';
 
@@ -95,7 +95,7 @@ export class RawSocket {
   }
 
   async hello(encoding: Encoding, id = 1, extra: Record<string, unknown> = {}): Promise<any> {
-    const reply = await this.request({ id, type: 'hello', versions: [1], client: { name: 'test', version: '0' }, ...extra }, encoding);
+    const reply = await this.request({ id, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'test', version: '0' }, ...extra }, encoding);
     if (reply?.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(reply)}`);
     return reply.result;
   }

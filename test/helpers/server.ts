@@ -3,6 +3,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { wsPath } from '../../protocol/src/index.js';
 import { buildApp, type SandgymApp } from '../../server/src/app.js';
 import type { ServerConfig } from '../../server/src/config.js';
 
@@ -26,7 +27,7 @@ export async function startServer(overrides: Partial<ServerConfig> = {}): Promis
   if (!address || typeof address === 'string') throw new Error(`unexpected listen address ${String(address)}`);
   let closed: Promise<void> | undefined;
   return {
-    url: `ws://127.0.0.1:${address.port}/v1/ws`,
+    url: `ws://127.0.0.1:${address.port}${wsPath()}`,
     port: address.port,
     config: built.config,
     built,

@@ -1,7 +1,7 @@
 // A raw protocol client for server tests: sends frames, awaits replies by id, collects events.
 // Independent of clients/ts on purpose (tests the server, not the client).
 import WebSocket from 'ws';
-import { decodeFrame, encodeFrame } from '../../../protocol/src/index.js';
+import { decodeFrame, encodeFrame, PROTOCOL_VERSIONS } from '../../../protocol/src/index.js';
 
 export type Frame = Record<string, any>;
 
@@ -55,7 +55,7 @@ export class RawClient {
   /** Open + hello; returns the client and the hello result. */
   static async connect(url: string, opts: RawClientOptions & { token?: string } = {}): Promise<RawClient> {
     const c = await RawClient.open(url, opts);
-    const r = await c.request('hello', { versions: [1], client: { name: 'test', version: '0' }, ...(opts.token ? { token: opts.token } : {}) });
+    const r = await c.request('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 'test', version: '0' }, ...(opts.token ? { token: opts.token } : {}) });
     if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
     return c;
   }

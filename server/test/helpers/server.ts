@@ -1,5 +1,6 @@
 // Start a real server on 127.0.0.1:0 for a test, and stop it afterwards.
 import pino from 'pino';
+import { wsPath } from '../../../protocol/src/index.js';
 import { buildApp, type BuildOptions, type SandgymApp } from '../../src/app.js';
 import type { ServerConfig } from '../../src/config.js';
 
@@ -16,7 +17,7 @@ export async function startServer(config: Partial<ServerConfig> = {}, options: B
   const addr = built.app.server.address() as { port: number };
   return {
     ...built,
-    url: () => `ws://127.0.0.1:${addr.port}/v1/ws`,
+    url: () => `ws://127.0.0.1:${addr.port}${wsPath()}`,
     httpUrl: (path: string) => `http://127.0.0.1:${addr.port}${path}`,
     stop: () => built.app.close(),
   };

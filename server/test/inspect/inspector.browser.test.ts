@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { mulberry32, sampleSpace, type Space } from '../../../protocol/src/index.js';
+import { mulberry32, PROTOCOL_VERSION, PROTOCOL_VERSIONS, sampleSpace, type Space } from '../../../protocol/src/index.js';
 import { fromJsonl, toJsonl } from '../../src/play/trajectory.js';
 import { browserRequired, browserUnavailable, launchBrowser, startInspectServer, waitOps, type BrowserSession, type InspectServer } from './harness.js';
 import { ARTIFACT_PNG, playScreenshotEpisode } from './screenshot.js';
@@ -63,7 +63,7 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
 
   it('plays a tool env through forms generated from the tool schemas', async () => {
     await open('?env=test/tools-v0');
-    expect(await page.textContent('#status')).toMatch(/^connected · sandgym .* protocol v1 · json$/);
+    expect(await page.textContent('#status')).toMatch(new RegExp(`^connected · sandgym .* protocol v${PROTOCOL_VERSION} · json$`));
     expect(await page.inputValue('#env-select')).toBe('test/tools-v0');
     await op(() => page.click('#make-reset'));
 
@@ -124,7 +124,7 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     // Frames pane: the exact frames, hello first, each request followed by its reply.
     const frames = await inspector(page, (s) => s.frames);
     expect(frames[0]).toMatchObject({ direction: 'sent', type: 'hello', encoding: 'json' });
-    expect(JSON.parse(frames[0]?.text ?? '{}')).toMatchObject({ id: 1, type: 'hello', versions: [1], client: { name: 'sandgym-inspector' } });
+    expect(JSON.parse(frames[0]?.text ?? '{}')).toMatchObject({ id: 1, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'sandgym-inspector' } });
     expect(frames[1]).toMatchObject({ direction: 'received', type: 'result ← hello' });
     const sentSteps = frames.filter((f) => f.direction === 'sent' && f.type === 'step').map((f) => JSON.parse(f.text) as { action: unknown });
     expect(sentSteps.map((m) => m.action)).toEqual([
@@ -278,7 +278,7 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     await open('');
     const envs = await inspector(page, (s) => s.envs);
     expect(envs).toEqual(expect.arrayContaining(['math-v0', 'wordle-v0', 'calculator-tools-v0', 'test/tools-v0']));
-    const specs = (await (await fetch(`${server.base}/v1/envs`)).json()) as { envs?: { id: string; action_space: Space; sandbox?: unknown }[] } | { id: string; action_space: Space; sandbox?: unknown }[];
+    const specs = (await (await fetch(`${server.base}/v${PROTOCOL_VERSION}/envs`)).json()) as { envs?: { id: string; action_space: Space; sandbox?: unknown }[] } | { id: string; action_space: Space; sandbox?: unknown }[];
     const list = Array.isArray(specs) ? specs : (specs.envs ?? []);
     const rng = mulberry32(11);
     for (const spec of list) {

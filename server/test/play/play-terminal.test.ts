@@ -52,7 +52,7 @@ describe.skipIf(why !== null)(`sandgym play in a terminal (tmux)${why ? ` (skipp
     term = new Tmux();
     term.start(['node', BIN, 'play', 'wordle-v0', '--seed', '7', '--options', '{"word":"plant"}'], baseEnv());
     let screen = await term.waitFor(/sandgym> $/m);
-    expect(screen).toMatch(/^in-process server on ws:\/\/127\.0\.0\.1:\d+\/v1\/ws/m);
+    expect(screen).toMatch(/^in-process server on ws:\/\/127\.0\.0\.1:\d+\/v2\/ws/m);
     expect(screen).toContain('wordle-v0 · Wordle: guess a seeded 5-letter word');
     expect(screen).toContain('rubric: solve ×1, information ×0.1, invalid_guess ×-0.1');
     expect(screen).toContain('── reset seed 7 options {"word":"plant"} ');

@@ -2,14 +2,13 @@
 // Only the file system is swapped for a map, which is what the PlayFiles seam is for.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
-import { mulberry32, sampleSpace, type Space } from '../../../protocol/src/index.js';
+import { mulberry32, sampleSpace, validateEnvSpec, type EnvSpec } from '../../../protocol/src/index.js';
 import { buildApp, type SandgymApp } from '../../src/app.js';
 import type { PlayBackend, PlayFiles } from '../../src/play/backend.js';
 import { UsageError } from '../../src/cli/args.js';
 import { parsePlayArgs } from '../../src/play/cli.js';
 import { CONTINUATION_PROMPT, PlaySession, PROMPT, type PlaySessionOptions } from '../../src/play/session.js';
 import { fromJsonl, parseSeed, toJsonl } from '../../src/play/trajectory.js';
-import type { EnvSpec } from '../../src/play/types.js';
 
 class MemFiles implements PlayFiles {
   readonly files = new Map<string, string>();
@@ -44,7 +43,7 @@ function backend(): PlayBackend {
   return {
     async make(envId, kwargs) {
       const h = await client.make(envId, kwargs);
-      return { spec: h.spec as unknown as EnvSpec, reset: (a) => h.reset(a), step: (a) => h.step(a), close: () => h.close() };
+      return { spec: h.spec, reset: (a) => h.reset(a), step: (a) => h.step(a), close: () => h.close() };
     },
   };
 }
@@ -207,10 +206,20 @@ describe('PlaySession errors and other spaces', () => {
   });
 
   it('turns a throwing backend into a message, never an exception', async () => {
+    const spec: EnvSpec = {
+      id: 'x',
+      description: 'A backend whose step throws a string and whose close fails.',
+      observation_space: { type: 'discrete', n: 2 },
+      action_space: { type: 'discrete', n: 2 },
+      max_episode_steps: null,
+      reward_range: [0, 1],
+      stochastic: false,
+    };
+    expect(validateEnvSpec(spec).ok).toBe(true);
     const broken: PlayBackend = {
       async make() {
         return {
-          spec: { id: 'x', observation_space: { type: 'text' }, action_space: { type: 'discrete', n: 2 } },
+          spec,
           reset: async () => ({ observation: 0, info: {} }),
           step: async () => {
             throw 'a string, not an Error';
@@ -250,7 +259,7 @@ describe('PlaySession on a task env with kwargs and rich tool parameters', () =>
 
 describe('PlaySession on every env the server lists', () => {
   it('makes, resets and steps each one with a sampled action, typed the way a person would', async () => {
-    const specs = (await client.listEnvs()) as unknown as EnvSpec[];
+    const specs = await client.listEnvs();
     expect(specs.length).toBeGreaterThanOrEqual(3);
     const rng = mulberry32(7);
     for (const spec of specs) {
@@ -258,7 +267,7 @@ describe('PlaySession on every env the server lists', () => {
       if (spec.sandbox !== undefined || spec.id === 'test/sandbox-fail-v0') continue;
       const { s, out } = await started(spec.id, { seed: 5 });
       expect(out, spec.id).toContain(`── reset seed 5`);
-      const action = sampleSpace(spec.action_space as Space, rng);
+      const action = sampleSpace(spec.action_space, rng);
       const typed = spec.action_space.type === 'text' ? String(action).replace(/\n/g, ' ') || 'x' : JSON.stringify(action);
       const step = await line(s, typed);
       // A step or a typed protocol error, never a crash; crash-v0 may legitimately answer ENV_ERROR.
@@ -366,9 +375,9 @@ describe('sandgym play arguments', () => {
       envModules: [],
       serverArgs: ['--max-batch', '4', '--fixtures'],
     });
-    expect(parsePlayArgs(['code-v0', '--url', 'ws://h:1/v1/ws', '--seed', '7', '--task', 't1', '--split', 'eval', '--encoding', 'msgpack', '--kwargs', '{"a":1}', '--options', '{"word":"plant"}'], { SANDGYM_TOKEN: 'tk' })).toEqual({
+    expect(parsePlayArgs(['code-v0', '--url', 'ws://h:1/v2/ws', '--seed', '7', '--task', 't1', '--split', 'eval', '--encoding', 'msgpack', '--kwargs', '{"a":1}', '--options', '{"word":"plant"}'], { SANDGYM_TOKEN: 'tk' })).toEqual({
       envId: 'code-v0',
-      url: 'ws://h:1/v1/ws',
+      url: 'ws://h:1/v2/ws',
       token: 'tk',
       seed: 7,
       task: 't1',
@@ -390,8 +399,8 @@ describe('sandgym play arguments', () => {
       [['a', '--seed=-1'], /--seed must be an integer/],
       [['a', '--seed', '1.5'], /--seed must be an integer/],
       [['a', '--url', 'http://x'], /--url must be a ws:\/\//],
-      [['a', '--url', 'ws://x/v1/ws', '--fixtures'], /do not apply with --url/],
-      [['a', '--url', 'ws://x/v1/ws', '--', '--driver', 'local'], /do not apply with --url/],
+      [['a', '--url', 'ws://x/v2/ws', '--fixtures'], /do not apply with --url/],
+      [['a', '--url', 'ws://x/v2/ws', '--', '--driver', 'local'], /do not apply with --url/],
       [['a', '--encoding', 'xml'], /--encoding must be one of json, msgpack, got 'xml'/],
       [['a', '--driver', 'vm'], /--driver must be one of docker, local, auto, none/],
       [['a', '--seed'], /option '--seed' needs a value/],
