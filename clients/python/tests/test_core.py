@@ -52,7 +52,7 @@ def test_request_frame_shape():
     rid, data = core.request("reset", _core.reset_params("s1", 7, {"task": 2}), None)
     assert json.loads(data) == {"id": rid, "type": "reset", "session": "s1", "seed": 7, "options": {"task": 2}}
     rid, data = core.request("hello", _core.hello_params(client_name="t", client_version="1", token=None), None)
-    assert json.loads(data) == {"id": rid, "type": "hello", "versions": [1], "client": {"name": "t", "version": "1"}}
+    assert json.loads(data) == {"id": rid, "type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "t", "version": "1"}}
     core2: ProtocolCore[None] = ProtocolCore("msgpack")
     _, data2 = core2.request("ping", None, None)
     assert isinstance(data2, bytes) and codec.decode_msgpack(data2) == {"id": 1, "type": "ping"}

@@ -13,6 +13,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 import sandgym
 from sandgym import AsyncClient, AsyncClientPool, Client, ClientPool, codec
+from sandgym._core import PROTOCOL_VERSION
 
 ENCODINGS = ["json", "msgpack"]
 
@@ -33,7 +34,7 @@ def encoding(request) -> str:
 
 async def test_episode_and_list_envs(url, encoding):
     async with await AsyncClient.connect(url, encoding=encoding, client_name="pytest") as client:
-        assert client.protocol_version == 1
+        assert client.protocol_version == PROTOCOL_VERSION
         assert client.server_info["name"] == "sandgym"
         assert client.capabilities["batch"] is True
         ids = [e["id"] for e in await client.list_envs()]
@@ -149,7 +150,7 @@ async def test_request_scoped_errors(url, encoding):
         with pytest.raises(sandgym.UnknownTypeError):
             await client.request("frobnicate", {})
         with pytest.raises(sandgym.InvalidMessageError):
-            await client.request("hello", {"versions": [1], "client": {"name": "x", "version": "1"}})
+            await client.request("hello", {"versions": [PROTOCOL_VERSION], "client": {"name": "x", "version": "1"}})
         env = await client.make("test/counter-v0")
         with pytest.raises(sandgym.ResetNeededError):
             await env.step(0)
@@ -267,16 +268,22 @@ async def test_handshake_errors_over_raw_socket(url):
         await ws.send(json.dumps({"id": 2, "type": "hello", "versions": [99], "client": {"name": "x", "version": "0"}}))
         reply = json.loads(await ws.recv())
         err = sandgym.error_from_wire(reply["error"])
-        assert isinstance(err, sandgym.UnsupportedVersionError) and err.details["supported"] == [1]
+        assert isinstance(err, sandgym.UnsupportedVersionError) and err.details["supported"] == [PROTOCOL_VERSION]
 
 
-async def test_unsupported_version_via_client(url, monkeypatch):
+@pytest.mark.parametrize("major,path", [(1, "/v1/ws"), (7, None)], ids=["v1 client on /v1/ws", "future client"])
+async def test_unsupported_version_via_client(url, monkeypatch, major, path):
+    # A client that speaks only `major`: the server refuses its hello naming the majors it speaks. On
+    # the v1 endpoint too, so a v1 client gets this typed refusal rather than an HTTP 404.
     from sandgym import _core
 
+    if path is not None:
+        url = url.replace(f"/v{PROTOCOL_VERSION}/ws", path)
     orig = _core.hello_params
-    monkeypatch.setattr(_core, "hello_params", lambda **kw: {**orig(**kw), "versions": [7]})
-    with pytest.raises(sandgym.UnsupportedVersionError):
+    monkeypatch.setattr(_core, "hello_params", lambda **kw: {**orig(**kw), "versions": [major]})
+    with pytest.raises(sandgym.UnsupportedVersionError) as ei:
         await AsyncClient.connect(url)
+    assert ei.value.details["supported"] == [PROTOCOL_VERSION]
 
 
 # ------------------------------------------------------------------ timeouts, drops, reconnects
@@ -358,7 +365,7 @@ async def test_reconnect_after_drop(url):
 
 async def test_connect_to_nothing_fails_cleanly():
     with pytest.raises(sandgym.ConnectionClosedError):
-        await AsyncClient.connect("ws://127.0.0.1:9/v1/ws", connect_timeout=2)
+        await AsyncClient.connect("ws://127.0.0.1:9/v2/ws", connect_timeout=2)
 
 
 async def test_server_shutdown_fails_pending(servers):

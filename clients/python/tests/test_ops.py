@@ -49,9 +49,9 @@ def reply_to(op: Op, result: Any) -> Any:
 def test_each_op_builds_its_frame(encoding):
     cases: list[tuple[Op, dict[str, Any]]] = [
         (_core.hello_op(client_name="n", client_version="1", token=None),
-         {"type": "hello", "versions": [1], "client": {"name": "n", "version": "1"}}),
+         {"type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "n", "version": "1"}}),
         (_core.hello_op(client_name="n", client_version="1", token="tk"),
-         {"type": "hello", "versions": [1], "client": {"name": "n", "version": "1"}, "token": "tk"}),
+         {"type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "n", "version": "1"}, "token": "tk"}),
         (_core.list_envs_op(), {"type": "list_envs"}),
         (_core.make_op("test/counter-v0", {}), {"type": "make", "env_id": "test/counter-v0"}),
         (_core.make_op("test/slow-v0", {"delay_ms": 5}),
@@ -171,9 +171,9 @@ def test_connect_options_defaults_and_validation():
 
 def test_hello_sets_limits_and_the_client_side_size_check():
     base = Base()
-    base._on_hello({"version": 1, "server": {"name": "s"}, "capabilities": {"batch": True},
+    base._on_hello({"version": _core.PROTOCOL_VERSION, "server": {"name": "s"}, "capabilities": {"batch": True},
                     "limits": {"max_message_bytes": 64, "max_batch": 3}})
-    assert (base.protocol_version, base.server_info, base.capabilities) == (1, {"name": "s"}, {"batch": True})
+    assert (base.protocol_version, base.server_info, base.capabilities) == (_core.PROTOCOL_VERSION, {"name": "s"}, {"batch": True})
     with pytest.raises(codec.EncodeError, match="max_message_bytes"):
         base._core.request("step", {"session": "s", "action": "x" * 100}, "t")
     envs = [EnvView(base, f"s{i}", {}) for i in range(4)]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from sandgym._core import PROTOCOL_VERSION
+
 from _server import REPO
 
-DEFAULT_URL = "ws://127.0.0.1:8765/v1/ws"
+# The README's URL is the current major's endpoint.
+DEFAULT_URL = f"ws://127.0.0.1:8765/v{PROTOCOL_VERSION}/ws"
 
 
 def snippet_after(markdown: str, heading: str, lang: str) -> str:

@@ -301,7 +301,7 @@ def test_sync_too_large_closes_connection(servers):
 
 def test_sync_connect_errors(servers):
     with pytest.raises(sandgym.ConnectionClosedError):
-        Client("ws://127.0.0.1:9/v1/ws", connect_timeout=2)
+        Client("ws://127.0.0.1:9/v2/ws", connect_timeout=2)
     srv = servers.get({"tokens": ["s3cret"]})
     with pytest.raises(sandgym.UnauthorizedError):
         Client(srv.url)

@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from sandgym import codec
+from sandgym._core import PROTOCOL_VERSION
 from sandgym.spaces import check_space, to_gym_space, validate_space_definition
 
 from _server import REPO
@@ -131,7 +132,13 @@ def _registry() -> Registry:
 
 
 REGISTRY = _registry()
-PREFIX = "https://sandgym.dev/protocol/v1/"
+# The client's major is the schemas' major: their $ids carry it.
+PREFIX = f"https://sandgym.dev/protocol/v{PROTOCOL_VERSION}/"
+
+
+def test_schema_ids_carry_the_clients_protocol_version():
+    ids = [doc["$id"] for path in sorted((REPO / "protocol" / "schema").glob("*.json")) for doc in [json.loads(path.read_text("utf-8"))]]
+    assert ids and all(i.startswith(PREFIX) for i in ids), ids
 
 
 def _validator(name: str) -> Draft202012Validator:

@@ -29,7 +29,7 @@ class Relay:
         self.upstream = upstream
         self.sent: list[list[str | bytes]] = []
         self._server = serve(self._handle, "127.0.0.1", 0, compression=None, max_size=None)
-        self.url = f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}/v1/ws"
+        self.url = f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}/v2/ws"  # any path: the relay does not route
         self._thread = threading.Thread(target=self._server.serve_forever, name="relay", daemon=True)
         self._thread.start()
 
