@@ -46,7 +46,7 @@ from typing import Any, Protocol
 import sandgym
 from sandgym import AsyncClient, AsyncClientPool, AsyncEnv, SandgymError
 
-DEFAULT_URL = "ws://127.0.0.1:8765/v1/ws"  # `npm start` (server/src/config.ts: 127.0.0.1:8765)
+DEFAULT_URL = "ws://127.0.0.1:8765/v2/ws"  # `npm start` (server/src/config.ts: 127.0.0.1:8765)
 
 
 # ------------------------------------------------------------------------------ policies
