@@ -1,11 +1,11 @@
 // What the play session needs from a connection: make an env, then reset/step/close it. The CLI adapts
 // the TS client to this; tests may hand in anything with the same shape.
-import type { EnvSpec, ResetReply, StepReply } from './types.js';
+import type { EnvSpec, ResetResult, StepResult } from '../../../protocol/src/index.js';
 
 export interface PlayEnvHandle {
   readonly spec: EnvSpec;
-  reset(args: { seed?: number; options?: Record<string, unknown> }): Promise<ResetReply>;
-  step(action: unknown): Promise<StepReply>;
+  reset(args: { seed?: number; options?: Record<string, unknown> }): Promise<ResetResult>;
+  step(action: unknown): Promise<StepResult>;
   close(): Promise<void>;
 }
 

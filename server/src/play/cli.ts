@@ -13,7 +13,6 @@ import { choiceValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUr
 import { EXIT, exitCodeFor, UnavailableError } from '../cli/exit-codes.js';
 import { stdio, type CliIo } from '../cli/io.js';
 import { PlaySession } from './session.js';
-import type { EnvSpec } from './types.js';
 
 export const PLAY_HELP = `Usage: sandgym play <env_id> [options] [-- serve options]
 
@@ -150,7 +149,7 @@ function clientBackend(client: SandgymClient): PlayBackend {
     async make(envId, kwargs) {
       const handle = await client.make(envId, kwargs);
       return {
-        spec: handle.spec as unknown as EnvSpec,
+        spec: handle.spec,
         reset: (a) => handle.reset(a),
         step: (action) => handle.step(action),
         close: () => handle.close(),

@@ -2,7 +2,8 @@
 // so the session can be tested without a terminal.
 import { toolUsage } from './shorthand.js';
 import { formatNumber } from './trajectory.js';
-import { toolsOf, type EnvSpec, type JsonSchema, type Space, type StepReply, type ToolSpec } from './types.js';
+import type { EnvSpec, Space, StepResult, Tool } from '../../../protocol/src/index.js';
+import { paramsOf, toolsOf, type JsonSchema } from './types.js';
 
 export interface Style {
   readonly colour: boolean;
@@ -90,10 +91,10 @@ function schemaType(s: JsonSchema | undefined): string {
   return typeof s.type === 'string' ? s.type : 'any';
 }
 
-export function formatTool(tool: ToolSpec, st: Style): string {
+export function formatTool(tool: Tool, st: Style): string {
   const lines = [`${st.bold(st.cyan(toolUsage(tool)))}${tool.description ? `  ${st.dim(tool.description)}` : ''}`];
-  const props = tool.parameters?.properties ?? {};
-  const required = tool.parameters?.required ?? [];
+  const props = paramsOf(tool).properties ?? {};
+  const required = paramsOf(tool).required ?? [];
   for (const [name, schema] of Object.entries(props)) {
     const opt = required.includes(name) ? '' : ', optional';
     const desc = typeof schema.description === 'string' ? `  ${st.dim(schema.description)}` : '';
@@ -130,9 +131,10 @@ export function formatSpec(spec: EnvSpec, st: Style): string {
 /** How to type an action for this env, shown once after the spec. */
 export function inputHint(spec: EnvSpec, st: Style): string {
   const t = spec.action_space.type;
+  const first = toolsOf(spec)[0];
   const hint =
     t === 'tool_call'
-      ? 'type a tool call: `name args` (e.g. ' + (toolsOf(spec)[0] ? toolUsage(toolsOf(spec)[0] as ToolSpec) : 'tool') + '), `name {json}`, heredoc `<<EOF`, or raw JSON'
+      ? 'type a tool call: `name args` (e.g. ' + (first ? toolUsage(first) : 'tool') + '), `name {json}`, heredoc `<<EOF`, or raw JSON'
       : t === 'text'
         ? 'type the action text (the line is sent as is; `<<EOF` for several lines)'
         : t === 'discrete'
@@ -161,7 +163,7 @@ export function rule(title: string, st: Style, width = 60): string {
 export interface StepView {
   step: number;
   action: unknown;
-  reply: StepReply;
+  reply: StepResult;
   episodeReturn: number;
 }
 

@@ -6,7 +6,7 @@ import { formatError, formatNumber, formatReset, formatSpec, formatStep, formatV
 import { findHeredoc, parseAction } from './shorthand.js';
 import { diffFields, replaySummary, replayTrajectory } from './replay.js';
 import { fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
-import type { EnvSpec } from './types.js';
+import type { EnvSpec } from '../../../protocol/src/index.js';
 
 export interface PlaySessionOptions {
   backend: PlayBackend;

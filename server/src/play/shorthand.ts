@@ -11,7 +11,8 @@
 //   `echo {"text": "hi"}`     -> a JSON object is taken as the arguments verbatim
 // text spaces take the raw line (or a heredoc body) as the action, discrete spaces a number, and every
 // other space a JSON value.
-import { toolsOf, type EnvSpec, type JsonSchema, type ToolSpec } from './types.js';
+import type { EnvSpec, Tool } from '../../../protocol/src/index.js';
+import { paramsOf, toolsOf, type JsonSchema } from './types.js';
 
 export type ParseResult = { ok: true; action: unknown } | { ok: false; error: string };
 
@@ -63,7 +64,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function parseToolCall(input: string, tools: ToolSpec[], heredocBody: string | undefined): ParseResult {
+function parseToolCall(input: string, tools: Tool[], heredocBody: string | undefined): ParseResult {
   const trimmed = input.trim();
   if (trimmed.startsWith('{') && heredocBody === undefined) {
     const parsed = parseJson(trimmed, 'tool_call');
@@ -87,31 +88,31 @@ function parseToolCall(input: string, tools: ToolSpec[], heredocBody: string | u
 }
 
 /** Parameter names in the order positional words fill them: required ones first, then optional. */
-export function positionalOrder(tool: ToolSpec): string[] {
-  const props = Object.keys(tool.parameters?.properties ?? {});
-  const required = (tool.parameters?.required ?? []).filter((r) => typeof r === 'string');
+export function positionalOrder(tool: Tool): string[] {
+  const props = Object.keys(paramsOf(tool).properties ?? {});
+  const required = (paramsOf(tool).required ?? []).filter((r) => typeof r === 'string');
   const requiredInOrder = [...props.filter((p) => required.includes(p)), ...required.filter((r) => !props.includes(r))];
   return [...requiredInOrder, ...props.filter((p) => !required.includes(p))];
 }
 
 /** A one-line usage hint: `write_file <path> <content> [mode]`. */
-export function toolUsage(tool: ToolSpec): string {
-  const required = tool.parameters?.required ?? [];
+export function toolUsage(tool: Tool): string {
+  const required = paramsOf(tool).required ?? [];
   const parts = positionalOrder(tool).map((p) => (required.includes(p) ? `<${p}>` : `[${p}]`));
   return [tool.name, ...parts].join(' ');
 }
 
 /** The parameter that takes the whole rest of the line, when the tool has an obvious one. */
-function wholeLineParam(tool: ToolSpec): string | null {
-  const props = Object.keys(tool.parameters?.properties ?? {});
-  const required = tool.parameters?.required ?? [];
+function wholeLineParam(tool: Tool): string | null {
+  const props = Object.keys(paramsOf(tool).properties ?? {});
+  const required = paramsOf(tool).required ?? [];
   if (required.length === 1) return required[0] ?? null;
   if (required.length === 0 && props.length === 1) return props[0] ?? null;
   return null;
 }
 
-function buildArguments(tool: ToolSpec, rest: string, heredocBody: string | undefined): ParseResult {
-  const props = tool.parameters?.properties ?? {};
+function buildArguments(tool: Tool, rest: string, heredocBody: string | undefined): ParseResult {
+  const props = paramsOf(tool).properties ?? {};
   if (rest.startsWith('{') && heredocBody === undefined) {
     const parsed = parseJson(rest, 'tool_call');
     if (!parsed.ok) return parsed;
@@ -157,7 +158,7 @@ function buildArguments(tool: ToolSpec, rest: string, heredocBody: string | unde
     if (!v.ok) return v;
     args[key] = v.action;
   }
-  const missing = (tool.parameters?.required ?? []).filter((r) => !(r in args));
+  const missing = (paramsOf(tool).required ?? []).filter((r) => !(r in args));
   if (missing.length > 0) {
     return { ok: false, error: `missing ${missing.map((r) => `'${r}'`).join(', ')} for ${tool.name}; usage: ${toolUsage(tool)}` };
   }
@@ -209,7 +210,7 @@ function schemaTypes(schema: JsonSchema | undefined): string[] {
 }
 
 /** Converts a typed word to the parameter's JSON type; the server still validates the result. */
-function coerce(raw: string, schema: JsonSchema | undefined, key: string, tool: ToolSpec): ParseResult {
+function coerce(raw: string, schema: JsonSchema | undefined, key: string, tool: Tool): ParseResult {
   const types = schemaTypes(schema);
   if (Array.isArray(schema?.enum) && schema.enum.includes(raw)) return { ok: true, action: raw };
   if (types.includes('string') || (types.length === 0 && !schema?.enum)) return { ok: true, action: raw };

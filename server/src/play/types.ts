@@ -1,16 +1,13 @@
-// Structural wire types the debugging tools need. Deliberately minimal and local: the play REPL and the
-// inspector page only read these fields, and keeping them here means neither depends on how the
-// protocol package spells its generated types (the wire shape is the contract, not a TS name).
+// What the play REPL and the inspector page add to the wire types. The wire types themselves (EnvSpec,
+// Space, Tool, RubricItem, ResetResult, StepResult) are the protocol's generated ones, imported from
+// protocol/src: a spec the server sends is used as is, without a local copy of its shape to drift.
 
-export type Space = { type: string; [key: string]: unknown };
+import type { EnvSpec, Tool } from '../../../protocol/src/index.js';
 
-export interface ToolSpec {
-  name: string;
-  description?: string;
-  parameters?: JsonSchema;
-}
-
-/** The subset of JSON Schema the form/shorthand generators understand; anything else falls back to JSON. */
+/**
+ * The subset of JSON Schema the shorthand, the help text and the forms read from a tool's parameters
+ * (the wire types them as any object); anything else falls back to JSON.
+ */
 export interface JsonSchema {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
@@ -24,44 +21,16 @@ export interface JsonSchema {
   [key: string]: unknown;
 }
 
-export interface RubricItem {
-  name: string;
-  weight: number;
-  description?: string;
+/** A tool's parameters as the JSON Schema subset above. */
+export function paramsOf(tool: Tool): JsonSchema {
+  return tool.parameters;
 }
 
-export interface EnvSpec {
-  id: string;
-  description?: string;
-  observation_space: Space;
-  action_space: Space;
-  max_episode_steps?: number | null;
-  reward_range?: [number | string, number | string];
-  stochastic?: boolean;
-  kwargs_schema?: JsonSchema;
-  tools?: ToolSpec[];
-  rubric?: RubricItem[];
-  tasks?: { splits: Record<string, number> };
-  [key: string]: unknown;
-}
-
-export interface ResetReply {
-  observation: unknown;
-  info: Record<string, unknown>;
-}
-
-export interface StepReply {
-  observation: unknown;
-  reward: number;
-  terminated: boolean;
-  truncated: boolean;
-  info: Record<string, unknown>;
-}
-
-/** Tools of an env: the spec's `tools` copy, else the tool_call action space's list. */
-export function toolsOf(spec: EnvSpec): ToolSpec[] {
-  if (Array.isArray(spec.tools)) return spec.tools;
+/**
+ * Tools of an env: those of its tool_call action space (none for any other space). The spec's optional
+ * `tools` is a copy of the same list for chat templates, so the action space is the one source read here.
+ */
+export function toolsOf(spec: EnvSpec): Tool[] {
   const space = spec.action_space;
-  if (space.type === 'tool_call' && Array.isArray(space.tools)) return space.tools as ToolSpec[];
-  return [];
+  return space.type === 'tool_call' ? space.tools : [];
 }

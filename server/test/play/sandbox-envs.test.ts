@@ -5,7 +5,6 @@ import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
 import { buildApp, type SandgymApp } from '../../src/app.js';
 import type { PlayBackend, PlayFiles } from '../../src/play/backend.js';
 import { PlaySession } from '../../src/play/session.js';
-import type { EnvSpec } from '../../src/play/types.js';
 import { bwrapFacility, gate } from '../sandbox/facilities.js';
 
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -23,7 +22,7 @@ describe.skipIf(!HAS_BWRAP)('sandgym play on sandboxed envs (local driver)', () 
   const backend = (): PlayBackend => ({
     async make(envId, kwargs) {
       const h = await client.make(envId, kwargs);
-      return { spec: h.spec as unknown as EnvSpec, reset: (a) => h.reset(a), step: (a) => h.step(a), close: () => h.close() };
+      return { spec: h.spec, reset: (a) => h.reset(a), step: (a) => h.step(a), close: () => h.close() };
     },
   });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { findHeredoc, parseAction, tokenize, toolUsage } from '../../src/play/shorthand.js';
-import type { EnvSpec, ToolSpec } from '../../src/play/types.js';
+import { validateEnvSpec, type EnvSpec, type Tool } from '../../../protocol/src/index.js';
 
-const tools: ToolSpec[] = [
+const tools: [Tool, ...Tool[]] = [
   {
     name: 'bash',
     description: 'Run a command.',
@@ -10,30 +10,49 @@ const tools: ToolSpec[] = [
   },
   {
     name: 'write_file',
+    description: 'Write a file.',
     parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] },
   },
   {
     name: 'read_file',
+    description: 'Read lines of a file.',
     parameters: {
       type: 'object',
       properties: { path: { type: 'string' }, start_line: { type: 'integer' }, end_line: { type: 'integer' } },
       required: ['path'],
     },
   },
-  { name: 'submit', parameters: { type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] } },
-  { name: 'done', parameters: { type: 'object', properties: {} } },
-  { name: 'calculate', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } },
+  { name: 'submit', description: 'Submit an answer.', parameters: { type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] } },
+  { name: 'done', description: 'End the episode.', parameters: { type: 'object', properties: {} } },
+  { name: 'calculate', description: 'Evaluate an expression.', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } },
   {
     name: 'add',
+    description: 'Add two numbers.',
     parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
   },
   {
     name: 'mode',
+    description: 'Set the mode.',
     parameters: { type: 'object', properties: { level: { enum: ['low', 'high'] }, verbose: { type: 'boolean' } }, required: ['level'] },
   },
 ];
 
-const spec = (action_space: EnvSpec['action_space']): EnvSpec => ({ id: 'x', observation_space: { type: 'text', max_length: 10 }, action_space });
+/** A complete env spec around an action space, checked against the protocol's schema like one a server sends. */
+function spec(action_space: EnvSpec['action_space'], extra: Partial<EnvSpec> = {}): EnvSpec {
+  const s: EnvSpec = {
+    id: 'x',
+    description: 'An env for the shorthand tests.',
+    observation_space: { type: 'text', max_length: 10 },
+    action_space,
+    max_episode_steps: null,
+    reward_range: [0, 1],
+    stochastic: false,
+    ...extra,
+  };
+  const v = validateEnvSpec(s);
+  if (!v.ok) throw new Error(`test spec is not a valid env spec: ${v.error.message} ${JSON.stringify(v.error.details)}`);
+  return s;
+}
 const toolEnv = spec({ type: 'tool_call', tools });
 
 function action(line: string, s: EnvSpec = toolEnv, body?: string): unknown {
@@ -102,12 +121,14 @@ describe('tool_call shorthand', () => {
   });
 
   it('renders usage with optional parameters in brackets', () => {
-    expect(toolUsage(tools[2] as ToolSpec)).toBe('read_file <path> [start_line] [end_line]');
+    expect(toolUsage(tools[2] as Tool)).toBe('read_file <path> [start_line] [end_line]');
   });
 
-  it('uses the spec tools copy when present', () => {
-    const s: EnvSpec = { ...spec({ type: 'tool_call', tools: [] }), tools: [tools[0] as ToolSpec] };
-    expect(action('bash pwd', s)).toEqual({ name: 'bash', arguments: { command: 'pwd' } });
+  it('reads the tools from the action space, with or without the optional tools copy in the spec', () => {
+    const bashOnly: [Tool] = [tools[0]];
+    const withCopy = spec({ type: 'tool_call', tools: bashOnly }, { tools: bashOnly });
+    expect(action('bash pwd', withCopy)).toEqual({ name: 'bash', arguments: { command: 'pwd' } });
+    expect(error('add 1 2', withCopy)).toMatch(/unknown tool 'add'; tools: bash /);
   });
 });
 

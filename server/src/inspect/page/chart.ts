@@ -2,7 +2,7 @@
 // (weight × info.reward_components[name], positive parts up and negative parts down), with the step's
 // reward as a marker so a mismatch between components and reward is visible at a glance.
 // Hand-drawn SVG; chartData() is pure and also what tests read through window.__sandgymInspector.
-import type { RubricItem } from '../../play/types.js';
+import type { RubricItem } from '../../../../protocol/src/index.js';
 import { formatNumber } from '../../play/trajectory.js';
 import { h, s } from './dom.js';
 

@@ -2,7 +2,8 @@
 // (string, number, integer, boolean, enum; anything else as a JSON field), a text box for text
 // spaces, a number (plus quick buttons) for discrete spaces and a JSON editor for every other space.
 // Each editor's read() returns the wire action or a message saying which field is wrong.
-import type { JsonSchema, Space, ToolSpec } from '../../play/types.js';
+import type { Space, Tool } from '../../../../protocol/src/index.js';
+import { paramsOf, type JsonSchema } from '../../play/types.js';
 import { h } from './dom.js';
 
 export type Read<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -126,9 +127,9 @@ export function schemaField(name: string, schema: JsonSchema, required: boolean)
   };
 }
 
-export function toolForm(tool: ToolSpec): Editor {
-  const props = tool.parameters?.properties ?? {};
-  const required = tool.parameters?.required ?? [];
+export function toolForm(tool: Tool): Editor {
+  const props = paramsOf(tool).properties ?? {};
+  const required = paramsOf(tool).required ?? [];
   const fields = Object.entries(props).map(([name, schema]) => ({ name, field: schemaField(name, schema, required.includes(name)) }));
   const el = h(
     'div',
@@ -168,7 +169,7 @@ export function jsonEditor(initial: unknown, label: string): Editor {
 }
 
 /** A tool picker (one tab per tool plus raw JSON) over one form per tool. */
-export function toolCallEditor(tools: ToolSpec[], onSubmit: () => void): Editor & { select(name: string): void } {
+export function toolCallEditor(tools: Tool[], onSubmit: () => void): Editor & { select(name: string): void } {
   const forms = new Map(tools.map((t) => [t.name, toolForm(t)]));
   const raw = jsonEditor({ name: tools[0]?.name ?? 'tool', arguments: {} }, 'raw tool call (JSON)');
   let current = tools[0]?.name ?? '__raw__';
@@ -270,7 +271,7 @@ export function templateFor(space: Space): unknown {
     case 'sequence':
       return [];
     case 'one_of':
-      return [0, templateFor(((space.spaces as Space[]) ?? [])[0] ?? { type: 'json' })];
+      return [0, templateFor(((space.spaces as Space[]) ?? [])[0] ?? { type: 'json', schema: {} })];
     case 'tool_call':
       return { name: '', arguments: {} };
     default:

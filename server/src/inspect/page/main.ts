@@ -7,7 +7,8 @@ import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
 import { wsPath } from '../../../../protocol/src/version.js';
 import { replaySummary, replayTrajectory, type ReplayedStep } from '../../play/replay.js';
 import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
-import { toolsOf, type EnvSpec } from '../../play/types.js';
+import type { EnvSpec } from '../../../../protocol/src/index.js';
+import { toolsOf } from '../../play/types.js';
 import { chartData, renderChart, type ChartData } from './chart.js';
 import { byId, h } from './dom.js';
 import { discreteEditor, jsonEditor, templateFor, textEditor, toolCallEditor, type Editor } from './forms.js';
@@ -254,7 +255,7 @@ async function doConnect(): Promise<void> {
       refreshButtons();
     }
   });
-  specs = (await c.listEnvs()) as unknown as EnvSpec[];
+  specs = await c.listEnvs();
   state.envs = specs.map((s) => s.id);
   state.connected = true;
   setStatus(`connected · ${c.serverInfo.name} ${c.serverInfo.version} · protocol v${c.protocolVersion} · ${c.encoding}`, 'ok');
@@ -312,7 +313,7 @@ async function doMake(envId: string, kwargs: Record<string, unknown> | undefined
   handleKwargs = kwargs;
   state.envId = envId;
   state.session = handle.session;
-  buildEditor(handle.spec as unknown as EnvSpec);
+  buildEditor(handle.spec);
 }
 
 async function doReset(params: { seed?: number; options: Record<string, unknown> }, label = 'reset'): Promise<ResetRecord> {
