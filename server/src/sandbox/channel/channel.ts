@@ -293,7 +293,7 @@ export class CommandChannel {
             this.sendKill(job, 'KILL');
             // Re-send: the agent may not have recorded the pid yet when the first kill arrived.
             const again = setInterval(() => this.sendKill(job, 'KILL'), 250);
-            job.timers.push(again as unknown as NodeJS.Timeout);
+            job.timers.push(again);
             job.timers.push(
               setTimeout(() => {
                 if (this.current === job) this.close(`command ignored SIGKILL for ${hard} ms; sandbox unresponsive`);
