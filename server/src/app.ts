@@ -75,7 +75,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   // can report, instead of an HTTP 404 on the upgrade, which it cannot tell from a wrong host.
   for (let major = 1; major <= Math.max(...PROTOCOL_VERSIONS); major++) {
     app.get(wsPath(major), { websocket: true }, (socket, request) => {
-      new Connection(socket, core, bearerToken(request.headers.authorization));
+      new Connection(socket, request.raw.socket, core, bearerToken(request.headers.authorization));
     });
   }
   registerHttpRoutes(app, core);

@@ -2,6 +2,7 @@
 // The step path is kept tight: one decode, a hand-checked fast path instead of the generic
 // validator, a Map lookup, a space check, the env call, one encodability check, one encode.
 import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { WebSocket, RawData } from 'ws';
 import {
   CLOSE_CODES,
@@ -64,11 +65,13 @@ export class Connection {
 
   constructor(
     private readonly ws: WebSocket,
+    /** The socket ws was upgraded on (the upgrade request's): the write coalescer corks it. */
+    socket: Socket,
     private readonly core: ServerCore,
     authorization: string | undefined,
   ) {
     this.authed = !core.tokens.enabled;
-    this.out = new WriteCoalescer(ws, {
+    this.out = new WriteCoalescer(ws, socket, {
       // Room for a few of the largest frames the server accepts, and never below the default.
       hardLimitBytes: Math.max(DEFAULT_HARD_LIMIT_BYTES, 4 * core.config.max_message_bytes),
       onOverflow: (bytes) => core.log.warn({ buffered_bytes: bytes, sessions: this.sessions.size }, 'client is not reading its replies; terminating the connection'),

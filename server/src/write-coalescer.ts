@@ -39,7 +39,10 @@ export interface WriteCoalescerOptions {
   onOverflow?: (bufferedBytes: number) => void;
 }
 
-/** The part of net.Socket we use (ws keeps it as `_socket`; not in ws's public types). */
+/**
+ * The part of net.Socket we use: the socket the WebSocket was upgraded on (the HTTP upgrade request's
+ * `socket`, which ws then writes to), handed in by whoever accepted the upgrade.
+ */
 interface RawSocket {
   cork(): void;
   uncork(): void;
@@ -53,7 +56,6 @@ interface RawSocket {
 const OPEN = 1;
 
 export class WriteCoalescer {
-  private sock: RawSocket | null;
   /** True between the cork of a turn and its uncork. */
   private corked = false;
   /** True while reading is paused for backpressure. */
@@ -66,9 +68,9 @@ export class WriteCoalescer {
 
   constructor(
     private readonly ws: WebSocket,
+    private readonly sock: RawSocket,
     private readonly opts: WriteCoalescerOptions = {},
   ) {
-    this.sock = (ws as unknown as { _socket?: RawSocket | null })._socket ?? null;
     this.highWater = opts.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
     this.hardLimit = Math.max(opts.hardLimitBytes ?? DEFAULT_HARD_LIMIT_BYTES, this.highWater);
     // Release everything we hold when the socket goes away (close or terminate): an uncork on a
@@ -90,7 +92,7 @@ export class WriteCoalescer {
     const ws = this.ws;
     if (ws.readyState !== OPEN || this.terminated) return false;
     const sock = this.sock;
-    if (!this.corked && sock !== null && !sock.destroyed) {
+    if (!this.corked && !sock.destroyed) {
       this.corked = true;
       sock.cork();
       setImmediate(this.flushBound);
@@ -109,7 +111,7 @@ export class WriteCoalescer {
     this.corked = false;
     const sock = this.sock;
     // Uncork exactly the one cork we took; ws's own nested cork/uncork pairs are balanced.
-    if (sock !== null && sock.writableCorked > 0) sock.uncork();
+    if (sock.writableCorked > 0) sock.uncork();
   }
 
   private backpressure(buffered: number): void {
@@ -123,7 +125,7 @@ export class WriteCoalescer {
     }
     // 'drain' only fires after a write was refused (buffer above the socket's own high-water mark);
     // pausing without it would never resume, so wait for the next send to cross that mark.
-    if (this.pausedForBackpressure || this.sock === null || !this.sock.writableNeedDrain) return;
+    if (this.pausedForBackpressure || !this.sock.writableNeedDrain) return;
     this.pausedForBackpressure = true;
     this.ws.pause();
     this.sock.once('drain', this.onDrainBound);
@@ -137,7 +139,7 @@ export class WriteCoalescer {
 
   private dispose(): void {
     this.flush();
-    if (this.pausedForBackpressure && this.sock !== null) this.sock.removeListener('drain', this.onDrainBound);
+    if (this.pausedForBackpressure) this.sock.removeListener('drain', this.onDrainBound);
     this.pausedForBackpressure = false;
   }
 }

@@ -1,6 +1,6 @@
 // The per-connection write coalescer: one socket write per event-loop turn, order kept, nothing lost
 // on close, and a client that does not read cannot make the server buffer without bound.
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { WriteCoalescer } from '../src/write-coalescer.js';
@@ -9,6 +9,8 @@ import { startServer, until, type TestServer } from './helpers/server.js';
 
 interface Pair {
   server: WebSocket;
+  /** The socket the server side was upgraded on: what the coalescer corks, and what ws writes to. */
+  serverSocket: Socket;
   client: WebSocket;
   wss: WebSocketServer;
 }
@@ -22,13 +24,13 @@ afterEach(async () => {
 async function pair(): Promise<Pair> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   await new Promise<void>((r) => wss.once('listening', () => r()));
-  const serverSide = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)));
+  const serverSide = new Promise<{ ws: WebSocket; socket: Socket }>((r) => wss.once('connection', (ws, req) => r({ ws, socket: req.socket })));
   const client = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`, { perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
     client.once('open', () => resolve());
     client.once('error', reject);
   });
-  const server = await serverSide;
+  const { ws: server, socket: serverSocket } = await serverSide;
   cleanups.push(
     () =>
       new Promise<void>((r) => {
@@ -37,12 +39,15 @@ async function pair(): Promise<Pair> {
         wss.close(() => r());
       }),
   );
-  return { server, client, wss };
+  return { server, serverSocket, client, wss };
 }
 
-/** Counts the writes the server socket hands to the kernel (one _write or _writev call each). */
-function countWrites(ws: WebSocket): () => number {
-  const sock = (ws as unknown as { _socket: Record<string, (...a: unknown[]) => unknown> })._socket;
+/**
+ * Counts the writes the upgrade request's socket hands to the kernel (one _write or _writev call each).
+ * Counting on that socket, not on ws's private one, also proves that it is the socket ws writes to.
+ */
+function countWrites(socket: Socket): () => number {
+  const sock = socket as unknown as Record<string, (...a: unknown[]) => unknown>;
   let n = 0;
   for (const name of ['_write', '_writev'] as const) {
     const orig = sock[name]!;
@@ -64,10 +69,10 @@ const tick = () => new Promise<void>((r) => setImmediate(r));
 
 describe('write coalescer', () => {
   it('sends replies produced across promise hops of one turn in one write, in order', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     const got = collect(client);
-    const out = new WriteCoalescer(server);
-    const writes = countWrites(server);
+    const out = new WriteCoalescer(server, serverSocket);
+    const writes = countWrites(serverSocket);
     // Like pipelined replies of one session: each one several awaits after the previous.
     await (async () => {
       for (let i = 0; i < 200; i++) {
@@ -88,10 +93,10 @@ describe('write coalescer', () => {
   });
 
   it('a lone reply leaves in the same event-loop iteration (no added timer delay)', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     const got = collect(client);
-    const out = new WriteCoalescer(server);
-    const writes = countWrites(server);
+    const out = new WriteCoalescer(server, serverSocket);
+    const writes = countWrites(serverSocket);
     out.send('one');
     await tick(); // the flush is the next check phase
     expect(writes()).toBe(1);
@@ -99,10 +104,10 @@ describe('write coalescer', () => {
   });
 
   it('frames sent before close() in the same turn arrive before the close frame', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     const got = collect(client);
     const closed = new Promise<number>((r) => client.once('close', (code) => r(code)));
-    const out = new WriteCoalescer(server);
+    const out = new WriteCoalescer(server, serverSocket);
     for (let i = 0; i < 50; i++) out.send(`f${i}`);
     server.close(1000, 'bye');
     expect(await closed).toBe(1000);
@@ -112,9 +117,9 @@ describe('write coalescer', () => {
   });
 
   it('terminate while corked drops the held frames without throwing; later sends are no-ops', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     const closed = new Promise<void>((r) => client.once('close', () => r()));
-    const out = new WriteCoalescer(server);
+    const out = new WriteCoalescer(server, serverSocket);
     out.send('x');
     server.terminate();
     expect(out.send('y')).toBe(false);
@@ -125,8 +130,8 @@ describe('write coalescer', () => {
   });
 
   it('a client that does not read: reading pauses above the high-water mark, resumes on drain', async () => {
-    const { server, client } = await pair();
-    const out = new WriteCoalescer(server, { highWaterBytes: 256 * 1024, hardLimitBytes: 1 << 30 });
+    const { server, serverSocket, client } = await pair();
+    const out = new WriteCoalescer(server, serverSocket, { highWaterBytes: 256 * 1024, hardLimitBytes: 1 << 30 });
     const clientSock = (client as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     clientSock.pause(); // the client stops reading
     const frame = 'x'.repeat(64 * 1024);
@@ -146,9 +151,9 @@ describe('write coalescer', () => {
   });
 
   it('one reply larger than the hard limit to a client that keeps up only pauses reads, it does not terminate', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     let overflow = 0;
-    const out = new WriteCoalescer(server, { highWaterBytes: 64 * 1024, hardLimitBytes: 256 * 1024, onOverflow: (b) => (overflow = b) });
+    const out = new WriteCoalescer(server, serverSocket, { highWaterBytes: 64 * 1024, hardLimitBytes: 256 * 1024, onOverflow: (b) => (overflow = b) });
     const got = collect(client);
     out.send('y'.repeat(1024 * 1024));
     expect(out.paused).toBe(true);
@@ -160,10 +165,10 @@ describe('write coalescer', () => {
   });
 
   it('a client that never reads: past the hard limit the connection is terminated, memory stays bounded', async () => {
-    const { server, client } = await pair();
+    const { server, serverSocket, client } = await pair();
     const hard = 2 * 1024 * 1024;
     let overflow = 0;
-    const out = new WriteCoalescer(server, { highWaterBytes: 256 * 1024, hardLimitBytes: hard, onOverflow: (b) => (overflow = b) });
+    const out = new WriteCoalescer(server, serverSocket, { highWaterBytes: 256 * 1024, hardLimitBytes: hard, onOverflow: (b) => (overflow = b) });
     (client as unknown as { _socket: { pause(): void } })._socket.pause();
     const frame = 'x'.repeat(64 * 1024);
     let maxBuffered = 0;
