@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Rng } from '../rng.js';
 import { sha256Hex, taskContentHash } from './task-hash.js';
-import type { LoadedTask, Split, TaskFile, TaskSolution, TaskSpec } from './task-types.js';
+import { isHarnessFormat, type LoadedTask, type Split, type TaskFile, type TaskSolution, type TaskSpec } from './task-types.js';
 
 const schemaPath = new URL('./task-schema.json', import.meta.url);
 const taskSchema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
@@ -18,11 +18,12 @@ const validateTaskJson = ajv.compile<TaskSpec>(taskSchema);
 export const MAX_TASK_FILE_BYTES = 1024 * 1024;
 const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'README.md']);
 const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
+  'pytest-harness': ['python3', '-m', 'pytest'],
   'pytest-junit': ['python3', '-m', 'pytest'],
   'node-test-junit': ['node', '--test'],
 };
 /** Flags the grader owns; a task may not set them (they would undo the isolation). */
-const RESERVED_FLAG = /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
+const RESERVED_FLAG = /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--assert|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
 
 export class TaskLoadError extends Error {
   constructor(
@@ -57,6 +58,15 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
   }
   const spec = value;
   const test = spec.test;
+  // The in-process formats let the code under test decide its own verdict: only an explicit opt-in keeps them.
+  if (isHarnessFormat(test.format)) {
+    if (spec.trusted === true) throw new TaskLoadError(`${file}: /trusted is only for the in-process formats (pytest-junit, node-test-junit); ${test.format} needs no trust`, file);
+  } else if (spec.trusted !== true) {
+    throw new TaskLoadError(`${file}: /test/format ${test.format} runs the code under test inside the test runner, which can forge its own verdict: port the task to pytest-harness (docs/TASKS.md) or set "trusted": true`, file);
+  }
+  if (test.call_timeout_s !== undefined && !isHarnessFormat(test.format)) {
+    throw new TaskLoadError(`${file}: /test/call_timeout_s applies to harness formats only`, file);
+  }
   const command = test.command ?? DEFAULT_COMMAND[test.format];
   const prefix = DEFAULT_COMMAND[test.format];
   if (!prefix.every((p, i) => command[i] === p)) {
@@ -83,7 +93,8 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
     max_steps: spec.max_steps ?? 30,
     tags: spec.tags ?? [],
     shaping: spec.shaping ?? 'on_write',
-    test: { ...test, command, timeout_s: test.timeout_s ?? 60 },
+    trusted: spec.trusted === true,
+    test: { ...test, command, timeout_s: test.timeout_s ?? 60, call_timeout_s: test.call_timeout_s ?? 10 },
   };
 }
 
@@ -124,7 +135,7 @@ async function isDir(p: string): Promise<boolean> {
 
 function isTestFileName(format: TaskSpec['test']['format'], p: string): boolean {
   const base = path.posix.basename(p);
-  if (format === 'pytest-junit') return /^test_.*\.py$/.test(base) || /_test\.py$/.test(base);
+  if (format === 'pytest-junit' || format === 'pytest-harness') return /^test_.*\.py$/.test(base) || /_test\.py$/.test(base);
   return /\.test\.(mjs|cjs|js)$/.test(base);
 }
 
@@ -157,7 +168,7 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   const solutionFiles = await readTree(path.join(dir, 'solution'));
   const testDir = rel(path.join(dir, 'tests'));
   if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
-    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'pytest-junit' ? 'test_*.py' : '*.test.mjs'})`, file);
+    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' ? '*.test.mjs' : 'test_*.py'})`, file);
   }
   if (solutionFiles.length === 0) throw new TaskLoadError(`${rel(path.join(dir, 'solution'))}/: empty (need overlay files or solve.sh)`, file);
   const script = solutionFiles.find((f) => f.path === 'solve.sh');

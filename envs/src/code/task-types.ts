@@ -5,7 +5,17 @@ export type Split = 'train' | 'eval';
 export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
 export type Difficulty = 'easy' | 'medium' | 'hard';
 export type ShapingMode = 'none' | 'on_write' | 'every_step';
-export type TestFormat = 'pytest-junit' | 'node-test-junit';
+/**
+ * pytest-harness: hidden tests run in pytest AS THE JUDGE and reach workspace code only through the harness
+ * (envs/src/code/harness/python: a worker process as the agent uid). pytest-junit / node-test-junit: the old
+ * in-process formats (code under test inside the test runner), accepted only with `trusted: true`.
+ */
+export type TestFormat = 'pytest-harness' | 'pytest-junit' | 'node-test-junit';
+/** Formats whose code under test never runs inside the judge. */
+export const HARNESS_FORMATS: readonly TestFormat[] = ['pytest-harness'];
+export function isHarnessFormat(f: TestFormat): boolean {
+  return HARNESS_FORMATS.includes(f);
+}
 /** Reward components (the syntax check of changed files is a diagnostic, not one of them). */
 export type RubricComponent = 'tests' | 'final_state';
 
@@ -28,7 +38,9 @@ export interface TaskSpec {
   difficulty: Difficulty;
   rubric?: Partial<Record<RubricComponent, number>>;
   shaping?: ShapingMode;
-  test: { format: TestFormat; command?: string[]; expected_tests: number; timeout_s?: number };
+  /** Old in-process formats only: the task author vouches that the code under test is not adversarial. */
+  trusted?: boolean;
+  test: { format: TestFormat; command?: string[]; expected_tests: number; timeout_s?: number; call_timeout_s?: number };
   final_state?: FinalStateCheck[];
 }
 
@@ -46,7 +58,7 @@ export type TaskSolution = { kind: 'overlay'; files: TaskFile[] } | { kind: 'scr
 
 /** A validated task with defaults applied and its files loaded. */
 export interface LoadedTask {
-  spec: TaskSpec & { max_steps: number; tags: string[]; shaping: ShapingMode; test: TaskSpec['test'] & { command: string[]; timeout_s: number } };
+  spec: TaskSpec & { max_steps: number; tags: string[]; shaping: ShapingMode; trusted: boolean; test: TaskSpec['test'] & { command: string[]; timeout_s: number; call_timeout_s: number } };
   /** Absolute path of the task directory. */
   dir: string;
   /** Absolute path of the task-set directory the task came from. */

@@ -13,7 +13,7 @@ const GOOD = {
   language: 'python',
   image: 'sandgym/python:1',
   difficulty: 'easy',
-  test: { format: 'pytest-junit', expected_tests: 2 },
+  test: { format: 'pytest-harness', expected_tests: 2 },
 };
 
 let tmp: string;
@@ -46,13 +46,22 @@ describe('validateTaskSpec', () => {
     expect(s.tags).toEqual([]);
     expect(s.test.command).toEqual(['python3', '-m', 'pytest']);
     expect(s.test.timeout_s).toBe(60);
-    const n = validateTaskSpec({ ...GOOD, test: { format: 'node-test-junit', expected_tests: 1 } }, 'x');
+    expect(s.test.call_timeout_s).toBe(10);
+    expect(s.trusted).toBe(false);
+    const n = validateTaskSpec({ ...GOOD, trusted: true, test: { format: 'node-test-junit', expected_tests: 1 } }, 'x');
     expect(n.test.command).toEqual(['node', '--test']);
+    expect(n.trusted).toBe(true);
   });
 
   test.each([
-    [{ test: { format: 'pytest-junit', expected_tests: '2' } }, 'envs/tasks/foo/task.json: /test/expected_tests must be integer'],
-    [{ test: { format: 'pytest-junit', expected_tests: 0 } }, '/test/expected_tests must be >= 1'],
+    [{ test: { format: 'pytest-harness', expected_tests: '2' } }, 'envs/tasks/foo/task.json: /test/expected_tests must be integer'],
+    [{ test: { format: 'pytest-harness', expected_tests: 0 } }, '/test/expected_tests must be >= 1'],
+    [{ test: { format: 'pytest-junit', expected_tests: 1 } }, '/test/format pytest-junit runs the code under test inside the test runner'],
+    [{ trusted: false, test: { format: 'node-test-junit', expected_tests: 1 } }, '/test/format node-test-junit runs the code under test inside the test runner'],
+    [{ trusted: true }, '/trusted is only for the in-process formats'],
+    [{ trusted: true, test: { format: 'pytest-junit', expected_tests: 1, call_timeout_s: 5 } }, '/test/call_timeout_s applies to harness formats only'],
+    [{ test: { format: 'pytest-harness', expected_tests: 1, call_timeout_s: 0 } }, '/test/call_timeout_s must be >= 1'],
+    [{ test: { format: 'pytest-harness', expected_tests: 1, command: ['python3', '-m', 'pytest', '--assert=rewrite'] } }, 'is reserved for the grader'],
     [{ split: 'dev' }, '/split must be one of "train", "eval"'],
     [{ difficulty: 'trivial' }, '/difficulty must be one of "easy", "medium", "hard"'],
     [{ shaping: 'always' }, '/shaping must be one of "none", "on_write", "every_step"'],
@@ -63,9 +72,9 @@ describe('validateTaskSpec', () => {
     [{ final_state: [{ path: 'a', check: 'equals' }] }, '/final_state/0/value is required'],
     [{ final_state: [{ path: 'a', check: 'matches', value: '(' }] }, '/final_state/0/value is not a valid regular expression'],
     [{ rubric: { final_state: 0.5 } }, '/rubric/final_state is set but the task defines no final_state checks'],
-    [{ test: { format: 'pytest-junit', expected_tests: 1, command: ['pytest', '-q'] } }, '/test/command must start with ["python3","-m","pytest"]'],
-    [{ test: { format: 'pytest-junit', expected_tests: 1, command: ['python3', '-m', 'pytest', '-p', 'evil'] } }, '/test/command/3 "-p" is reserved for the grader'],
-    [{ test: { format: 'node-test-junit', expected_tests: 1, command: ['node', '--test', '--import=./x.mjs'] } }, 'is reserved for the grader'],
+    [{ test: { format: 'pytest-harness', expected_tests: 1, command: ['pytest', '-q'] } }, '/test/command must start with ["python3","-m","pytest"]'],
+    [{ test: { format: 'pytest-harness', expected_tests: 1, command: ['python3', '-m', 'pytest', '-p', 'evil'] } }, '/test/command/3 "-p" is reserved for the grader'],
+    [{ trusted: true, test: { format: 'node-test-junit', expected_tests: 1, command: ['node', '--test', '--import=./x.mjs'] } }, 'is reserved for the grader'],
   ])('rejects %j', (patch, message) => {
     expect(() => validateTaskSpec({ ...GOOD, ...patch }, 'envs/tasks/foo/task.json')).toThrow(message);
   });
@@ -93,7 +102,7 @@ describe('loadTask / loadTaskSets', () => {
     const dir = await makeTask('set', GOOD, { noSolution: true });
     await expect(loadTask(dir, tmp)).rejects.toThrow(/solution\/: empty/);
     const dir2 = await makeTask('set', { ...GOOD, id: 'notests' }, { tests: { 'helper.py': 'x = 1\n' } });
-    await expect(loadTask(dir2, tmp)).rejects.toThrow(/tests\/: no test file for format pytest-junit/);
+    await expect(loadTask(dir2, tmp)).rejects.toThrow(/tests\/: no test file for format pytest-harness/);
     const dir3 = await makeTask('set', { ...GOOD, id: 'stray' });
     await writeFile(path.join(dir3, 'notes.txt'), 'x');
     await expect(loadTask(dir3, tmp)).rejects.toThrow(/notes.txt: unexpected entry/);
