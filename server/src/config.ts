@@ -197,16 +197,22 @@ export async function loadConfigFile(path: string): Promise<Partial<ServerConfig
   return validateConfigPartial(doc, `config file ${path}`);
 }
 
+/** Copies the keys of `from` whose value is not undefined (an unset option leaves the lower layer's). */
+function assignDefined<T extends object>(to: T, from: Partial<T>): void {
+  for (const k of Object.keys(from) as (keyof T)[]) {
+    const v = from[k];
+    if (v !== undefined) to[k] = v;
+  }
+}
+
 /** Merge layers over the defaults and validate the result. Token lists are unioned. */
 export function resolveConfig(...layers: Partial<ServerConfig>[]): ServerConfig {
   const out: ServerConfig = { ...DEFAULT_CONFIG, tokens: [], env_modules: [] };
   for (const layer of layers) {
-    for (const [k, v] of Object.entries(layer)) {
-      if (v === undefined) continue;
-      if (k === 'tokens') out.tokens = [...out.tokens, ...(v as string[])];
-      else if (k === 'env_modules') out.env_modules = [...out.env_modules, ...(v as string[])];
-      else (out as unknown as Record<string, unknown>)[k] = v;
-    }
+    const { tokens, env_modules, ...rest } = layer;
+    assignDefined(out, rest);
+    if (tokens !== undefined) out.tokens = [...out.tokens, ...tokens];
+    if (env_modules !== undefined) out.env_modules = [...out.env_modules, ...env_modules];
   }
   out.tokens = [...new Set(out.tokens)];
   validateConfigPartial(out);

@@ -155,6 +155,14 @@ describe('config files', () => {
     });
   });
 
+  it('a later layer overrides the ones before it, except where it leaves an option undefined; lists are unioned', () => {
+    const c = resolveConfig({ port: 1, max_batch: 9, tokens: ['a'], env_modules: ['m1'] }, { port: 2, max_batch: undefined, tokens: ['b', 'a'], env_modules: ['m2'] });
+    expect(c.port).toBe(2);
+    expect(c.max_batch).toBe(9);
+    expect(c.tokens).toEqual(['a', 'b']);
+    expect(c.env_modules).toEqual(['m1', 'm2']);
+  });
+
   it('loopback detection', () => {
     for (const h of ['127.0.0.1', 'localhost', '::1', '[::1]', '127.1.2.3']) expect(isLoopback(h)).toBe(true);
     for (const h of ['0.0.0.0', '::', '10.0.0.1', 'example.com', '128.0.0.1']) expect(isLoopback(h)).toBe(false);
