@@ -88,7 +88,11 @@ export class InvalidArgument extends Error {
   }
 }
 
-/** Identity helper that keeps the kwargs type parameter while exporting a plain EnvDefinition. */
+/**
+ * Identity helper that keeps the kwargs type parameter while exporting a plain EnvDefinition. (`create`
+ * is a method, so EnvDefinition<K> is assignable to EnvDefinition: the server validates make kwargs
+ * against kwargs_schema before create sees them, which is what makes K true.)
+ */
 export function defineEnv<K extends Record<string, unknown>>(def: EnvDefinition<K>): EnvDefinition {
-  return def as unknown as EnvDefinition;
+  return def;
 }
