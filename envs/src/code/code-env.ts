@@ -15,7 +15,7 @@ import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '.
 import { bashTool } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
-import { RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
+import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
 const GRADE_MARGIN_MS = 15_000;
@@ -30,6 +30,8 @@ export const DEFAULT_OUTPUT_CHARS = 16_000;
 const OBSERVATION_MAX = 65_536;
 const MAX_READ_BYTES = 1024 * 1024;
 const DEFAULT_BASH_TIMEOUT_S = 60;
+/** Failed tests listed in the final observation (all of them, up to MAX_AGENT_FAILURES, are in info.grade.failures). */
+const FINAL_FAILURES_SHOWN = 10;
 const MAX_BASH_TIMEOUT_S = 600;
 
 const TOOLS = [
@@ -262,14 +264,29 @@ class CodeEnvInstance implements EnvInstance {
       reward_components: components,
       score: this.shaper.current,
     };
-    if (grade) info.grade = this.gradeInfo(grade);
+    if (grade) {
+      info.grade = this.gradeInfo(grade);
+      info.grader = this.provenance();
+    }
     const obs = final && grade ? `${observation}\n\n${this.finalText(grade, submitted)}` : observation;
     return { observation: capText(obs, OBSERVATION_MAX), reward, terminated: submitted, truncated, info };
   }
 
   private finalText(g: GradeResult, submitted: boolean): string {
     const how = submitted ? 'Submitted.' : `Step limit (${this.task?.spec.max_steps}) reached; the workspace was graded as is.`;
-    return `${how} Score: ${g.score.total.toFixed(3)}${g.tests ? ` (${g.tests.passed}/${g.tests.collected} tests passed)` : ''}.`;
+    const head = `${how} Score: ${g.score.total.toFixed(3)}${g.tests ? ` (${g.tests.passed}/${g.tests.collected} tests passed)` : ''}.`;
+    // Only what the task author controls: test names without parameter values and their messages.
+    const failed = (g.failures ?? []).slice(0, FINAL_FAILURES_SHOWN).map((f) => `  ${f.test}: ${f.message}`);
+    return failed.length ? `${head}\nFailed tests:\n${failed.join('\n')}` : head;
+  }
+
+  /**
+   * Which judge produced this reward (issue 12): grader version, task content hash, the task's image and
+   * whether the task is a trusted in-process one (its code under test could decide its own verdict).
+   */
+  private provenance(): { version: string; task_hash: string; image: string; trusted: boolean } {
+    const t = this.task as LoadedTask;
+    return { version: GRADER_VERSION, task_hash: t.content_hash, image: t.spec.image, trusted: t.spec.trusted };
   }
 
   private gradeInfo(g: GradeResult): Record<string, unknown> {
@@ -378,7 +395,7 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
   const tasks = opts.taskSet.list();
   const maxSteps = tasks.reduce((m, t) => Math.max(m, t.spec.max_steps), 1);
   const observation_space: Space = { type: 'text', max_length: OBSERVATION_MAX };
-  const action_space: Space = { type: 'tool_call', tools: TOOLS.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as unknown as Record<string, unknown> })) } as Space;
+  const action_space: Space = { type: 'tool_call', tools: [...TOOLS] };
   return {
     id: opts.id ?? CODE_ENV_ID,
     description:
