@@ -1,20 +1,43 @@
-// Train/eval leakage check behind `sandgym tasks check <dir...>`: a task present in both splits by
-// id or by content hash fails the check; near-duplicates (shingled Jaccard over instruction and
-// tests) are flagged, and fail too when they straddle the splits (that is leakage with cosmetic edits).
+// Train/eval leakage check behind `sandgym tasks check <dir...>`. A task present in both splits by
+// id or by content hash fails the check. Near-duplicates are found on three channels, each compared
+// separately and flagged on its own, so a copy that disguises one part (new tests, or a rewritten
+// instruction) is still caught by the other:
+//   tests        Jaccard of token 6-shingles over canonical test code (leakage-normalise.ts: comments,
+//                docstrings, test names, identifiers and imports gone; literals kept);
+//   instruction  Jaccard of word 3-shingles over the instruction with code identifiers canonicalised;
+//   words        Jaccard of content-word stems of the instruction (order and function words ignored:
+//                tolerant of paraphrase).
+// Near-duplicates across splits fail the check (leakage with cosmetic edits); within a split they
+// are warnings. The report names the closest pair on each channel, flagged or not. Thresholds and
+// the margins they were measured with: docs/TASKS.md "Splits and leakage".
 import path from 'node:path';
-import { normaliseInstruction, normaliseTestText } from './task-hash.js';
+import { canonicalTests, contentWords, instructionWords } from './leakage-normalise.js';
 import { loadTaskSets, TaskLoadError } from './task-loader.js';
 import type { LoadedTask } from './task-types.js';
 
-export type ShingleSpec = { kind: 'word'; k: number } | { kind: 'char'; k: number };
+export type Channel = 'tests' | 'instruction' | 'words';
+export const CHANNELS: readonly Channel[] = ['tests', 'instruction', 'words'];
+export type Similarities = Record<Channel, number>;
+
+/**
+ * Per-channel thresholds, set between the lowest similarity of generated cosmetic variants of the
+ * shipped tasks and the highest similarity of unrelated pairs (envs/test/code/leakage-thresholds.test.ts
+ * measures both and fails if either side crosses its threshold).
+ */
+export const DEFAULT_THRESHOLDS: Similarities = { tests: 0.5, instruction: 0.25, words: 0.45 };
+
+/** Shingle sizes: tokens of canonical test code, words of the instruction. */
+export const TEST_SHINGLE = 6;
+export const INSTRUCTION_SHINGLE = 3;
 
 export interface LeakageOptions {
-  /** Jaccard similarity at or above which two tasks are near-duplicates (default 0.8). */
+  /** One threshold for every channel (the CLI's --threshold); overrides `thresholds`. */
   threshold?: number;
-  /** Default: word 5-shingles. */
-  shingle?: ShingleSpec;
+  thresholds?: Partial<Similarities>;
   /** Cross-split near-duplicates fail the check (default true); same-split ones are warnings. */
   nearDuplicatesFail?: boolean;
+  /** Interpreter for the Python AST normaliser (default python3; without one, a lexical fallback). */
+  python?: string;
 }
 
 export interface TaskRef {
@@ -28,29 +51,36 @@ export interface LeakageFinding {
   severity: 'error' | 'warning';
   a: TaskRef;
   b: TaskRef;
+  /** The highest similarity among the flagged channels (1 for duplicate content). */
   similarity?: number;
+  /** near_duplicate: every channel's similarity, and the channels at or above their threshold. */
+  similarities?: Similarities;
+  channels?: Channel[];
   message: string;
+}
+
+export interface ClosestPair {
+  a: string;
+  b: string;
+  similarity: number;
 }
 
 export interface LeakageReport {
   ok: boolean;
   tasks: number;
   splits: Record<string, number>;
-  threshold: number;
+  thresholds: Similarities;
+  /** The most similar pair of distinct tasks on each channel (null with fewer than two tasks). */
+  closest: Record<Channel, ClosestPair | null>;
+  /** Python test files the AST normaliser could not handle (no python3, or a file that does not parse). */
+  lexical_fallback: string[];
   findings: LeakageFinding[];
 }
 
-export function shingles(text: string, spec: ShingleSpec = { kind: 'word', k: 5 }): Set<string> {
+export function shingles(tokens: readonly string[], k: number): Set<string> {
   const out = new Set<string>();
-  if (spec.kind === 'word') {
-    const words = text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
-    if (words.length > 0 && words.length < spec.k) out.add(words.join(' '));
-    for (let i = 0; i + spec.k <= words.length; i++) out.add(words.slice(i, i + spec.k).join(' '));
-  } else {
-    const s = text.toLowerCase().replace(/\s+/g, ' ').trim();
-    if (s.length > 0 && s.length < spec.k) out.add(s);
-    for (let i = 0; i + spec.k <= s.length; i++) out.add(s.slice(i, i + spec.k));
-  }
+  if (tokens.length > 0 && tokens.length < k) out.add(tokens.join(' '));
+  for (let i = 0; i + k <= tokens.length; i++) out.add(tokens.slice(i, i + k).join(' '));
   return out;
 }
 
@@ -62,22 +92,59 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
   return inter / (a.size + b.size - inter);
 }
 
-/** The text a near-duplicate comparison sees: normalised instruction and every hidden test. */
-export function taskText(task: Pick<LoadedTask, 'spec' | 'tests'>): string {
-  return [normaliseInstruction(task.spec.instruction), ...task.tests.map((t) => normaliseTestText(t.content))].join('\n');
+/** What the comparison sees of one task. */
+export interface Fingerprint {
+  tests: Set<string>;
+  instruction: Set<string>;
+  words: Set<string>;
+}
+
+/** Fingerprints of many tasks (one python3 process for all their Python tests). */
+export async function fingerprints(tasks: readonly Pick<LoadedTask, 'spec' | 'tests'>[], python?: string): Promise<{ prints: Fingerprint[]; lexical: string[] }> {
+  const files = tasks.flatMap((t, ti) => t.tests.map((f) => ({ ti, path: f.path, text: Buffer.from(f.content).toString('utf8') })));
+  const canon = await canonicalTests(files, python);
+  const perTask: string[][][] = tasks.map(() => []);
+  // Files are compared as one stream per task, in path order (file names and order are cosmetic).
+  files
+    .map((f, i) => ({ ...f, tokens: canon.tokens[i] as string[] }))
+    .sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0))
+    .forEach((f) => perTask[f.ti]?.push(f.tokens));
+  const prints = tasks.map((t, i) => ({
+    tests: shingles((perTask[i] ?? []).flat(), TEST_SHINGLE),
+    instruction: shingles(instructionWords(t.spec.instruction), INSTRUCTION_SHINGLE),
+    words: contentWords(t.spec.instruction),
+  }));
+  const lexical = canon.lexical.map((p) => {
+    const f = files.find((x) => x.path === p);
+    return f ? `${tasks[f.ti]?.spec.id}/tests/${p}` : p;
+  });
+  return { prints, lexical: [...new Set(lexical)] };
+}
+
+export function similarity(a: Fingerprint, b: Fingerprint): Similarities {
+  return { tests: jaccard(a.tests, b.tests), instruction: jaccard(a.instruction, b.instruction), words: jaccard(a.words, b.words) };
 }
 
 function ref(t: LoadedTask): TaskRef {
   return { id: t.spec.id, split: t.spec.split, dir: t.dir };
 }
 
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+export function resolveThresholds(opts: LeakageOptions = {}): Similarities {
+  const th: Similarities = { ...DEFAULT_THRESHOLDS, ...(opts.thresholds ?? {}) };
+  if (opts.threshold !== undefined) for (const c of CHANNELS) th[c] = opts.threshold;
+  for (const c of CHANNELS) if (!(th[c] > 0 && th[c] <= 1)) throw new RangeError(`threshold for ${c} must be in (0, 1]`);
+  return th;
+}
+
 /** Pairwise check (O(n^2) set intersections: fine for thousands of tasks; use MinHash beyond). */
-export function checkLeakage(tasks: readonly LoadedTask[], opts: LeakageOptions = {}): LeakageReport {
-  const threshold = opts.threshold ?? 0.8;
-  if (!(threshold > 0 && threshold <= 1)) throw new RangeError('threshold must be in (0, 1]');
+export async function checkLeakage(tasks: readonly LoadedTask[], opts: LeakageOptions = {}): Promise<LeakageReport> {
+  const thresholds = resolveThresholds(opts);
   const failNear = opts.nearDuplicatesFail ?? true;
   const findings: LeakageFinding[] = [];
-  const sets = tasks.map((t) => shingles(taskText(t), opts.shingle));
+  const { prints, lexical } = await fingerprints(tasks, opts.python);
+  const closest: Record<Channel, ClosestPair | null> = { tests: null, instruction: null, words: null };
   for (let i = 0; i < tasks.length; i++) {
     for (let j = i + 1; j < tasks.length; j++) {
       const a = tasks[i] as LoadedTask;
@@ -88,30 +155,41 @@ export function checkLeakage(tasks: readonly LoadedTask[], opts: LeakageOptions 
         findings.push({ kind: 'duplicate_id', severity: 'error', a: ref(a), b: ref(b), message: `task id ${a.spec.id} appears ${where}` });
         continue;
       }
+      const sim = similarity(prints[i] as Fingerprint, prints[j] as Fingerprint);
+      for (const c of CHANNELS) if (closest[c] === null || sim[c] > (closest[c] as ClosestPair).similarity) closest[c] = { a: a.spec.id, b: b.spec.id, similarity: r3(sim[c]) };
       if (a.content_hash === b.content_hash) {
         findings.push({ kind: 'duplicate_content', severity: cross ? 'error' : 'warning', a: ref(a), b: ref(b), similarity: 1, message: `${a.spec.id} and ${b.spec.id} have identical content (instruction + tests) ${where}` });
         continue;
       }
-      const sim = jaccard(sets[i] as Set<string>, sets[j] as Set<string>);
-      if (sim >= threshold) {
+      const channels = CHANNELS.filter((c) => sim[c] >= thresholds[c]);
+      if (channels.length > 0) {
+        const rounded = { tests: r3(sim.tests), instruction: r3(sim.instruction), words: r3(sim.words) };
         findings.push({
           kind: 'near_duplicate',
           severity: cross && failNear ? 'error' : 'warning',
           a: ref(a),
           b: ref(b),
-          similarity: Math.round(sim * 1000) / 1000,
-          message: `${a.spec.id} (${a.spec.split}) and ${b.spec.id} (${b.spec.split}) are near-duplicates (Jaccard ${sim.toFixed(3)} >= ${threshold})`,
+          similarity: Math.max(...channels.map((c) => rounded[c])),
+          similarities: rounded,
+          channels,
+          message: `${a.spec.id} (${a.spec.split}) and ${b.spec.id} (${b.spec.split}) are near-duplicates: ${channels.map((c) => `${c} ${sim[c].toFixed(3)} >= ${thresholds[c]}`).join(', ')}`,
         });
       }
     }
   }
   const splits: Record<string, number> = {};
   for (const t of tasks) splits[t.spec.split] = (splits[t.spec.split] ?? 0) + 1;
-  return { ok: !findings.some((f) => f.severity === 'error'), tasks: tasks.length, splits, threshold, findings };
+  return { ok: !findings.some((f) => f.severity === 'error'), tasks: tasks.length, splits, thresholds, closest, lexical_fallback: lexical, findings };
 }
 
 export function formatLeakageReport(r: LeakageReport): string {
-  const lines = [`tasks: ${r.tasks} (${Object.entries(r.splits).map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}); near-duplicate threshold ${r.threshold}`];
+  const th = CHANNELS.map((c) => `${c} ${r.thresholds[c]}`).join(', ');
+  const lines = [`tasks: ${r.tasks} (${Object.entries(r.splits).map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}); near-duplicate thresholds: ${th}`];
+  for (const c of CHANNELS) {
+    const p = r.closest[c];
+    if (p) lines.push(`closest pair by ${c}: ${p.a} ~ ${p.b} (${p.similarity.toFixed(3)})`);
+  }
+  if (r.lexical_fallback.length > 0) lines.push(`note: lexical normaliser (no Python AST) for ${r.lexical_fallback.join(', ')}`);
   for (const f of r.findings) {
     const rel = (d: string) => path.relative(process.cwd(), d) || d;
     lines.push(`${f.severity === 'error' ? 'ERROR' : 'warning'} ${f.kind}: ${f.message}\n    ${rel(f.a.dir)}\n    ${rel(f.b.dir)}`);
@@ -129,6 +207,6 @@ export async function runTasksCheck(dirs: readonly string[], opts: LeakageOption
     if (err instanceof TaskLoadError) return { ok: false, text: `FAILED: ${err.message}` };
     throw err;
   }
-  const report = checkLeakage(tasks, opts);
+  const report = await checkLeakage(tasks, opts);
   return { ok: report.ok, report, text: formatLeakageReport(report) };
 }

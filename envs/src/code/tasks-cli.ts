@@ -31,7 +31,7 @@ export async function listTasks(dirs: readonly string[], opts: { json: boolean }
 export async function checkTasks(dirs: readonly string[], opts: { json: boolean; threshold?: number }, io: TasksIo): Promise<boolean> {
   // Duplicate ids are kept: finding them across splits is what this check is for.
   const tasks = await loadTaskSets(dirs, { onDuplicate: 'keep' });
-  const report = checkLeakage(tasks, opts.threshold !== undefined ? { threshold: opts.threshold } : {});
+  const report = await checkLeakage(tasks, opts.threshold !== undefined ? { threshold: opts.threshold } : {});
   io.out((opts.json ? JSON.stringify(report, null, 2) : formatLeakageReport(report)) + '\n');
   return report.ok;
 }

@@ -2,7 +2,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { checkLeakage, jaccard, runTasksCheck, shingles } from '../../src/code/leakage.js';
+import { checkLeakage, DEFAULT_THRESHOLDS, jaccard, runTasksCheck, shingles } from '../../src/code/leakage.js';
 import { taskContentHash } from '../../src/code/task-hash.js';
 import type { LoadedTask } from '../../src/code/task-types.js';
 import { shippedTask, shippedTasks, TASKS_DIR } from './helpers.js';
@@ -36,11 +36,10 @@ async function copyTask(fromId: string, set: string, newId: string, edit: { spli
 }
 
 describe('shingles and jaccard', () => {
-  test('word and char shingles', () => {
-    expect([...shingles('a b c d e f', { kind: 'word', k: 5 })]).toEqual(['a b c d e', 'b c d e f']);
-    expect([...shingles('A, b!', { kind: 'word', k: 5 })]).toEqual(['a b']);
-    expect([...shingles('abcd', { kind: 'char', k: 3 })]).toEqual(['abc', 'bcd']);
-    expect(shingles('', { kind: 'word', k: 5 }).size).toBe(0);
+  test('token shingles', () => {
+    expect([...shingles(['a', 'b', 'c', 'd', 'e', 'f'], 5)]).toEqual(['a b c d e', 'b c d e f']);
+    expect([...shingles(['a', 'b'], 5)]).toEqual(['a b']);
+    expect(shingles([], 5).size).toBe(0);
   });
   test('jaccard', () => {
     expect(jaccard(new Set(['a', 'b']), new Set(['b', 'c']))).toBeCloseTo(1 / 3);
@@ -50,14 +49,21 @@ describe('shingles and jaccard', () => {
 });
 
 describe('checkLeakage', () => {
-  test('the shipped set has no leakage and no near-duplicates at all', async () => {
-    const r = checkLeakage(await shippedTasks());
+  test('the shipped set has no leakage and no near-duplicates at all; the closest pair per channel is reported', async () => {
+    const r = await checkLeakage(await shippedTasks());
     expect(r.findings).toEqual([]);
     expect(r.ok).toBe(true);
+    expect(r.lexical_fallback).toEqual([]);
+    expect(r.thresholds).toEqual(DEFAULT_THRESHOLDS);
+    for (const c of ['tests', 'instruction', 'words'] as const) {
+      expect(r.closest[c]?.similarity).toBeGreaterThan(0);
+      expect(r.closest[c]?.similarity).toBeLessThan(DEFAULT_THRESHOLDS[c]);
+    }
     expect(r.splits.train! + r.splits.eval!).toBe(r.tasks);
     const res = await runTasksCheck([TASKS_DIR]);
     expect(res.ok).toBe(true);
     expect(res.text).toMatch(/OK: no task leaks between splits/);
+    expect(res.text).toMatch(/closest pair by tests: [\w-]+ ~ [\w-]+ \(0\.\d{3}\)/);
   });
 
   test('same id in train and eval fails', async () => {
@@ -93,15 +99,19 @@ describe('checkLeakage', () => {
     const res = await runTasksCheck(dirs);
     expect(res.ok).toBe(false);
     const f = res.report?.findings[0];
-    expect(f).toMatchObject({ kind: 'near_duplicate', severity: 'error' });
+    expect(f).toMatchObject({ kind: 'near_duplicate', severity: 'error', channels: ['tests', 'instruction', 'words'] });
     expect(f?.similarity).toBeGreaterThan(0.8);
     expect(f?.similarity).toBeLessThan(1);
+    expect(f?.similarities?.tests).toBeLessThan(1);
+    expect(res.text).toMatch(/ERROR near_duplicate: slug-a \(train\) and slug-renamed \(eval\) are near-duplicates: tests 0\.\d+ >= 0\.5/);
     expect((await runTasksCheck(dirs, { threshold: 0.999 })).ok).toBe(true);
     const warnOnly = await runTasksCheck(dirs, { nearDuplicatesFail: false });
     expect(warnOnly.ok).toBe(true);
     expect(warnOnly.report?.findings[0]?.severity).toBe('warning');
-    const chars = await runTasksCheck(dirs, { shingle: { kind: 'char', k: 7 } });
-    expect(chars.report?.findings[0]?.kind).toBe('near_duplicate');
+    // One channel alone flags: only the tests threshold reachable.
+    const testsOnly = await runTasksCheck(dirs, { thresholds: { instruction: 1, words: 1 } });
+    expect(testsOnly.report?.findings[0]?.channels).toEqual(['tests']);
+    await expect(runTasksCheck(dirs, { thresholds: { tests: 0 } })).rejects.toThrow(/threshold for tests must be in \(0, 1\]/);
   });
 
   test('a broken task set reports the load error', async () => {
@@ -112,11 +122,14 @@ describe('checkLeakage', () => {
     expect(res.text).toMatch(/FAILED: .*task.json: \/id is required/);
   });
 
-  test('unrelated tasks stay far below the threshold', async () => {
+  test('unrelated tasks stay far below the thresholds', async () => {
     const tasks = await shippedTasks();
     const a = tasks.find((t) => t.spec.id === 'py-roman-numerals') as LoadedTask;
     const b = tasks.find((t) => t.spec.id === 'py-parse-duration') as LoadedTask;
-    expect(checkLeakage([a, b], { threshold: 0.2 }).findings).toEqual([]);
+    const r = await checkLeakage([a, b]);
+    expect(r.findings).toEqual([]);
+    expect(r.closest.tests?.similarity).toBeLessThan(0.2);
+    expect(r.closest.instruction?.similarity).toBeLessThan(0.2);
     expect(a.content_hash).toBe(taskContentHash(a.spec.instruction, a.tests));
   });
 });
