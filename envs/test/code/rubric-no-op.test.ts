@@ -137,7 +137,7 @@ describe.skipIf(!PYTHON)('no reward for doing nothing: code-v0 episodes (potenti
     });
     const abort = new AbortController();
     const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
-    const inst = def.create({ signal: abort.signal, logger, sandboxes: provider }, { shaping: 'on_write' });
+    const inst = await def.create({ signal: abort.signal, logger, sandboxes: provider }, { shaping: 'on_write' });
     try {
       await inst.reset(undefined, { task_id: taskId });
       const out: StepResult[] = [];
@@ -159,10 +159,10 @@ describe.skipIf(!PYTHON)('no reward for doing nothing: code-v0 episodes (potenti
     expect(baseline).toBeGreaterThan(0); // the buggy package already passes some tests
     expect(baseline).toBeLessThan(1);
     // Potential 0 at reset: the first graded step carries the untouched workspace's score, whatever the edit.
-    expect(rs.map((r) => r.info.graded)).toEqual([true, true, true, true]);
+    expect(rs.map((r) => r.info?.graded)).toEqual([true, true, true, true]);
     expect(rs[0]!.reward).toBeCloseTo(baseline, 12);
     for (const r of rs.slice(1)) expect(r.reward).toBe(0);
-    const grade = rs[0]!.info.grade as { syntax: unknown; components: Record<string, number> };
+    const grade = rs[0]!.info?.grade as { syntax: unknown; components: Record<string, number> };
     expect(grade.syntax).toEqual({ checked: 1, failed: [] });
     expect(Object.keys(grade.components)).toEqual(['tests']);
     expect(rs.reduce((a, r) => a + r.reward, 0)).toBeCloseTo(baseline, 12);
