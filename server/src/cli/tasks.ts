@@ -14,7 +14,8 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> <dir...> [
   check <dir...> [--threshold X] [--json]
                                          leakage check: fails (exit 1) when a task is in both
                                          train and eval by id or content, or near-duplicates
-                                         straddle the splits (Jaccard >= X, default 0.8)
+                                         straddle the splits on test code or instruction
+                                         (per-channel thresholds; --threshold X sets all three)
   validate <dir...> [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
                                          run the null and the reference agent on every task in
                                          real sandboxes; fails (exit 1) unless every reference
