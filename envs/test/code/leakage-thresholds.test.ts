@@ -12,7 +12,7 @@ import { canonicalPython, canonicalTests, contentWords, instructionWords, tokeni
 import { CHANNELS, DEFAULT_THRESHOLDS, fingerprints, runTasksCheck, similarity, type Channel, type Similarities } from '../../src/code/leakage.js';
 import type { LoadedTask } from '../../src/code/task-types.js';
 import { shippedTasks, TASKS_DIR } from './helpers.js';
-import { variant, VARIANT_SETS, type Transform } from './leakage-variants.js';
+import { namesUnderTest, variant, VARIANT_SETS, type Transform } from './leakage-variants.js';
 
 /** Each side of every threshold keeps at least this distance from what was measured. */
 const MIN_MARGIN = 0.1;
@@ -46,9 +46,11 @@ describe('leakage thresholds on generated variants and unrelated pairs', () => {
       if (x.tr.includes('paraphrase')) expect(x.v.spec.instruction, x.v.spec.id).not.toBe(x.orig.spec.instruction);
       expect(x.v.content_hash, `${x.v.spec.id} must not be caught by the content hash alone`).not.toBe(x.orig.content_hash);
     }
-    // The harness port rewrites every Python test that imports workspace code the old way.
-    const ported = variants.filter((x) => x.name === 'harness_port' && x.v.tests.some((f) => Buffer.from(f.content).toString().includes('workspace.module(')));
-    expect(ported.length).toBeGreaterThanOrEqual(15);
+    // The harness port rewrites every task whose Python tests import workspace code the old way (tasks
+    // already in the harness format have nothing to port; the normaliser tests cover both styles).
+    const oldStyle = tasks.filter((t) => t.tests.some((f) => f.path.endsWith('.py') && namesUnderTest({ tests: [f] }).some((n) => !n.includes('.')) && !Buffer.from(f.content).toString().includes('sandgym_harness')));
+    const ported = variants.filter((x) => x.name === 'harness_port' && x.v.tests.some((f) => Buffer.from(f.content).toString().includes('workspace.module(')) && !x.orig.tests.some((f) => Buffer.from(f.content).toString().includes('sandgym_harness')));
+    expect(ported.map((x) => x.orig.spec.id).sort()).toEqual(oldStyle.map((t) => t.spec.id).sort());
     expect(prints.lexical).toEqual([]);
   });
 

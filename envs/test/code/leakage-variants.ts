@@ -21,6 +21,8 @@ export function namesUnderTest(t: Pick<LoadedTask, 'tests'>): string[] {
       for (const n of (m[2] ?? m[3] ?? '').split(',').map((x) => x.trim().split(/\s+/)[0] as string)) if (n) names.add(n);
     }
     for (const m of s.matchAll(/workspace\.module\("[\w.]+"\)\.(\w+)/g)) names.add(m[1] as string);
+    // Harness style with a module variable: roman = workspace.module("roman"); roman.to_roman(4).
+    for (const m of s.matchAll(/^(\w+)\s*=\s*workspace\.module\(/gm)) for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
     for (const m of s.matchAll(/const\s*\{([^}]+)\}\s*=\s*await\s+\w+\(/g)) for (const n of (m[1] as string).split(',').map((x) => x.trim().split(/[\s:]/)[0] as string)) if (n) names.add(n);
     for (const m of s.matchAll(/["']([\w-]+)\.(py|sh)["']/g)) if (!/^test_/.test(m[1] as string)) names.add(`${m[1]}.${m[2]}`);
   }
