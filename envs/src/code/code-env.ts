@@ -296,6 +296,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}),
       ...(g.tests ? { tests: g.tests } : {}),
       ...(g.syntax ? { syntax: g.syntax } : {}),
+      ...(g.failures ? { failures: g.failures } : {}),
       cached: g.cached,
       workspace_hash: g.workspace_hash,
       dropped: g.dropped.length,

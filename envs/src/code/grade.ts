@@ -6,7 +6,7 @@ import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
 import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
-import type { LoadedTask, RubricComponent } from './task-types.js';
+import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
 import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
 import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
 
@@ -26,6 +26,39 @@ export interface GradeResult {
   timings_ms: { filter: number; acquire: number; run: number; total: number };
   /** Tail of the runner's output, for operators (may quote hidden tests: never show it to the agent). */
   log_tail?: string;
+  /**
+   * Harness tasks: the failed tests as the agent may see them: a name without parameter values and a
+   * message the task author controls (their assertion message, a harness message, or "failed").
+   */
+  failures?: AgentFailure[];
+}
+
+export interface AgentFailure {
+  test: string;
+  message: string;
+}
+
+/** At most this many failures are reported per grade (the rest are counted in tests). */
+export const MAX_AGENT_FAILURES = 50;
+
+/** Parses the judge-written agent.json of a harness run (sandgym_harness.pytest_sessionfinish). */
+export function agentFailures(raw: Uint8Array | null): AgentFailure[] | undefined {
+  if (!raw) return undefined;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(Buffer.from(raw).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const tests = (doc as { tests?: unknown }).tests;
+  if (!Array.isArray(tests)) return undefined;
+  const out: AgentFailure[] = [];
+  for (const t of tests as { test?: unknown; outcome?: unknown; message?: unknown }[]) {
+    if (out.length >= MAX_AGENT_FAILURES) break;
+    if (t === null || typeof t !== 'object' || t.outcome === 'passed' || typeof t.test !== 'string') continue;
+    out.push({ test: t.test.slice(0, 200), message: typeof t.message === 'string' ? t.message.slice(0, 500) : 'failed' });
+  }
+  return out;
 }
 
 export interface GradeOptions extends RunnerOptions, ReadTarOptions {
@@ -54,11 +87,18 @@ export function componentNames(task: LoadedTask): RubricComponent[] {
 export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array, opts: GradeOptions): Promise<GradeResult> {
   const t0 = performance.now();
   const weights = resolveWeights(task, opts.weights ?? DEFAULT_WEIGHTS);
+  // Harness tasks never run workspace code inside the judge: the in-process defences (runner files dropped,
+  // tamper scan) have nothing left to defend and would only punish honest code.
+  const harness = isHarnessFormat(task.spec.test.format);
   const base = { task_id: task.spec.id, dropped: [], restored: [], changed: [], tamper: [], cached: false };
   let filtered: FilterResult;
   try {
     const entries = await readTar(workspaceTar, opts);
-    filtered = filterWorkspace(entries, { original: task.workspace, ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}) });
+    filtered = filterWorkspace(entries, {
+      original: task.workspace,
+      ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+      ...(harness ? { protectRunnerFiles: false } : {}),
+    });
   } catch (err) {
     if (!(err instanceof WorkspaceTooLarge)) throw new SandboxFailure(`workspace archive unreadable: ${(err as Error).message}`, { cause: err });
     const ms = performance.now() - t0;
@@ -71,7 +111,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
 
   const filterMs = performance.now() - t0;
   const common = { ...base, dropped: filtered.dropped, restored: filtered.restored, changed: filtered.changed, workspace_hash: hash };
-  const tamper = opts.tamperScan === false ? [] : scanForTampering(filtered.files, filtered.changed);
+  const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(filtered.files, filtered.changed);
   if (tamper.length > 0) {
     const first = tamper[0];
     const reason = first ? `tampering suspected: ${first.path}:${first.line} mentions ${first.pattern}` : 'tampering suspected';
@@ -94,9 +134,11 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
       ...filtered.files.map((f) => ({ path: f.path, content: f.content, mode: f.mode })),
     ]);
     await sb.putTar(plan.layout.workspace, tar);
-    const prep = await sb.exec(plan.prepare);
-    if (prep.exit_code !== 0) throw new SandboxFailure(`grading sandbox: cannot create ${plan.layout.root}: ${prep.stderr.slice(0, 500)}`);
-    await sb.putFiles(plan.files);
+    if (plan.prepare) {
+      const prep = await sb.exec(plan.prepare);
+      if (prep.exit_code !== 0) throw new SandboxFailure(`grading sandbox: cannot create ${plan.layout.root}: ${prep.stderr.slice(0, 500)}`);
+    }
+    await sb.putFiles(plan.files, plan.judge ? { identity: 'judge' } : undefined);
     const res = await sb.exec(plan.run);
     oomKilled = res.oom_killed;
     out = parseRunOutput(res.stdout, plan.nonce, plan.layout.workspace);
@@ -139,6 +181,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     syntax: syntaxSummary(out.syntax),
     timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
     log_tail: out.log_tail,
+    ...(harness ? { failures: agentFailures(out.messages) ?? [] } : {}),
   };
   opts.cache?.set(key, result);
   return result;

@@ -1,5 +1,12 @@
 // How a submission is graded in a FRESH grading sandbox, as pure functions that produce the files
-// and commands (grade.ts runs them). Threat model: the agent controls every byte of its workspace
+// and commands (grade.ts runs them).
+//
+// Harness formats (pytest-harness, planHarnessGrading below): pytest and the hidden tests run AS THE JUDGE in
+// a fresh directory under JUDGE_WORKDIR (unreadable by the agent uid), with nothing of the workspace on
+// sys.path; workspace code runs only in the harness worker, started by the tests as the agent uid. The report
+// and the agent-facing messages are written in the judge's directory: no agent process can touch them.
+//
+// Trusted (in-process) formats, the rest of this file: the agent controls every byte of its workspace
 // and the code under test runs inside the test process. So:
 //  - the workspace is filtered first (workspace-filter.ts): no conftest/ini/site hooks/own tests;
 //  - hidden tests and the report live in a fresh directory with a random name outside the
@@ -11,10 +18,11 @@
 //    by a nonce that travels on stdin (not argv or env, which the code under test can read), so
 //    printed or forged frames cannot be mistaken for the real report;
 //  - the collected count must equal the task's expected_tests, else 0 (os._exit/sys.exit at import).
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { JUDGE_WORKDIR } from '../../../sandbox-contract/index.js';
 import type { ExecRequest, FileEntry } from '../sandbox-api.js';
-import type { LoadedTask } from './task-types.js';
+import { isHarnessFormat, type LoadedTask } from './task-types.js';
 
 export interface GradingLayout {
   workspace: string;
@@ -65,6 +73,13 @@ export interface RunnerOptions {
   node?: string;
   /** PATH of the runner's empty environment. */
   path?: string;
+  /** Harness formats: the judge's directory (default JUDGE_WORKDIR; host stand-ins in tests use a temp dir). */
+  judgeDir?: string;
+  /**
+   * Harness formats, TESTS ONLY: the host stand-in has one uid, so the worker runs as the judge's own uid and no
+   * `kill -1` sweep runs (it would kill the host's processes). Never set for a real sandbox.
+   */
+  sameUidWorker?: boolean;
 }
 
 export const DEFAULT_RUNNER_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -252,8 +267,10 @@ const NODE_PREFLIGHT =
 export interface GradingPlan {
   nonce: string;
   layout: GradingLayout;
-  /** Creates the fresh grading directory (fails if it exists: a fresh sandbox has none). */
-  prepare: ExecRequest;
+  /** Creates the fresh grading directory (fails if it exists: a fresh sandbox has none); none for harness plans. */
+  prepare: ExecRequest | null;
+  /** Harness plans: files are put and the run executes with identity 'judge'. */
+  judge: boolean;
   /** Hidden tests, generated ini and scripts (absolute paths). */
   files: FileEntry[];
   /** Syntax check + tests; stdin carries the nonce. */
@@ -296,6 +313,7 @@ export function runLimits(taskTimeoutS: number, budgetMs?: number): { testLimitS
 const SYNTAX_EXT = /\.(py|js|mjs|cjs|sh|bash|json)$/;
 
 export function planGrading(task: LoadedTask, opts: PlanOptions = {}): GradingPlan {
+  if (isHarnessFormat(task.spec.test.format)) return planHarnessGrading(task, opts);
   const nonce = opts.nonce ?? newGradingNonce();
   const layout = gradingLayout(nonce, opts);
   const { testLimitS: timeoutS, runTimeoutMs } = runLimits(task.spec.test.timeout_s, opts.budgetMs);
@@ -330,7 +348,7 @@ export function planGrading(task: LoadedTask, opts: PlanOptions = {}): GradingPl
   };
   const testHashes: Record<string, string> = {};
   for (const f of task.tests) testHashes[`./${f.path}`] = f.sha256;
-  return { nonce, layout, prepare, files, run, testHashes };
+  return { nonce, layout, prepare, files, run, testHashes, judge: false };
 }
 
 export interface RunOutput {
@@ -344,6 +362,8 @@ export interface RunOutput {
   complete: boolean;
   /** The image cannot run the task's runner (pytest missing, node too old): infrastructure, not a score. */
   preflight_failed: boolean;
+  /** Harness plans: the judge-written agent-facing results (sandgym_harness's agent.json), raw. */
+  messages: Uint8Array | null;
 }
 
 /** Extracts the nonce-framed sections; frames appearing twice mean tampering (report dropped). */
@@ -371,6 +391,7 @@ export function parseRunOutput(stdout: string, nonce: string, workspace = '/work
   }
   const duplicated = [...counts.values()].some((n) => n > 1);
   const reportB64 = sections.get('report')?.join('').trim();
+  const messagesB64 = sections.get('messages')?.join('').trim();
   const hashes: Record<string, string> = {};
   for (const l of sections.get('hashes') ?? []) {
     const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(l);
@@ -395,6 +416,7 @@ export function parseRunOutput(stdout: string, nonce: string, workspace = '/work
     log_tail: Buffer.from(sections.get('log')?.join('') ?? '', 'base64').toString('utf8'),
     complete: complete && !duplicated,
     preflight_failed: (counts.get('preflight:failed') ?? 0) === 1 && !duplicated,
+    messages: !duplicated && messagesB64 ? new Uint8Array(Buffer.from(messagesB64, 'base64')) : null,
   };
 }
 
@@ -403,4 +425,238 @@ export function tamperedTests(expected: Record<string, string>, actual: Record<s
   const bad = Object.keys(expected).filter((p) => actual[p] !== expected[p]);
   const extra = Object.keys(actual).filter((p) => !(p in expected));
   return [...bad, ...extra].sort();
+}
+
+// ---- harness formats (pytest-harness) ---------------------------------------------------------------------
+
+const HARNESS_DIR = new URL('./harness/python/', import.meta.url);
+/** Judge side of the Python harness (imported by the hidden tests) and its worker (started by it as the agent). */
+export const HARNESS_PY = readFileSync(new URL('sandgym_harness.py', HARNESS_DIR), 'utf8');
+export const HARNESS_WORKER_PY = readFileSync(new URL('worker.py', HARNESS_DIR), 'utf8');
+/** Loads the harness's pytest hooks (agent-facing messages, worker shutdown) for every hidden test file. */
+export const HARNESS_CONFTEST = `# generated by sandgym: the harness's pytest hooks
+from sandgym_harness import pytest_collection_modifyitems, pytest_runtest_logreport, pytest_runtest_makereport, pytest_sessionfinish  # noqa: F401
+`;
+
+/**
+ * The grading script of harness plans, run AS THE JUDGE (cwd: the grading dir under JUDGE_WORKDIR; nonce on
+ * stdin). Agent-uid processes only ever get data through argv/stdin and write only to their own pipes: the
+ * syntax check runs as the agent (it opens the agent's files), pytest runs as the judge and starts the harness
+ * worker as the agent itself. Afterwards every agent process dies (nothing survives into the report reading).
+ */
+export const HARNESS_GRADE_SH = `set -u
+IFS= read -r nonce || exit 97
+root=$1; limit=$2; same_uid=\${3:-0}
+frame() { printf '\\n%s:%s\\n' "$nonce" "$1"; }
+if [ "$same_uid" = 1 ]; then
+  as_agent() { "$@"; }
+  sweep() { :; }
+else
+  case "\${SANDGYM_AGENT_UID:-}" in ''|0|*[!0-9]*) frame preflight:failed; frame log:begin; printf 'no agent uid (SANDGYM_AGENT_UID) in the judge environment' | base64 | tr -d '\\n'; frame log:end; frame done; exit 0;; esac
+  as_agent() { nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- "$@"; }
+  sweep() { nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- kill -9 -1 2>/dev/null; :; }
+fi
+if ! sh "$root/preflight.sh" "$same_uid" >"$root/out/preflight.log" 2>&1; then
+  frame preflight:failed
+  frame log:begin
+  tail -c 2000 "$root/out/preflight.log" | base64 | tr -d '\\n'
+  frame log:end
+  frame done
+  exit 0
+fi
+frame syntax:begin
+as_agent timeout -k 5 60 env -i $(cat "$root/env.txt") "$(cat "$root/python.txt")" -I -B -c "$(cat "$root/syntax.py")" "$(cat "$root/node.txt")" - <"$root/changed.txt" 2>/dev/null
+frame syntax:end
+sweep
+timeout -k 5 "$limit" sh "$root/run.sh" </dev/null >"$root/out/runner.log" 2>&1
+status=$?
+sweep
+frame "status:$status"
+if [ -f "$root/out/report.xml" ] && [ ! -L "$root/out/report.xml" ]; then
+  frame report:begin
+  base64 <"$root/out/report.xml" | tr -d '\\n'
+  frame report:end
+fi
+if [ -f "$root/out/agent.json" ] && [ ! -L "$root/out/agent.json" ]; then
+  frame messages:begin
+  head -c 1048576 "$root/out/agent.json" | base64 | tr -d '\\n'
+  frame messages:end
+fi
+frame hashes:begin
+(cd "$root/tests" && find . -type f -exec sha256sum {} +)
+frame hashes:end
+frame log:begin
+tail -c 4000 "$root/out/runner.log" | base64 | tr -d '\\n'
+frame log:end
+frame done
+`;
+
+/**
+ * Identifies the judge: bumped by hand when grading semantics change, plus a digest of every script and
+ * harness file the grader ships, so rewards of different judges never look alike (info.grade.grader.version).
+ */
+export const GRADER_VERSION = `2+${createHash('sha256')
+  .update([HARNESS_PY, HARNESS_WORKER_PY, HARNESS_CONFTEST, HARNESS_GRADE_SH, GRADE_SH, NODE_JUNIT_REPORTER].join('\u0000'))
+  .digest('hex')
+  .slice(0, 12)}`;
+
+/** Agent limits mirrored onto the harness worker (the judge's exec does not apply them to processes it starts). */
+const WORKER_DEFAULT_LIMITS = { memory_mb: 512, pids: 256, nofile: 1024 };
+
+export interface HarnessConfig {
+  workspace: string;
+  python: string;
+  path: string;
+  call_timeout_s: number;
+  same_uid: boolean;
+  messages: string;
+  tmp: string;
+  data_mb: number;
+  nproc: number;
+  nofile: number;
+}
+
+export function harnessLayout(nonce: string, opts: { workspace?: string; judgeDir?: string } = {}): GradingLayout {
+  if (!/^[0-9a-f]{16,64}$/.test(nonce)) throw new RangeError('nonce must be 16..64 lowercase hex digits');
+  const workspace = (opts.workspace ?? '/workspace').replace(/\/+$/, '');
+  const root = `${(opts.judgeDir ?? JUDGE_WORKDIR).replace(/\/+$/, '')}/grade-${nonce}`;
+  return {
+    workspace,
+    root,
+    tests: `${root}/tests`,
+    out: `${root}/out`,
+    report: `${root}/out/report.xml`,
+    home: `${root}/home`,
+    tmp: `${root}/tmp`,
+    ini: `${root}/pytest.ini`,
+    syntaxScript: `${root}/syntax.py`,
+    syntaxList: `${root}/changed.txt`,
+    runScript: `${root}/run.sh`,
+    gradeScript: `${root}/grade.sh`,
+    reporter: `${root}/junit-reporter.mjs`,
+  };
+}
+
+export function harnessPytestIni(layout: GradingLayout): string {
+  return [
+    '[pytest]',
+    '# generated by sandgym: the only configuration pytest reads while grading',
+    'addopts =',
+    `pythonpath = ${layout.root}/harness`,
+    'python_files = test_*.py *_test.py',
+    'junit_family = xunit2',
+    'junit_logging = no',
+    '',
+  ].join('\n');
+}
+
+/** The judge's pytest argv (run from the grading dir, test paths relative to it). */
+export function harnessRunnerArgv(task: LoadedTask, layout: GradingLayout, opts: RunnerOptions = {}): string[] {
+  const testPaths = task.tests.filter((f) => /(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(f.path)).map((f) => `tests/${f.path}`);
+  return [
+    opts.python ?? 'python3',
+    '-I',
+    '-B',
+    '-m',
+    'pytest',
+    ...task.spec.test.command.slice(3),
+    '-c',
+    layout.ini,
+    `--rootdir=${layout.root}`,
+    `--confcutdir=${layout.root}`,
+    '-p',
+    'no:cacheprovider',
+    '-o',
+    'addopts=',
+    `--basetemp=${layout.tmp}/pytest`,
+    `--junitxml=${layout.report}`,
+    '--assert=plain',
+    '-q',
+    ...testPaths,
+  ];
+}
+
+function harnessEnv(layout: GradingLayout, opts: RunnerOptions): string[] {
+  return [
+    `PATH=${opts.path ?? DEFAULT_RUNNER_PATH}`,
+    `HOME=${layout.home}`,
+    `TMPDIR=${layout.tmp}`,
+    'LANG=C.UTF-8',
+    'LC_ALL=C.UTF-8',
+    'PYTHONDONTWRITEBYTECODE=1',
+    'PYTHONNOUSERSITE=1',
+    'PYTHONHASHSEED=0',
+    'PYTEST_DISABLE_PLUGIN_AUTOLOAD=1',
+    'PYTEST_ADDOPTS=',
+    'NO_COLOR=1',
+    `SANDGYM_HARNESS_CONFIG=${layout.root}/harness.json`,
+  ];
+}
+
+/** Syntax check as the agent: the listing arrives on stdin ("-"), the script as -c text (the agent cannot read judge files). */
+const SYNTAX_CHECK_STDIN_PY = SYNTAX_CHECK_PY.replace(
+  'with open(listing, encoding="utf-8") as fh:\n    paths = [p for p in fh.read().split("\\n") if p]',
+  'paths = [p for p in (sys.stdin.read() if listing == "-" else open(listing, encoding="utf-8").read()).split("\\n") if p]',
+);
+if (SYNTAX_CHECK_STDIN_PY === SYNTAX_CHECK_PY) throw new Error('grader-plan: the syntax check script changed; update SYNTAX_CHECK_STDIN_PY');
+
+function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
+  const nonce = opts.nonce ?? newGradingNonce();
+  const layout = harnessLayout(nonce, opts);
+  const { testLimitS, runTimeoutMs } = runLimits(task.spec.test.timeout_s, opts.budgetMs);
+  const sameUid = opts.sameUidWorker === true;
+  const limits = { ...WORKER_DEFAULT_LIMITS, ...(task.spec.limits ?? {}) };
+  const config: HarnessConfig = {
+    workspace: layout.workspace,
+    python: opts.python ?? 'python3',
+    path: opts.path ?? DEFAULT_RUNNER_PATH,
+    call_timeout_s: task.spec.test.call_timeout_s,
+    same_uid: sameUid,
+    messages: `${layout.out}/agent.json`,
+    tmp: (opts.scratch ?? '/tmp').replace(/\/+$/, ''),
+    data_mb: limits.memory_mb,
+    nproc: limits.pids,
+    nofile: limits.nofile,
+  };
+  // The agent uid comes from the judge's environment at run time, so this line is not fully quoted.
+  const uidVar = sameUid ? [] : ['"SANDGYM_AGENT_UID=$SANDGYM_AGENT_UID"'];
+  const runLine = `cd ${shellQuote(layout.root)} && exec env -i ${harnessEnv(layout, opts).map(shellQuote).join(' ')} ${uidVar.join(' ')} ${harnessRunnerArgv(task, layout, opts).map(shellQuote).join(' ')}\n`;
+  const preflight = [
+    `${['env', '-i', `PATH=${opts.path ?? DEFAULT_RUNNER_PATH}`, opts.python ?? 'python3', '-I', '-B', '-c', PYTEST_PREFLIGHT].map(shellQuote).join(' ')} || exit 1`,
+    `[ "$1" = 1 ] || command -v nsenter >/dev/null || { echo 'nsenter is not installed (the harness starts its worker with it)'; exit 1; }`,
+    '',
+  ].join('\n');
+  const changed = (opts.changed ?? []).filter((p) => SYNTAX_EXT.test(p)).map((p) => `${layout.workspace}/${p}`);
+  const agentEnv = [`PATH=${opts.path ?? DEFAULT_RUNNER_PATH}`, 'HOME=/tmp', 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'PYTHONDONTWRITEBYTECODE=1'];
+  const files: FileEntry[] = [
+    ...task.tests.map((f) => ({ path: `${layout.tests}/${f.path}`, content: f.content, mode: 0o444 })),
+    { path: `${layout.root}/harness/sandgym_harness.py`, content: HARNESS_PY, mode: 0o444 },
+    { path: `${layout.root}/harness/worker.py`, content: HARNESS_WORKER_PY, mode: 0o444 },
+    { path: `${layout.root}/conftest.py`, content: HARNESS_CONFTEST, mode: 0o444 },
+    { path: layout.ini, content: harnessPytestIni(layout), mode: 0o444 },
+    { path: `${layout.root}/harness.json`, content: JSON.stringify(config), mode: 0o444 },
+    { path: layout.syntaxScript, content: SYNTAX_CHECK_STDIN_PY, mode: 0o444 },
+    { path: layout.syntaxList, content: changed.join('\n') + (changed.length ? '\n' : ''), mode: 0o444 },
+    // Values the grade script hands to agent-uid commands as argv (it reads its own files, the agent never does).
+    { path: `${layout.root}/env.txt`, content: agentEnv.join(' '), mode: 0o444 },
+    { path: `${layout.root}/python.txt`, content: opts.python ?? 'python3', mode: 0o444 },
+    { path: `${layout.root}/node.txt`, content: opts.node ?? 'node', mode: 0o444 },
+    { path: `${layout.root}/preflight.sh`, content: preflight, mode: 0o444 },
+    { path: layout.runScript, content: runLine, mode: 0o444 },
+    { path: layout.gradeScript, content: HARNESS_GRADE_SH, mode: 0o444 },
+    { path: `${layout.out}/.keep`, content: '', mode: 0o444 },
+    { path: `${layout.home}/.keep`, content: '', mode: 0o444 },
+    { path: `${layout.tmp}/.keep`, content: '', mode: 0o444 },
+  ];
+  const run: ExecRequest = {
+    argv: ['sh', layout.gradeScript, layout.root, String(testLimitS), sameUid ? '1' : '0'],
+    cwd: layout.root,
+    identity: 'judge',
+    stdin: `${nonce}\n`,
+    timeout_ms: runTimeoutMs,
+    max_output_bytes: opts.max_output_bytes ?? 16 * 1024 * 1024,
+  };
+  const testHashes: Record<string, string> = {};
+  for (const f of task.tests) testHashes[`./${f.path}`] = f.sha256;
+  return { nonce, layout, prepare: null, files, run, testHashes, judge: true };
 }

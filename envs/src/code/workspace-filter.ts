@@ -83,6 +83,11 @@ export interface FilterOptions {
   /** The task's workspace/ as shipped. */
   original: readonly TaskFile[];
   maxFileBytes?: number;
+  /**
+   * Drop or restore runner configuration and the agent's own test files (default true). Harness tasks pass
+   * false: their runner never reads the workspace, so these files are ordinary files there.
+   */
+  protectRunnerFiles?: boolean;
 }
 
 export function filterWorkspace(entries: readonly WorkspaceEntry[], opts: FilterOptions): FilterResult {
@@ -92,8 +97,13 @@ export function filterWorkspace(entries: readonly WorkspaceEntry[], opts: Filter
   const dirs = new Set<string>();
   const dropped: FilterResult['dropped'] = [];
 
+  const protect = opts.protectRunnerFiles !== false;
+  const classify = (p: string): DropReason | null => {
+    const r = classifyPath(p);
+    return !protect && (r === 'runner_config' || r === 'test_file') ? null : r;
+  };
   for (const e of entries) {
-    const reason = classifyPath(e.path);
+    const reason = classify(e.path);
     if (e.type === 'directory') {
       // Excluded directories are implied by the files dropped under them; listing them adds noise.
       if (reason === null) dirs.add(e.path);
@@ -124,7 +134,7 @@ export function filterWorkspace(entries: readonly WorkspaceEntry[], opts: Filter
   // Protected files the task shipped come back as shipped, whatever the agent did to them.
   const restored: string[] = [];
   for (const orig of opts.original) {
-    if (classifyPath(orig.path) === null || files.has(orig.path)) continue;
+    if (classify(orig.path) === null || files.has(orig.path)) continue;
     files.set(orig.path, { path: orig.path, content: orig.content, mode: orig.mode, sha256: orig.sha256 });
     restored.push(orig.path);
   }

@@ -4,9 +4,10 @@
 // whose null score is 0, so any score above 0 means the attack worked. Phase 2 re-runs these
 // through code-v0 on real Docker.
 import { describe, expect, test } from 'vitest';
-import { PYTHON, gradeLocally, shippedTask } from './helpers.js';
+import { PYTHON, gradeLocally, shippedTask, trustedFixture } from './helpers.js';
 
-const py = await shippedTask('py-slugify');
+// The in-process path's defences: a trusted copy of py-slugify (the shipped one is a harness task).
+const py = await trustedFixture('py-slugify-trusted');
 const js = await shippedTask('js-deep-equal');
 const sh = await shippedTask('sh-project-skeleton');
 

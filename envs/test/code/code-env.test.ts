@@ -28,7 +28,7 @@ function makeEnv(splits: ('train' | 'eval')[] = ['train', 'eval']): { def: EnvDe
   const def = createCodeEnv({
     taskSet: new TaskSet(all, splits),
     paths: { agentWorkspace: provider.agentWorkspace, gradeWorkspace: provider.gradeWorkspace, scratch: provider.scratch },
-    runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin' },
+    runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(provider.root, 'grade', 'judge'), sameUidWorker: true },
     killStragglers: false, // host stand-in: no PID namespace
   });
   return { def, provider, abort: new AbortController() };
@@ -168,7 +168,7 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const def = createCodeEnv({
       taskSet: new TaskSet([short], ['train']),
       paths: { agentWorkspace: env.provider.agentWorkspace, gradeWorkspace: env.provider.gradeWorkspace, scratch: env.provider.scratch },
-      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin' },
+      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(env.provider.root, 'grade', 'judge'), sameUidWorker: true },
       killStragglers: false,
     });
     expect(def.max_episode_steps).toBe(2);
@@ -261,7 +261,7 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const def = createCodeEnv({
       taskSet: new TaskSet(all, ['train']),
       paths: { agentWorkspace: env.provider.agentWorkspace, gradeWorkspace: env.provider.gradeWorkspace, scratch: env.provider.scratch },
-      runner: { python: '/nonexistent/python3', node: '/nonexistent/node', path: process.env.PATH ?? '/usr/bin:/bin' },
+      runner: { python: '/nonexistent/python3', node: '/nonexistent/node', path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(env.provider.root, 'grade', 'judge'), sameUidWorker: true },
       killStragglers: false,
     });
     const inst = await def.create({ signal: env.abort.signal, logger, sandboxes: env.provider }, {});
@@ -269,7 +269,7 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
       await inst.reset(0, { task_id: id });
       const err = await inst.step(call('submit')).catch((e: unknown) => e);
       expect(err, id).toBeInstanceOf(SandboxFailure);
-      expect((err as Error).message).toMatch(/cannot run (pytest|node-test)-junit tests/);
+      expect((err as Error).message).toMatch(/cannot run (pytest-harness|node-test-junit) tests/);
     }
     await inst.close();
     expect(env.provider.held.size).toBe(0);

@@ -70,8 +70,8 @@ describe('planGrading', () => {
   });
 
   test('prepare creates the directory without -p (fails if it already exists)', () => {
-    expect(plan.prepare.argv?.[2]).toMatch(/^umask 077 && mkdir "\$1" && mkdir /);
-    expect(plan.prepare.argv?.at(-1)).toBe(plan.layout.root);
+    expect(plan.prepare?.argv?.[2]).toMatch(/^umask 077 && mkdir "\$1" && mkdir /);
+    expect(plan.prepare?.argv?.at(-1)).toBe(plan.layout.root);
   });
 
   test('the nonce travels on stdin only, never in argv or a file', () => {

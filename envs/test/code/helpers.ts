@@ -26,6 +26,15 @@ export async function shippedTask(id: string): Promise<LoadedTask> {
 
 export const PYTHON = hostPython();
 
+/** Trusted (in-process format) copies of shipped tasks, for the tests of that path's own defences. */
+export const TRUSTED_FIXTURES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/trusted');
+
+export async function trustedFixture(id: string): Promise<LoadedTask> {
+  const t = (await loadTaskSets([TRUSTED_FIXTURES_DIR])).find((x) => x.spec.id === id);
+  if (!t) throw new Error(`no trusted fixture ${id}`);
+  return t;
+}
+
 export interface LocalGradeOptions {
   agent?: ScriptedAgent;
   /** Extra files the "agent" writes after the scripted agent ran (relative to the workspace). */
@@ -58,6 +67,9 @@ export async function gradeLocally(task: LoadedTask, opts: LocalGradeOptions = {
       python: PYTHON,
       node: process.execPath,
       path: process.env.PATH ?? '/usr/bin:/bin',
+      // Harness tasks: the judge's dir inside this stand-in sandbox; one host uid, so the worker shares it.
+      judgeDir: path.join(provider.root, 'judge'),
+      sameUidWorker: true,
       ...(opts.tamperScan !== undefined ? { tamperScan: opts.tamperScan } : {}),
     });
     if (provider.acquired !== provider.released) throw new Error('grading sandbox not released');

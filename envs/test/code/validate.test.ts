@@ -32,6 +32,8 @@ describe.skipIf(!PYTHON)('validateTasks (skipped: host python3 without pytest)',
       python: PYTHON as string,
       node: process.execPath,
       path: process.env.PATH ?? '/usr/bin:/bin',
+      judgeDir: path.join(provider.root, 'judge'),
+      sameUidWorker: true,
       onResult: (r) => seen.push(r.id),
     });
     expect(seen).toEqual(['py-caesar-cipher', 'sh-project-skeleton', 'broken-ref', 'solved-already']);

@@ -1,5 +1,7 @@
 import pytest
-from roman import from_roman, to_roman
+from sandgym_harness import workspace
+
+roman = workspace.module("roman")          # lazy: nothing runs until a test uses it
 
 CASES = [(1, "I"), (4, "IV"), (9, "IX"), (14, "XIV"), (40, "XL"), (90, "XC"), (400, "CD"),
          (1994, "MCMXCIV"), (2024, "MMXXIV"), (3999, "MMMCMXCIX")]
@@ -7,32 +9,34 @@ CASES = [(1, "I"), (4, "IV"), (9, "IX"), (14, "XIV"), (40, "XL"), (90, "XC"), (4
 
 @pytest.mark.parametrize("n,s", CASES)
 def test_to_roman(n, s):
-    assert to_roman(n) == s
+    assert roman.to_roman(n) == s
 
 
 @pytest.mark.parametrize("n,s", CASES)
 def test_from_roman(n, s):
-    assert from_roman(s) == n
+    assert roman.from_roman(s) == n
 
 
 def test_roundtrip_all():
-    for n in range(1, 4000):
-        assert from_roman(to_roman(n)) == n
+    ns = list(range(1, 4000))
+    romans = workspace.call_many(roman.to_roman, [(n,) for n in ns])     # one round trip, not 3999
+    assert all(isinstance(s, str) for s in romans), "to_roman must return str"
+    assert workspace.call_many(roman.from_roman, [(s,) for s in romans]) == ns, "from_roman(to_roman(n)) != n"
 
 
 @pytest.mark.parametrize("n", [0, -1, 4000])
 def test_to_roman_range(n):
     with pytest.raises(ValueError):
-        to_roman(n)
+        roman.to_roman(n)
 
 
 @pytest.mark.parametrize("n", [1.0, "5", True])
 def test_to_roman_type(n):
     with pytest.raises(TypeError):
-        to_roman(n)
+        roman.to_roman(n)
 
 
 @pytest.mark.parametrize("s", ["", "iv", "IIII", "VX", "IC", "MMMM", "ABC"])
 def test_from_roman_invalid(s):
     with pytest.raises(ValueError):
-        from_roman(s)
+        roman.from_roman(s)

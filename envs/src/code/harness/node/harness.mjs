@@ -1,0 +1,848 @@
+// sandgym-harness: the judge side of the node harness (issue 12; API: docs/TASKS.md "Node harness tasks").
+//
+// Hidden tests `import { workspace } from 'sandgym-harness'` and run in `node --test` AS THE JUDGE; nothing of the
+// workspace is on their module path. Workspace code runs in ONE worker process per test file (worker.mjs) as the
+// agent uid, started with nsenter by a driver thread (driver.mjs) that owns its pipes, so this thread can wait for
+// a reply with Atomics.wait: every round trip is synchronous underneath; the promise API (`await m.f(x)`) settles
+// at once and exists for readability, the sync API (`workspace.sync`) for tests that call workspace code from
+// judge callbacks or need plain expressions. Everything the worker sends is hostile input: frames are bounded in
+// size, JSON nesting, value depth and count; handle ids are the worker's own names, used only as keys back into
+// it; judge callbacks are looked up by random ids the judge made and run only while a judge call is pending; no
+// class or module is looked up by a name the worker sends (builtin errors come from a fixed table); workspace
+// objects arrive as opaque handles whose valueOf/toString/toJSON/Symbol.toPrimitive, keys, prototype and `in`
+// throw, so "equal to everything" has nothing to attach to. A crash, hang, OOM or kill -1 of the worker fails the
+// test that was using it (a WorkspaceError) and the next use starts a fresh worker.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { inspect } from 'node:util';
+import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+
+const PROTOCOL = 1;
+export const MAX_FRAME = 8 * 1024 * 1024;
+export const MAX_DEPTH = 64;
+export const MAX_NODES = 1_000_000;
+/** JSON nesting checked on the raw bytes before parsing: values cost at most 3 JSON levels each, plus the envelope. */
+const MAX_JSON_DEPTH = 3 * MAX_DEPTH + 8;
+const HID = /^[0-9a-f]{32}$/;
+const NAME = /^[A-Za-z_$][\w$]{0,99}$/;
+const MODULE_PATH = /^[A-Za-z0-9_.@/-]{1,200}$/;
+
+// ---- errors ----------------------------------------------------------------------------------------------------
+/** Base of the harness's own errors (never an AssertionError, never matched by assert.throws(fn, RangeError)). */
+export class WorkspaceError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'WorkspaceError';
+    // Read by the agent-facing reporter: this message is the harness's own, safe to show.
+    this.sandgym_harness = true;
+  }
+}
+/** A round trip to the worker exceeded its deadline; the worker was killed. */
+export class WorkspaceTimeout extends WorkspaceError {
+  constructor(m) {
+    super(m);
+    this.name = 'WorkspaceTimeout';
+  }
+}
+/** The worker died (exit, signal, OOM, kill -1), or a handle belongs to a worker that has been replaced. */
+export class WorkspaceCrashed extends WorkspaceError {
+  constructor(m) {
+    super(m);
+    this.name = 'WorkspaceCrashed';
+  }
+}
+/** The worker sent something malformed, oversized, unsolicited or unknown; the worker was killed. */
+export class WorkspaceProtocolError extends WorkspaceError {
+  constructor(m) {
+    super(m);
+    this.name = 'WorkspaceProtocolError';
+  }
+}
+/** Workspace code threw something that is not an Error (a string, a plain object...): `.value` holds it. */
+export class WorkspaceThrow extends WorkspaceError {
+  constructor(value) {
+    super('workspace code threw a value that is not an Error');
+    this.name = 'WorkspaceThrow';
+    this.value = value;
+  }
+}
+
+const BUILTIN_ERRORS = new Map(
+  [Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError, AggregateError].map((c) => [c.name, c]),
+);
+const BUILTIN_ERROR_CLASSES = new Set(BUILTIN_ERRORS.values());
+
+function remote(e) {
+  Object.defineProperty(e, 'sandgym_remote', { value: true, enumerable: true, configurable: false, writable: false });
+  return e;
+}
+
+// ---- configuration -----------------------------------------------------------------------------------------------
+function loadConfig() {
+  const p = process.env.SANDGYM_NODE_HARNESS_CONFIG;
+  const cfg = p ? JSON.parse(readFileSync(p, 'utf8')) : {};
+  return {
+    workspace: cfg.workspace ?? process.env.SANDGYM_WORKSPACE ?? '/workspace',
+    node: cfg.node ?? process.execPath,
+    path: cfg.path ?? '/usr/local/bin:/usr/bin:/bin',
+    call_timeout_s: Number(cfg.call_timeout_s ?? 10),
+    same_uid: cfg.same_uid ?? process.env.SANDGYM_HARNESS_SAME_UID === '1',
+    data_mb: cfg.data_mb,
+    nproc: cfg.nproc,
+    nofile: cfg.nofile,
+  };
+}
+
+const WORKER_SOURCE = readFileSync(new URL('./worker.mjs', import.meta.url), 'utf8');
+
+// ---- transport: a driver thread owns the pipes; this thread waits on a SharedArrayBuffer ------------------------
+class Transport {
+  constructor() {
+    this.sab = new SharedArrayBuffer(4);
+    this.signal = new Int32Array(this.sab);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.thread = new Worker(new URL('./driver.mjs', import.meta.url), { workerData: { port: port2, sab: this.sab }, transferList: [port2], execArgv: [], stdout: true, stderr: true });
+    this.thread.unref();
+    this.thread.on('error', () => {});
+  }
+
+  post(msg, transfer) {
+    this.port.postMessage(msg, transfer);
+  }
+
+  poll() {
+    const r = receiveMessageOnPort(this.port);
+    return r ? r.message : null;
+  }
+
+  /** The driver's next message, or null after waitMs (the driver itself enforces the call deadline first). */
+  next(waitMs) {
+    const end = Date.now() + waitMs;
+    for (;;) {
+      let m = this.poll();
+      if (m) return m;
+      const seen = Atomics.load(this.signal, 0);
+      m = this.poll();
+      if (m) return m;
+      const left = end - Date.now();
+      if (left <= 0) return null;
+      Atomics.wait(this.signal, 0, seen, left);
+    }
+  }
+}
+
+/** Maximum JSON nesting of raw bytes (strings skipped), without parsing: a deep frame never reaches JSON.parse. */
+function jsonDepthExceeds(bytes, limit) {
+  let depth = 0;
+  let inStr = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inStr) {
+      if (b === 0x5c) i++;
+      else if (b === 0x22) inStr = false;
+    } else if (b === 0x22) inStr = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return false;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+// ---- handles -----------------------------------------------------------------------------------------------------
+const STATE = new WeakMap(); // proxy target -> state
+const PROXY_STATE = new WeakMap(); // proxy -> state
+const REF_STATE = new WeakMap(); // member-ref proxy -> { state, path }
+const HANDLE_PROTO = Object.freeze(Object.create(null));
+
+function refuse(what) {
+  return () => {
+    throw new TypeError(`workspace handles refuse ${what}: compare plain values (an attribute, workspace.str(), workspace.list())`);
+  };
+}
+const REFUSE_PRIMITIVE = refuse('conversion to a primitive');
+function label(state) {
+  return `<workspace ${state.kind} ${state.path ? state.path.join('.') : state.tname}>`;
+}
+
+/** Traps every handle shares: no keys, no prototype, no `in`, no conversion. */
+const COMMON_TRAPS = {
+  getPrototypeOf: () => HANDLE_PROTO,
+  setPrototypeOf: refuse('prototype changes'),
+  has: refuse('`in` (use a method or workspace.keys())'),
+  ownKeys: refuse('key listing (comparison; use workspace.keys())'),
+  getOwnPropertyDescriptor: refuse('property descriptors'),
+  defineProperty: refuse('defineProperty'),
+  deleteProperty: refuse('delete'),
+  preventExtensions: refuse('preventExtensions'),
+};
+
+function specialGet(state, k) {
+  if (k === Symbol.toPrimitive) return REFUSE_PRIMITIVE;
+  if (k === inspect.custom) return () => label(state);
+  if (typeof k === 'symbol') return undefined;
+  if (k === 'then') return undefined; // never a thenable: `await handle` gives the handle
+  if (k === 'valueOf' || k === 'toString' || k === 'toJSON' || k === 'toLocaleString') return REFUSE_PRIMITIVE;
+  return null;
+}
+
+const SYNC_TRAPS = {
+  ...COMMON_TRAPS,
+  get(t, k) {
+    const s = STATE.get(t);
+    const sp = specialGet(s, k);
+    if (sp !== null) return sp;
+    return s.c.op(s, 'get', { name: k }, 'sync', k);
+  },
+  set(t, k, v) {
+    const s = STATE.get(t);
+    if (typeof k === 'symbol') throw new TypeError('symbol keys cannot cross to the workspace');
+    s.c.op(s, 'set', { name: k, value: s.c.enc(v) }, 'sync');
+    return true;
+  },
+  apply(t, self, args) {
+    const s = STATE.get(t);
+    return s.c.op(s, 'call', { self: s.c.encSelf(self), args: s.c.enc(args) }, 'sync');
+  },
+  construct(t, args) {
+    const s = STATE.get(t);
+    return s.c.op(s, 'new', { args: s.c.enc(args) }, 'sync');
+  },
+};
+
+function settle(fn) {
+  try {
+    return Promise.resolve(fn());
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+const ASYNC_TRAPS = {
+  ...COMMON_TRAPS,
+  get(t, k) {
+    const s = STATE.get(t);
+    const sp = specialGet(s, k);
+    if (sp !== null) return sp;
+    return memberRef(s, [k]);
+  },
+  set(t, k, v) {
+    const s = STATE.get(t);
+    if (typeof k === 'symbol') throw new TypeError('symbol keys cannot cross to the workspace');
+    s.c.op(s, 'set', { name: k, value: s.c.enc(v) }, 'async');
+    return true;
+  },
+  apply(t, self, args) {
+    const s = STATE.get(t);
+    return settle(() => s.c.op(s, 'call', { self: s.c.encSelf(self), args: s.c.enc(args) }, 'async'));
+  },
+  construct(t, args) {
+    const s = STATE.get(t);
+    return settle(() => s.c.op(s, 'new', { args: s.c.enc(args) }, 'async'));
+  },
+};
+
+/** `h.a.b` on an async handle: nothing crosses until it is awaited (read), called or constructed (one round trip). */
+const REF_TRAPS = {
+  ...COMMON_TRAPS,
+  get(t, k) {
+    const r = STATE.get(t);
+    if (k === 'then') {
+      return (resolve, reject) => {
+        try {
+          resolve(r.state.c.op(r.state, 'getpath', { path: r.path }, 'async'));
+        } catch (e) {
+          reject(e);
+        }
+      };
+    }
+    const sp = specialGet(r.state, k);
+    if (sp !== null) return sp;
+    return memberRef(r.state, [...r.path, k]);
+  },
+  set() {
+    throw new TypeError('assign through an awaited handle: (await h.a).b = v');
+  },
+  apply(t, self, args) {
+    const r = STATE.get(t);
+    return settle(() => r.state.c.op(r.state, 'callpath', { path: r.path, args: r.state.c.enc(args) }, 'async'));
+  },
+  construct(t, args) {
+    const r = STATE.get(t);
+    return settle(() => r.state.c.op(r.state, 'newpath', { path: r.path, args: r.state.c.enc(args) }, 'async'));
+  },
+};
+
+function memberRef(state, path) {
+  if (path.length > 64) throw new RangeError('member path too long');
+  const target = function () {};
+  const r = { state, path };
+  STATE.set(target, r);
+  const p = new Proxy(target, REF_TRAPS);
+  REF_STATE.set(p, r);
+  return p;
+}
+
+function makeHandle(state, mode) {
+  const target = state.kind === 'fn' ? function () {} : {};
+  STATE.set(target, state);
+  const p = new Proxy(target, mode === 'async' ? ASYNC_TRAPS : SYNC_TRAPS);
+  PROXY_STATE.set(p, state);
+  return p;
+}
+
+function safeName(n, fallback) {
+  return typeof n === 'string' && NAME.test(n) ? n : fallback;
+}
+
+// ---- the client --------------------------------------------------------------------------------------------------
+class Client {
+  constructor() {
+    this.cfg = null;
+    this.transport = null;
+    this.alive = false;
+    this.pid = null;
+    this.gen = 0;
+    this.stack = [];
+    this.seq = 0;
+    this.deadline = 0;
+    this.timeoutOverride = null;
+    this.callbacks = new Map(); // id -> judge function
+    this.callbackIds = new Map(); // judge function -> id
+    this.judgeErrors = new Map(); // id -> error a judge callback threw
+    this.excClasses = new Map(); // "name|base" -> judge class
+    this.excHandles = new Map(); // judge class -> { gen, id }
+    this.paths = new Map(); // JSON(path) -> handle id (current generation)
+    this.poisoned = new Map(); // module path -> [class, message]
+    this.released = [];
+    this.lastCall = 0;
+  }
+
+  config() {
+    this.cfg ??= loadConfig();
+    return this.cfg;
+  }
+
+  callTimeoutS() {
+    return this.timeoutOverride ?? this.config().call_timeout_s;
+  }
+
+  argv() {
+    const cfg = this.config();
+    const wcfg = JSON.stringify({ workspace: cfg.workspace });
+    const node = [cfg.node, '--input-type=module', '-e', WORKER_SOURCE, wcfg];
+    if (cfg.same_uid) return node;
+    const uid = process.env.SANDGYM_AGENT_UID ?? '';
+    if (!/^[0-9]+$/.test(uid) || Number(uid) === 0) throw new WorkspaceError('SANDGYM_AGENT_UID is not set: refusing to run workspace code as the judge');
+    const limits = ['--core=0'];
+    if (cfg.data_mb) limits.push(`--data=${Number(cfg.data_mb) * 1024 * 1024}`);
+    if (cfg.nproc) limits.push(`--nproc=${Number(cfg.nproc)}`);
+    if (cfg.nofile) limits.push(`--nofile=${Number(cfg.nofile)}`);
+    // Limits and the OOM preference are set while still the judge (the agent cannot raise them back), then the uid drops.
+    return ['prlimit', ...limits, '--', 'choom', '-n', '1000', '--', 'nsenter', '-S', uid, '-G', uid, '--', ...node];
+  }
+
+  start() {
+    this.transport ??= new Transport();
+    while (this.transport.poll()); // leftovers of a dead worker
+    const cfg = this.config();
+    const env = { PATH: cfg.path, HOME: '/tmp', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', SANDGYM_WORKSPACE: cfg.workspace, NODE_OPTIONS: '' };
+    this.deadline = Date.now() + Math.max(10, this.callTimeoutS()) * 1000;
+    this.alive = true;
+    this.transport.post({ t: 'start', argv: this.argv(), env, cwd: '/', deadline: this.deadline });
+    const msg = this.recv();
+    if (msg.op !== 'ready' || msg.protocol !== PROTOCOL) this.fail(WorkspaceProtocolError, 'workspace worker did not start correctly');
+  }
+
+  kill() {
+    if (this.transport) this.transport.post({ t: 'kill' });
+    if (this.pid !== null) {
+      try {
+        process.kill(-this.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    this.pid = null;
+    this.alive = false;
+  }
+
+  reset() {
+    this.gen++;
+    this.callbacks.clear();
+    this.callbackIds.clear();
+    this.judgeErrors.clear();
+    this.excHandles.clear();
+    this.paths.clear();
+    this.released = [];
+  }
+
+  fail(Cls, message) {
+    this.kill();
+    this.reset();
+    throw new Cls(message);
+  }
+
+  stop() {
+    if (this.alive) {
+      this.kill();
+      this.reset();
+    }
+  }
+
+  // ---- frames ------------------------------------------------------------------------------------------------------
+  send(msg) {
+    const data = Buffer.from(JSON.stringify(msg), 'utf8');
+    if (data.length > MAX_FRAME) throw new RangeError(`arguments larger than ${MAX_FRAME} bytes cannot cross to the workspace`);
+    const bytes = new Uint8Array(data);
+    this.transport.post({ t: 'send', data: bytes, deadline: this.deadline }, [bytes.buffer]);
+  }
+
+  recv() {
+    for (;;) {
+      const m = this.transport.next(Math.max(0, this.deadline - Date.now()) + 5000);
+      if (m === null) this.fail(WorkspaceTimeout, `workspace call timed out after ${this.callTimeoutS()} s`);
+      if (m.t === 'pid') {
+        this.pid = m.pid;
+        continue;
+      }
+      if (m.t === 'dead') {
+        if (m.kind === 'timeout') this.fail(WorkspaceTimeout, `workspace call timed out after ${this.callTimeoutS()} s`);
+        if (m.kind === 'protocol') this.fail(WorkspaceProtocolError, String(m.message).slice(0, 300));
+        this.fail(WorkspaceCrashed, String(m.message).slice(0, 300));
+      }
+      if (m.t !== 'frame' || !(m.data instanceof Uint8Array)) this.fail(WorkspaceProtocolError, 'harness driver sent an unknown message');
+      if (jsonDepthExceeds(m.data, MAX_JSON_DEPTH)) this.fail(WorkspaceProtocolError, `workspace worker sent JSON nested deeper than ${MAX_JSON_DEPTH}`);
+      let msg;
+      try {
+        msg = JSON.parse(utf8.decode(m.data));
+      } catch {
+        this.fail(WorkspaceProtocolError, 'workspace worker sent a malformed frame');
+      }
+      if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) this.fail(WorkspaceProtocolError, 'workspace worker sent a frame that is not an object');
+      return msg;
+    }
+  }
+
+  idleCheck() {
+    const m = this.transport.poll();
+    if (m === null) return;
+    if (m.t === 'pid') return this.idleCheck();
+    if (m.t === 'dead' && m.kind === 'crashed') this.fail(WorkspaceCrashed, `workspace worker died between calls (${String(m.message).slice(0, 200)})`);
+    this.fail(WorkspaceProtocolError, 'workspace worker sent data while no call was pending');
+  }
+
+  // ---- requests ----------------------------------------------------------------------------------------------------
+  request(msg, mode) {
+    const nested = this.stack.length > 0;
+    if (!nested) {
+      if (!this.alive) this.start();
+      else this.idleCheck();
+      this.deadline = Date.now() + this.callTimeoutS() * 1000;
+    } else if (!this.alive) {
+      throw new WorkspaceCrashed('workspace worker was replaced during this call');
+    }
+    const gen = this.gen;
+    const id = ++this.seq;
+    msg.id = id;
+    if (this.released.length) msg.rel = this.released.splice(0, 1000);
+    this.stack.push(id);
+    try {
+      this.send(msg);
+      for (;;) {
+        const reply = this.recv();
+        if (reply.op === 'return' || reply.op === 'raise') {
+          if (reply.id !== id) this.fail(WorkspaceProtocolError, 'workspace worker answered a call that is not pending');
+          return reply;
+        }
+        if (reply.op === 'callback') this.serveCallback(reply, mode);
+        else this.fail(WorkspaceProtocolError, 'workspace worker sent an unknown message');
+        if (this.gen !== gen) throw new WorkspaceCrashed('workspace worker was replaced during this call');
+      }
+    } finally {
+      this.stack.pop();
+    }
+  }
+
+  serveCallback(msg, mode) {
+    const cid = msg.id;
+    if (!Number.isSafeInteger(cid)) this.fail(WorkspaceProtocolError, 'workspace worker sent a callback without an id');
+    const fn = typeof msg.fn === 'string' ? this.callbacks.get(msg.fn) : undefined;
+    if (fn === undefined) this.fail(WorkspaceProtocolError, 'workspace worker called a callback it was never given');
+    const args = this.dec(msg.args, mode);
+    if (!Array.isArray(args)) this.fail(WorkspaceProtocolError, 'workspace worker sent malformed callback arguments');
+    const gen = this.gen;
+    let value;
+    try {
+      const result = fn(...args);
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function' && !PROXY_STATE.has(result)) {
+        throw new TypeError('a judge callback returned a promise: workspace code calls callbacks synchronously');
+      }
+      value = this.enc(result);
+    } catch (e) {
+      if (e instanceof WorkspaceError || this.gen !== gen) throw e;
+      // The workspace gets a builtin error of the same type WITHOUT the judge's message (it may quote expected
+      // values); rethrown back to the judge, it arrives as the original error object.
+      const jerr = randomBytes(16).toString('hex');
+      this.judgeErrors.set(jerr, e);
+      const b = e instanceof Error && BUILTIN_ERRORS.get(e.constructor?.name) === e.constructor ? e.constructor.name : 'Error';
+      this.send({ op: 'raise', id: cid, b, jerr });
+      return;
+    }
+    this.send({ op: 'return', id: cid, value });
+  }
+
+  result(reply, mode, childPath) {
+    if (reply.op === 'return') return this.dec(reply.value, mode, childPath);
+    if (reply.harness === 'unencodable') throw new WorkspaceError(`the workspace result cannot cross: ${typeof reply.str === 'string' ? reply.str.slice(0, 300) : '?'}`);
+    throw this.exception(reply.exc, mode);
+  }
+
+  op(state, name, fields, mode, child) {
+    fields.op = name;
+    fields.obj = this.hid(state);
+    const childPath = child !== undefined && state.path ? [...state.path, child] : undefined;
+    return this.result(this.request(fields, mode), mode, childPath);
+  }
+
+  hid(state) {
+    if (state.id !== null && state.gen === this.gen) return state.id;
+    if (!state.path) throw new WorkspaceCrashed('this workspace object belonged to a worker that has since been replaced');
+    state.id = this.resolvePath(state.path);
+    state.gen = this.gen;
+    return state.id;
+  }
+
+  resolvePath(path) {
+    const key = JSON.stringify(path);
+    const got = this.paths.get(key);
+    if (got !== undefined) return got;
+    let value;
+    if (path.length === 1) {
+      const p = this.poisoned.get(path[0]);
+      if (p) throw new p[0](`importing workspace module ${path[0]} failed earlier in this run (${p[1]})`);
+      try {
+        value = this.result(this.request({ op: 'import', path: path[0] }, 'sync'), 'sync');
+      } catch (e) {
+        if (e instanceof WorkspaceTimeout || e instanceof WorkspaceCrashed) this.poisoned.set(path[0], [e.constructor, e.message]);
+        throw e;
+      }
+    } else {
+      const parent = this.resolvePath(path.slice(0, -1));
+      value = this.result(this.request({ op: 'get', obj: parent, name: path[path.length - 1] }, 'sync'), 'sync');
+    }
+    let id;
+    const st = value !== null && (typeof value === 'object' || typeof value === 'function') ? PROXY_STATE.get(value) : undefined;
+    if (st) id = st.id;
+    else if (typeof value === 'function' && this.excHandles.has(value)) id = this.excHandles.get(value).id;
+    else throw new WorkspaceError(`workspace attribute ${path.join('.')} is a plain value, not an object`);
+    this.paths.set(key, id);
+    return id;
+  }
+
+  register(fn) {
+    const got = this.callbackIds.get(fn);
+    if (got !== undefined) return got;
+    const id = randomBytes(16).toString('hex');
+    this.callbacks.set(id, fn);
+    this.callbackIds.set(fn, id);
+    return id;
+  }
+
+  // ---- values: judge -> worker ----------------------------------------------------------------------------------
+  encSelf(self) {
+    if (self === undefined || self === null || (typeof self !== 'object' && typeof self !== 'function')) return undefined;
+    return PROXY_STATE.has(self) || REF_STATE.has(self) ? this.enc(self) : undefined;
+  }
+
+  enc(v, st = { n: 0, seen: new Map() }, depth = 0) {
+    if (++st.n > MAX_NODES || depth > MAX_DEPTH) throw new RangeError('value too large or too deep to cross to the workspace');
+    if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
+    if (typeof v === 'number') {
+      if (Number.isNaN(v)) return { n: 'NaN' };
+      if (v === Infinity) return { n: 'Infinity' };
+      if (v === -Infinity) return { n: '-Infinity' };
+      if (Object.is(v, -0)) return { n: '-0' };
+      return v;
+    }
+    if (v === undefined) return { u: 0 };
+    if (typeof v === 'bigint') return { bi: v.toString() };
+    if (typeof v === 'symbol') throw new TypeError('a symbol cannot be passed to workspace code');
+    const hs = PROXY_STATE.get(v);
+    if (hs) {
+      if (hs.c !== this) throw new TypeError('handle from another harness');
+      return { h: this.hid(hs) };
+    }
+    const rs = REF_STATE.get(v);
+    if (rs) return this.enc(this.op(rs.state, 'getpath', { path: rs.path }, 'sync'), st, depth);
+    if (typeof v === 'function') {
+      const eh = this.excHandles.get(v);
+      if (eh && eh.gen === this.gen) return { h: eh.id };
+      if (eh && v.sandgymPath) return { h: this.resolvePath(v.sandgymPath) };
+      if (BUILTIN_ERROR_CLASSES.has(v)) throw new TypeError('builtin error classes cannot be passed to workspace code');
+      if (eh) throw new TypeError('this error class does not belong to the current workspace worker');
+      return { cb: this.register(v) };
+    }
+    const ref = st.seen.get(v);
+    if (ref !== undefined) return { r: ref };
+    const proto = Object.getPrototypeOf(v);
+    const d = depth + 1;
+    const mark = () => st.seen.set(v, st.seen.size);
+    if (Array.isArray(v) && proto === Array.prototype) {
+      mark();
+      const out = [];
+      for (let i = 0; i < v.length; i++) out.push(this.enc(v[i], st, d));
+      return { a: out };
+    }
+    if (proto === Object.prototype || proto === null) {
+      mark();
+      const out = Object.keys(v).map((k) => [k, this.enc(v[k], st, d)]);
+      return proto === null ? { on: out } : { o: out };
+    }
+    if (v instanceof Map && proto === Map.prototype) {
+      mark();
+      return { m: [...v].map(([k, x]) => [this.enc(k, st, d), this.enc(x, st, d)]) };
+    }
+    if (v instanceof Set && proto === Set.prototype) {
+      mark();
+      return { s: [...v].map((x) => this.enc(x, st, d)) };
+    }
+    if (v instanceof Date) return { dt: this.enc(v.getTime(), st, d) };
+    if (v instanceof Uint8Array) return { b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
+    throw new TypeError(`a ${v.constructor?.name ?? 'value'} cannot be passed to workspace code (plain data, handles and functions only)`);
+  }
+
+  // ---- values: worker -> judge (hostile) ------------------------------------------------------------------------
+  bad(what) {
+    this.fail(WorkspaceProtocolError, `workspace worker sent ${what}`);
+  }
+
+  dec(v, mode, path, st = { n: 0, refs: [] }, depth = 0) {
+    if (++st.n > MAX_NODES) this.bad(`more than ${MAX_NODES} values in one frame`);
+    if (depth > MAX_DEPTH) this.bad(`values nested deeper than ${MAX_DEPTH}`);
+    if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
+    if (typeof v === 'number') return v;
+    if (typeof v !== 'object' || Array.isArray(v)) this.bad('an unknown value');
+    const keys = Object.keys(v);
+    const d = depth + 1;
+    if (keys.length === 3 && 'h' in v) {
+      const { h, k, n } = v;
+      if (typeof h !== 'string' || !HID.test(h) || (k !== 'fn' && k !== 'obj') || typeof n !== 'string' || n.length > 100) this.bad('a malformed handle');
+      return makeHandle({ c: this, id: h, gen: this.gen, kind: k, tname: n, path: path ?? null }, mode);
+    }
+    if (keys.length !== 1) this.bad('an unknown value');
+    const tag = keys[0];
+    const x = v[tag];
+    const list = (y) => (Array.isArray(y) ? y : this.bad('a malformed container'));
+    switch (tag) {
+      case 'a': {
+        const out = [];
+        st.refs.push(out);
+        for (const i of list(x)) out.push(this.dec(i, mode, undefined, st, d));
+        return out;
+      }
+      case 'o':
+      case 'on': {
+        const out = tag === 'on' ? Object.create(null) : {};
+        st.refs.push(out);
+        for (const pair of list(x)) {
+          if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') this.bad('a malformed object');
+          // defineProperty: a "__proto__" key is an ordinary key, never a prototype change.
+          Object.defineProperty(out, pair[0], { value: this.dec(pair[1], mode, undefined, st, d), enumerable: true, writable: true, configurable: true });
+        }
+        return out;
+      }
+      case 'm': {
+        const out = new Map();
+        st.refs.push(out);
+        for (const pair of list(x)) {
+          if (!Array.isArray(pair) || pair.length !== 2) this.bad('a malformed Map');
+          out.set(this.dec(pair[0], mode, undefined, st, d), this.dec(pair[1], mode, undefined, st, d));
+        }
+        return out;
+      }
+      case 's': {
+        const out = new Set();
+        st.refs.push(out);
+        for (const i of list(x)) out.add(this.dec(i, mode, undefined, st, d));
+        return out;
+      }
+      case 'r':
+        if (!Number.isSafeInteger(x) || x < 0 || x >= st.refs.length) this.bad('a reference to nothing');
+        return st.refs[x];
+      case 'n':
+        if (x === 'NaN') return NaN;
+        if (x === 'Infinity') return Infinity;
+        if (x === '-Infinity') return -Infinity;
+        if (x === '-0') return -0;
+        return this.bad('a malformed number');
+      case 'u':
+        return undefined;
+      case 'bi':
+        if (typeof x !== 'string' || x.length > 10000 || !/^-?[0-9]+$/.test(x)) this.bad('a malformed bigint');
+        return BigInt(x);
+      case 'dt': {
+        const t = this.dec(x, mode, undefined, st, d);
+        if (typeof t !== 'number') this.bad('a malformed Date');
+        return new Date(t);
+      }
+      case 'b':
+        if (typeof x !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(x)) this.bad('malformed bytes');
+        return new Uint8Array(Buffer.from(x, 'base64'));
+      case 'x':
+        return this.excClass(x, 0, path);
+      case 'cb': {
+        const f = typeof x === 'string' ? this.callbacks.get(x) : undefined;
+        if (f === undefined) this.bad('a judge function id it was never given');
+        return f;
+      }
+      default:
+        return this.bad('an unknown value tag');
+    }
+  }
+
+  excClass(desc, depth, path) {
+    if (desc === null || typeof desc !== 'object' || Array.isArray(desc) || depth > 16) this.bad('a malformed error class');
+    if ('b' in desc) {
+      if (Object.keys(desc).length !== 1 || typeof desc.b !== 'string') this.bad('a malformed error class');
+      return BUILTIN_ERRORS.get(desc.b) ?? Error; // a fixed table: never a lookup by the worker's name
+    }
+    const { n, h, base } = desc;
+    if (Object.keys(desc).length !== 3 || typeof n !== 'string' || n.length > 100 || typeof h !== 'string' || !HID.test(h)) this.bad('a malformed error class');
+    const Base = this.excClass(base, depth + 1);
+    const name = safeName(n, 'WorkspaceError');
+    const key = `${name}|${this.excKey(Base)}`;
+    let Cls = this.excClasses.get(key);
+    if (!Cls) {
+      if (this.excClasses.size > 10_000) this.bad('too many error classes');
+      Cls = { [name]: class extends Base {} }[name];
+      Object.defineProperty(Cls.prototype, 'name', { value: name, writable: true, configurable: true, enumerable: false });
+      this.excClasses.set(key, Cls);
+    }
+    this.excHandles.set(Cls, { gen: this.gen, id: h });
+    if (path) Cls.sandgymPath = path;
+    return Cls;
+  }
+
+  excKey(Cls) {
+    if (BUILTIN_ERROR_CLASSES.has(Cls)) return Cls.name;
+    for (const [k, c] of this.excClasses) if (c === Cls) return `(${k})`;
+    return '?';
+  }
+
+  exception(desc, mode) {
+    if (desc === null || typeof desc !== 'object' || Array.isArray(desc)) this.bad('a malformed exception');
+    if ('jerr' in desc) {
+      const e = typeof desc.jerr === 'string' ? this.judgeErrors.get(desc.jerr) : undefined;
+      if (e === undefined) this.bad('a judge error id it was never given');
+      return e;
+    }
+    if ('thrown' in desc) return remote(new WorkspaceThrow(this.dec(desc.thrown, mode)));
+    const Cls = this.excClass(desc.cls, 0);
+    const message = typeof desc.message === 'string' ? desc.message.slice(0, 2000) : '';
+    const e = Cls === AggregateError ? new AggregateError([], message) : new Cls(message);
+    return remote(e);
+  }
+}
+
+const MANY = Symbol('many');
+const client = new Client();
+process.on('exit', () => client.stop());
+
+// ---- the API tests use ----------------------------------------------------------------------------------------------
+function checkModulePath(p) {
+  if (typeof p !== 'string' || !MODULE_PATH.test(p) || p.startsWith('/') || p.split('/').some((s) => s === '..' || s === '.' || s === '')) {
+    throw new TypeError(`invalid workspace module path ${JSON.stringify(p)} (relative, inside the workspace, e.g. "cart/cart.mjs")`);
+  }
+}
+
+function moduleHandle(p, mode) {
+  checkModulePath(p);
+  return makeHandle({ c: client, id: null, gen: -1, kind: 'obj', tname: 'module', path: [p] }, mode);
+}
+
+function target(h, what) {
+  const s = PROXY_STATE.get(h);
+  if (s) return { obj: client.hid(s) };
+  const r = REF_STATE.get(h);
+  if (r) return { obj: client.hid(r.state), path: r.path };
+  throw new TypeError(`${what} needs a workspace handle`);
+}
+
+function callMany(mode, fn, argsList, opts = {}) {
+  const t = target(fn, 'callMany');
+  const lists = [...argsList].map((a) => {
+    if (!Array.isArray(a)) throw new TypeError('callMany: each entry is an array of arguments');
+    return client.enc(a);
+  });
+  const msg = { op: 'call_many', obj: t.obj, args_list: lists, return_exceptions: Boolean(opts.returnExceptions) };
+  if (t.path) msg.path = t.path;
+  const reply = client.request(msg, mode);
+  if (reply.op !== 'return') return client.result(reply, mode);
+  const v = reply.value;
+  if (v === null || typeof v !== 'object' || Object.keys(v).length !== 1 || !Array.isArray(v.many) || v.many.length !== lists.length) client.bad('a malformed callMany result');
+  const st = { n: 0, refs: [] };
+  return v.many.map((item) => {
+    if (item !== null && typeof item === 'object' && !Array.isArray(item) && Object.keys(item).length === 1 && 'exc' in item) {
+      if (!opts.returnExceptions) client.bad('an exception result that was not asked for');
+      return client.exception(item.exc, mode);
+    }
+    return client.dec(item, mode, undefined, st, 1);
+  });
+}
+
+function valueOp(mode, op, fields, check, what) {
+  const v = client.result(client.request({ op, ...fields }, mode), mode);
+  if (!check(v)) client.bad(`a malformed ${what} answer`);
+  return v;
+}
+
+function makeApi(mode) {
+  const wrap = mode === 'async' ? (fn) => (...a) => settle(() => fn(...a)) : (fn) => fn;
+  return {
+    /** A workspace module (relative path, ESM or CommonJS) as a handle; lazy: nothing runs until it is used. */
+    module: wrap((p) => moduleHandle(p, mode)),
+    /** fn(...args) for each args array in ONE round trip; the first exception is thrown unless returnExceptions. */
+    callMany: wrap((fn, argsList, opts) => callMany(mode, fn, argsList, opts)),
+    /** Drains a workspace iterable in one round trip (RangeError in the worker past `limit` items). */
+    list: wrap((h, limit = 100_000) => valueOp(mode, 'list', { value: client.enc(h), limit: Number(limit) }, (v) => Array.isArray(v) && v.length <= limit, 'list')),
+    /** The workspace value's constructor name (typeof for primitives), evaluated in the worker. */
+    typeName: wrap((h) => valueOp(mode, 'type_name', { value: client.enc(h) }, (v) => typeof v === 'string', 'typeName')),
+    /** `value instanceof cls`, evaluated in the worker. */
+    isinstance: wrap((h, cls) => valueOp(mode, 'isinstance', { value: client.enc(h), cls: client.enc(cls) }, (v) => typeof v === 'boolean', 'isinstance')),
+    /** String(h) in the worker, by value. */
+    str: wrap((h) => valueOp(mode, 'str', { ...target(h, 'str') }, (v) => typeof v === 'string', 'str')),
+    /** Object.keys(h) in the worker, by value. */
+    keys: wrap((h) => valueOp(mode, 'keys', { value: client.enc(h) }, (v) => Array.isArray(v) && v.every((k) => typeof k === 'string'), 'keys')),
+    /** One empty round trip (benchmarks). */
+    ping: wrap(() => valueOp(mode, 'ping', {}, (v) => v === null, 'ping')),
+  };
+}
+
+export const workspace = {
+  ...makeApi('async'),
+  /** The same API without promises: every call returns its result (or throws) synchronously. */
+  sync: makeApi('sync'),
+  /** Runs fn with a per-round-trip deadline of `seconds` (default: the task's call_timeout_s). */
+  withTimeout(seconds, fn) {
+    const prev = client.timeoutOverride;
+    client.timeoutOverride = Number(seconds);
+    try {
+      const r = fn();
+      if (r && typeof r.then === 'function') return Promise.resolve(r).finally(() => (client.timeoutOverride = prev));
+      client.timeoutOverride = prev;
+      return r;
+    } catch (e) {
+      client.timeoutOverride = prev;
+      throw e;
+    }
+  },
+  /** Kills the worker now; the next use starts a fresh one (fresh module state). */
+  restart() {
+    client.stop();
+  },
+};
+
+export default workspace;

@@ -1,0 +1,1 @@
+raise SystemExit("a workspace json.py was imported")
