@@ -57,7 +57,7 @@ function outcomeOf(tc: Node, format: TestFormat | undefined): CaseOutcome {
   if (has(tc, 'skipped')) return 'skipped';
   // Node reports a test *file* as one test case when it produced no tests itself, e.g. when the code
   // under test called process.exit(0) at import time: that is never a pass.
-  if (format === 'node-test-junit' && /^\/.*\.(m|c)?[jt]s$/.test(String(tc.name ?? ''))) return 'error';
+  if ((format === 'node-test-junit' || format === 'node-harness') && /^\/.*\.(m|c)?[jt]s$/.test(String(tc.name ?? ''))) return 'error';
   return 'passed';
 }
 

@@ -19,6 +19,7 @@ export const MAX_TASK_FILE_BYTES = 1024 * 1024;
 const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'README.md']);
 const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
   'pytest-harness': ['python3', '-m', 'pytest'],
+  'node-harness': ['node', '--test'],
   'pytest-junit': ['python3', '-m', 'pytest'],
   'node-test-junit': ['node', '--test'],
 };
@@ -62,7 +63,7 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
   if (isHarnessFormat(test.format)) {
     if (spec.trusted === true) throw new TaskLoadError(`${file}: /trusted is only for the in-process formats (pytest-junit, node-test-junit); ${test.format} needs no trust`, file);
   } else if (spec.trusted !== true) {
-    throw new TaskLoadError(`${file}: /test/format ${test.format} runs the code under test inside the test runner, which can forge its own verdict: port the task to pytest-harness (docs/TASKS.md) or set "trusted": true`, file);
+    throw new TaskLoadError(`${file}: /test/format ${test.format} runs the code under test inside the test runner, which can forge its own verdict: port the task to pytest-harness or node-harness (docs/TASKS.md) or set "trusted": true`, file);
   }
   if (test.call_timeout_s !== undefined && !isHarnessFormat(test.format)) {
     throw new TaskLoadError(`${file}: /test/call_timeout_s applies to harness formats only`, file);
@@ -168,7 +169,7 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   const solutionFiles = await readTree(path.join(dir, 'solution'));
   const testDir = rel(path.join(dir, 'tests'));
   if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
-    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' ? '*.test.mjs' : 'test_*.py'})`, file);
+    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' || spec.test.format === 'node-harness' ? '*.test.mjs' : 'test_*.py'})`, file);
   }
   if (solutionFiles.length === 0) throw new TaskLoadError(`${rel(path.join(dir, 'solution'))}/: empty (need overlay files or solve.sh)`, file);
   const script = solutionFiles.find((f) => f.path === 'solve.sh');

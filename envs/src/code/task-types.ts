@@ -7,12 +7,13 @@ export type Difficulty = 'easy' | 'medium' | 'hard';
 export type ShapingMode = 'none' | 'on_write' | 'every_step';
 /**
  * pytest-harness: hidden tests run in pytest AS THE JUDGE and reach workspace code only through the harness
- * (envs/src/code/harness/python: a worker process as the agent uid). pytest-junit / node-test-junit: the old
+ * (envs/src/code/harness/python: a worker process as the agent uid). node-harness: the same for `node --test`
+ * (envs/src/code/harness/node, tests import 'sandgym-harness'). pytest-junit / node-test-junit: the old
  * in-process formats (code under test inside the test runner), accepted only with `trusted: true`.
  */
-export type TestFormat = 'pytest-harness' | 'pytest-junit' | 'node-test-junit';
+export type TestFormat = 'pytest-harness' | 'node-harness' | 'pytest-junit' | 'node-test-junit';
 /** Formats whose code under test never runs inside the judge. */
-export const HARNESS_FORMATS: readonly TestFormat[] = ['pytest-harness'];
+export const HARNESS_FORMATS: readonly TestFormat[] = ['pytest-harness', 'node-harness'];
 export function isHarnessFormat(f: TestFormat): boolean {
   return HARNESS_FORMATS.includes(f);
 }
