@@ -1,54 +1,52 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { workspace } from 'sandgym-harness';
 
-const ws = process.env.SANDGYM_WORKSPACE ?? process.cwd();
-const load = (p) => import(pathToFileURL(path.join(ws, p)).href);
-const { deepEqual } = await load('deep-equal.mjs');
+// Arguments cross by value (NaN, -0, Dates and cycles included); the answer must be the boolean itself.
+const { deepEqual } = await workspace.module('deep-equal.mjs');
 
-test('primitives', () => {
-  assert.equal(deepEqual(1, 1), true);
-  assert.equal(deepEqual('a', 'b'), false);
-  assert.equal(deepEqual(null, undefined), false);
-  assert.equal(deepEqual(1, '1'), false);
+test('primitives', async () => {
+  assert.equal(await deepEqual(1, 1), true);
+  assert.equal(await deepEqual('a', 'b'), false);
+  assert.equal(await deepEqual(null, undefined), false);
+  assert.equal(await deepEqual(1, '1'), false);
 });
 
-test('NaN and signed zero', () => {
-  assert.equal(deepEqual(NaN, NaN), true);
-  assert.equal(deepEqual(0, -0), true);
+test('NaN and signed zero', async () => {
+  assert.equal(await deepEqual(NaN, NaN), true);
+  assert.equal(await deepEqual(0, -0), true);
 });
 
-test('arrays', () => {
-  assert.equal(deepEqual([1, [2, 3]], [1, [2, 3]]), true);
-  assert.equal(deepEqual([1, 2], [1, 2, 3]), false);
-  assert.equal(deepEqual([1, 2], [2, 1]), false);
+test('arrays', async () => {
+  assert.equal(await deepEqual([1, [2, 3]], [1, [2, 3]]), true);
+  assert.equal(await deepEqual([1, 2], [1, 2, 3]), false);
+  assert.equal(await deepEqual([1, 2], [2, 1]), false);
 });
 
-test('objects ignore key order', () => {
-  assert.equal(deepEqual({ a: 1, b: { c: [1] } }, { b: { c: [1] }, a: 1 }), true);
-  assert.equal(deepEqual({ a: 1 }, { a: 1, b: undefined }), false);
+test('objects ignore key order', async () => {
+  assert.equal(await deepEqual({ a: 1, b: { c: [1] } }, { b: { c: [1] }, a: 1 }), true);
+  assert.equal(await deepEqual({ a: 1 }, { a: 1, b: undefined }), false);
 });
 
-test('dates', () => {
-  assert.equal(deepEqual(new Date(5), new Date(5)), true);
-  assert.equal(deepEqual(new Date(5), new Date(6)), false);
-  assert.equal(deepEqual(new Date(5), 5), false);
+test('dates', async () => {
+  assert.equal(await deepEqual(new Date(5), new Date(5)), true);
+  assert.equal(await deepEqual(new Date(5), new Date(6)), false);
+  assert.equal(await deepEqual(new Date(5), 5), false);
 });
 
-test('kinds differ', () => {
-  assert.equal(deepEqual([1, 2], { 0: 1, 1: 2 }), false);
-  assert.equal(deepEqual({}, []), false);
-  assert.equal(deepEqual({}, null), false);
+test('kinds differ', async () => {
+  assert.equal(await deepEqual([1, 2], { 0: 1, 1: 2 }), false);
+  assert.equal(await deepEqual({}, []), false);
+  assert.equal(await deepEqual({}, null), false);
 });
 
-test('circular structures', () => {
+test('circular structures', async () => {
   const a = { x: 1 };
   a.self = a;
   const b = { x: 1 };
   b.self = b;
-  assert.equal(deepEqual(a, b), true);
+  assert.equal(await deepEqual(a, b), true);
   const c = { x: 2 };
   c.self = c;
-  assert.equal(deepEqual(a, c), false);
+  assert.equal(await deepEqual(a, c), false);
 });

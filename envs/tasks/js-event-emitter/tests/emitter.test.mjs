@@ -1,14 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { workspace } from 'sandgym-harness';
 
-const ws = process.env.SANDGYM_WORKSPACE ?? process.cwd();
-const load = (p) => import(pathToFileURL(path.join(ws, p)).href);
-const { Emitter } = await load('emitter.mjs');
+// The synchronous API: listeners are judge functions that workspace code calls synchronously, and some of them call
+// the emitter again from inside an emit (re-entrant), which reads naturally without promises.
+const emitter = workspace.sync.module('emitter.mjs');
 
 test('on and emit with arguments', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   const got = [];
   e.on('x', (a, b) => got.push([a, b]));
   assert.equal(e.emit('x', 1, 2), 1);
@@ -17,7 +16,7 @@ test('on and emit with arguments', () => {
 });
 
 test('unsubscribe function removes one registration', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   let n = 0;
   const fn = () => n++;
   const off1 = e.on('x', fn);
@@ -30,7 +29,7 @@ test('unsubscribe function removes one registration', () => {
 });
 
 test('once', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   let n = 0;
   e.once('x', () => {
     n++;
@@ -43,7 +42,7 @@ test('once', () => {
 });
 
 test('off removes earliest registration', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   const order = [];
   const a = () => order.push('a');
   e.on('x', a);
@@ -55,7 +54,7 @@ test('off removes earliest registration', () => {
 });
 
 test('snapshot semantics during emit', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   const order = [];
   const late = () => order.push('late');
   let offB;
@@ -72,7 +71,7 @@ test('snapshot semantics during emit', () => {
 });
 
 test('errors do not stop other listeners', () => {
-  const e = new Emitter();
+  const e = new emitter.Emitter();
   let ran = false;
   e.on('x', () => {
     throw new Error('first');
@@ -83,6 +82,7 @@ test('errors do not stop other listeners', () => {
   e.on('x', () => {
     ran = true;
   });
+  // The workspace sees the listeners' errors without their messages; rethrown, the judge gets its own error back.
   assert.throws(() => e.emit('x'), /first/);
   assert.equal(ran, true);
 });

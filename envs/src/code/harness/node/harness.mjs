@@ -348,7 +348,9 @@ class Client {
     this.transport ??= new Transport();
     while (this.transport.poll()); // leftovers of a dead worker
     const cfg = this.config();
-    const env = { PATH: cfg.path, HOME: '/tmp', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', SANDGYM_WORKSPACE: cfg.workspace, NODE_OPTIONS: '' };
+    // OPENSSL_CONF: node >= 18 refuses to start when the system OpenSSL config exists but is unreadable to the
+    // agent (bubblewrap masks /etc/ssl); the worker needs none of it.
+    const env = { PATH: cfg.path, HOME: '/tmp', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', SANDGYM_WORKSPACE: cfg.workspace, NODE_OPTIONS: '', OPENSSL_CONF: '/dev/null' };
     this.deadline = Date.now() + Math.max(10, this.callTimeoutS()) * 1000;
     this.alive = true;
     this.transport.post({ t: 'start', argv: this.argv(), env, cwd: '/', deadline: this.deadline });
