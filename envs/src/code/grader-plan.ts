@@ -23,6 +23,7 @@ import { readFileSync } from 'node:fs';
 import { JUDGE_WORKDIR } from '../../../sandbox-contract/index.js';
 import type { ExecRequest, FileEntry } from '../sandbox-api.js';
 import { isHarnessFormat, type LoadedTask } from './task-types.js';
+import { NODE_HARNESS_FILES, NODE_HARNESS_PACKAGE } from './harness/node/files.js';
 
 export interface GradingLayout {
   workspace: string;
@@ -313,6 +314,7 @@ export function runLimits(taskTimeoutS: number, budgetMs?: number): { testLimitS
 const SYNTAX_EXT = /\.(py|js|mjs|cjs|sh|bash|json)$/;
 
 export function planGrading(task: LoadedTask, opts: PlanOptions = {}): GradingPlan {
+  if (task.spec.test.format === 'node-harness') return planNodeHarnessGrading(task, opts);
   if (isHarnessFormat(task.spec.test.format)) return planHarnessGrading(task, opts);
   const nonce = opts.nonce ?? newGradingNonce();
   const layout = gradingLayout(nonce, opts);
@@ -496,7 +498,7 @@ frame done
  * harness file the grader ships, so rewards of different judges never look alike (info.grade.grader.version).
  */
 export const GRADER_VERSION = `2+${createHash('sha256')
-  .update([HARNESS_PY, HARNESS_WORKER_PY, HARNESS_CONFTEST, HARNESS_GRADE_SH, GRADE_SH, NODE_JUNIT_REPORTER].join('\u0000'))
+  .update([HARNESS_PY, HARNESS_WORKER_PY, HARNESS_CONFTEST, HARNESS_GRADE_SH, GRADE_SH, NODE_JUNIT_REPORTER, ...Object.values(NODE_HARNESS_FILES)].join('\u0000'))
   .digest('hex')
   .slice(0, 12)}`;
 
@@ -641,6 +643,78 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
     { path: `${layout.root}/env.txt`, content: agentEnv.join(' '), mode: 0o444 },
     { path: `${layout.root}/python.txt`, content: opts.python ?? 'python3', mode: 0o444 },
     { path: `${layout.root}/node.txt`, content: opts.node ?? 'node', mode: 0o444 },
+    { path: `${layout.root}/preflight.sh`, content: preflight, mode: 0o444 },
+    { path: layout.runScript, content: runLine, mode: 0o444 },
+    { path: layout.gradeScript, content: HARNESS_GRADE_SH, mode: 0o444 },
+    { path: `${layout.out}/.keep`, content: '', mode: 0o444 },
+    { path: `${layout.home}/.keep`, content: '', mode: 0o444 },
+    { path: `${layout.tmp}/.keep`, content: '', mode: 0o444 },
+  ];
+  const run: ExecRequest = {
+    argv: ['sh', layout.gradeScript, layout.root, String(testLimitS), sameUid ? '1' : '0'],
+    cwd: layout.root,
+    identity: 'judge',
+    stdin: `${nonce}\n`,
+    timeout_ms: runTimeoutMs,
+    max_output_bytes: opts.max_output_bytes ?? 16 * 1024 * 1024,
+  };
+  const testHashes: Record<string, string> = {};
+  for (const f of task.tests) testHashes[`./${f.path}`] = f.sha256;
+  return { nonce, layout, prepare: null, files, run, testHashes, judge: true };
+}
+
+// ---- node-harness ---------------------------------------------------------------------------------------------------
+// `node --test` and the hidden tests run AS THE JUDGE in the grading dir; tests import 'sandgym-harness' from
+// <root>/node_modules (the judge's, never the workspace's); the harness starts one worker per test file as the agent
+// uid (envs/src/code/harness/node). The grade script, syntax check and sweep are the pytest-harness ones.
+
+/** The judge's node --test argv (run from the grading dir, test paths relative to it). */
+export function nodeHarnessRunnerArgv(task: LoadedTask, layout: GradingLayout, opts: RunnerOptions = {}): string[] {
+  const testPaths = task.tests.filter((f) => /\.test\.[cm]?js$/.test(f.path)).map((f) => `tests/${f.path}`);
+  return [
+    opts.node ?? 'node',
+    '--test',
+    ...task.spec.test.command.slice(2),
+    `--test-reporter=${layout.reporter}`,
+    `--test-reporter-destination=${layout.report}`,
+    `--test-reporter=${layout.root}/agent-reporter.mjs`,
+    `--test-reporter-destination=${layout.out}/agent.json`,
+    ...testPaths,
+  ];
+}
+
+function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
+  const nonce = opts.nonce ?? newGradingNonce();
+  const layout = harnessLayout(nonce, opts);
+  const { testLimitS, runTimeoutMs } = runLimits(task.spec.test.timeout_s, opts.budgetMs);
+  const sameUid = opts.sameUidWorker === true;
+  const limits = { ...WORKER_DEFAULT_LIMITS, ...(task.spec.limits ?? {}) };
+  const node = opts.node ?? 'node';
+  const path = opts.path ?? DEFAULT_RUNNER_PATH;
+  const config = { workspace: layout.workspace, node, path, call_timeout_s: task.spec.test.call_timeout_s, same_uid: sameUid, data_mb: limits.memory_mb, nproc: limits.pids, nofile: limits.nofile };
+  const env = [`PATH=${path}`, `HOME=${layout.home}`, `TMPDIR=${layout.tmp}`, 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'NODE_OPTIONS=', 'NO_COLOR=1', `SANDGYM_NODE_HARNESS_CONFIG=${layout.root}/node-harness.json`];
+  // The agent uid comes from the judge's environment at run time, so this line is not fully quoted.
+  const uidVar = sameUid ? '' : ' "SANDGYM_AGENT_UID=$SANDGYM_AGENT_UID"';
+  const runLine = `cd ${shellQuote(layout.root)} && exec env -i ${env.map(shellQuote).join(' ')}${uidVar} ${nodeHarnessRunnerArgv(task, layout, opts).map(shellQuote).join(' ')}\n`;
+  const preflight = [
+    `${['env', '-i', `PATH=${path}`, node, '-e', NODE_PREFLIGHT].map(shellQuote).join(' ')} || exit 1`,
+    `[ "$1" = 1 ] || for c in nsenter prlimit choom; do command -v $c >/dev/null || { echo "$c is not installed (the node harness starts its worker with it)"; exit 1; }; done`,
+    '',
+  ].join('\n');
+  const changed = (opts.changed ?? []).filter((p) => SYNTAX_EXT.test(p)).map((p) => `${layout.workspace}/${p}`);
+  const pkg = `${layout.root}/node_modules/sandgym-harness`;
+  const files: FileEntry[] = [
+    ...task.tests.map((f) => ({ path: `${layout.tests}/${f.path}`, content: f.content, mode: 0o444 })),
+    ...Object.entries(NODE_HARNESS_FILES).map(([name, content]) => ({ path: `${pkg}/${name}`, content, mode: 0o444 })),
+    { path: `${pkg}/package.json`, content: NODE_HARNESS_PACKAGE, mode: 0o444 },
+    { path: layout.reporter, content: NODE_JUNIT_REPORTER, mode: 0o444 },
+    { path: `${layout.root}/agent-reporter.mjs`, content: NODE_HARNESS_FILES['agent-reporter.mjs'], mode: 0o444 },
+    { path: `${layout.root}/node-harness.json`, content: JSON.stringify(config), mode: 0o444 },
+    { path: layout.syntaxScript, content: SYNTAX_CHECK_STDIN_PY, mode: 0o444 },
+    { path: layout.syntaxList, content: changed.join('\n') + (changed.length ? '\n' : ''), mode: 0o444 },
+    { path: `${layout.root}/env.txt`, content: [`PATH=${path}`, 'HOME=/tmp', 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'PYTHONDONTWRITEBYTECODE=1'].join(' '), mode: 0o444 },
+    { path: `${layout.root}/python.txt`, content: opts.python ?? 'python3', mode: 0o444 },
+    { path: `${layout.root}/node.txt`, content: node, mode: 0o444 },
     { path: `${layout.root}/preflight.sh`, content: preflight, mode: 0o444 },
     { path: layout.runScript, content: runLine, mode: 0o444 },
     { path: layout.gradeScript, content: HARNESS_GRADE_SH, mode: 0o444 },
