@@ -31,6 +31,11 @@ export const ALLOWED: readonly AllowedDynamicImport[] = [
     expr: 'spec',
     why: "the npm package 'ws' (not our code), held in a variable so browser bundlers do not inline ws's throwing stub",
   },
+  {
+    file: 'envs/src/code/harness/node/worker.mjs',
+    expr: 'pathToFileURL(path.join(WORKSPACE, rel)).href',
+    why: "the grading worker runs inside the sandbox, as the agent uid, and loads the submission's module that a hidden test names; it is never imported by the server",
+  },
 ];
 
 export interface Finding {
