@@ -1,12 +1,14 @@
 import pytest
-from brackets import is_balanced
+from sandgym_harness import workspace
+
+brackets = workspace.module("brackets")
 
 
 @pytest.mark.parametrize("s", ["", "()", "([]{})", "f(a[1], {b: 2})", "((()))", 'x("(")', 'x("\\"(")'])
 def test_balanced(s):
-    assert is_balanced(s) is True
+    assert brackets.is_balanced(s) is True
 
 
 @pytest.mark.parametrize("s", ["(", ")", "(]", "([)]", "{{}", '"', '("abc)', "())("])
 def test_unbalanced(s):
-    assert is_balanced(s) is False
+    assert brackets.is_balanced(s) is False
