@@ -1,41 +1,54 @@
 import itertools
+
 import pytest
-from chunks import chunked, sliding
+from sandgym_harness import Handle, workspace
+
+chunks = workspace.module("chunks")
+
+
+def items(result):
+    # a generator comes back as a handle (drained in one round trip); a returned list/tuple arrives by value
+    return workspace.list(result) if isinstance(result, Handle) else list(result)
 
 
 def test_chunked_basic():
-    assert list(chunked(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert items(chunks.chunked(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 def test_chunked_exact_and_empty():
-    assert list(chunked([1, 2], 2)) == [[1, 2]]
-    assert list(chunked([], 4)) == []
+    assert items(chunks.chunked([1, 2], 2)) == [[1, 2]]
+    assert items(chunks.chunked([], 4)) == []
 
 
 def test_chunked_lazy_infinite():
-    assert list(itertools.islice(chunked(itertools.count(), 2), 3)) == [[0, 1], [2, 3], [4, 5]]
+    # itertools.count() crosses as a lazily pulled iterator: an eager chunked() never returns, so a short
+    # deadline (a lazy one needs milliseconds) keeps such a submission within the grading budget
+    with workspace.timeout(5):
+        assert workspace.take(chunks.chunked(itertools.count(), 2), 3) == [[0, 1], [2, 3], [4, 5]]
 
 
 def test_chunked_one_shot_iterator():
-    it = iter("abcde")
-    assert list(chunked(it, 2)) == [["a", "b"], ["c", "d"], ["e"]]
+    it = iter("abcde")  # crosses as a one-shot iterator handle, pulled from the judge
+    assert items(chunks.chunked(it, 2)) == [["a", "b"], ["c", "d"], ["e"]]
 
 
 @pytest.mark.parametrize("n", [0, -2, 1.5, "3"])
 def test_chunked_validates_eagerly(n):
+    # the call alone (no iteration) must raise
     with pytest.raises(ValueError):
-        chunked([1, 2, 3], n)
+        chunks.chunked([1, 2, 3], n)
 
 
 def test_sliding():
-    assert list(sliding([1, 2, 3, 4], 2)) == [(1, 2), (2, 3), (3, 4)]
-    assert list(sliding([1, 2], 3)) == []
+    assert items(chunks.sliding([1, 2, 3, 4], 2)) == [(1, 2), (2, 3), (3, 4)]
+    assert items(chunks.sliding([1, 2], 3)) == []
 
 
 def test_sliding_lazy():
-    assert next(sliding(itertools.count(), 3)) == (0, 1, 2)
+    with workspace.timeout(5):
+        assert next(chunks.sliding(itertools.count(), 3)) == (0, 1, 2)
 
 
 def test_sliding_validates():
     with pytest.raises(ValueError):
-        sliding([1], 0)
+        chunks.sliding([1], 0)
