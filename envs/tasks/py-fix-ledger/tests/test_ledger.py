@@ -1,7 +1,11 @@
 from decimal import Decimal as D
 
 import pytest
-from ledger import Ledger, Transaction
+from sandgym_harness import workspace
+
+ledger = workspace.module("ledger")
+Ledger = ledger.Ledger
+Transaction = ledger.Transaction
 
 
 def test_deposit_positive_balance():
