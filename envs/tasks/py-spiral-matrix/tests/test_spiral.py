@@ -1,33 +1,35 @@
 import pytest
-from spiral import fill_spiral, spiral
+from sandgym_harness import workspace
+
+spiral = workspace.module("spiral")
 
 
 def test_square():
-    assert spiral([[1, 2, 3], [4, 5, 6], [7, 8, 9]]) == [1, 2, 3, 6, 9, 8, 7, 4, 5]
+    assert spiral.spiral([[1, 2, 3], [4, 5, 6], [7, 8, 9]]) == [1, 2, 3, 6, 9, 8, 7, 4, 5]
 
 
 def test_wide():
-    assert spiral([[1, 2, 3, 4], [5, 6, 7, 8]]) == [1, 2, 3, 4, 8, 7, 6, 5]
+    assert spiral.spiral([[1, 2, 3, 4], [5, 6, 7, 8]]) == [1, 2, 3, 4, 8, 7, 6, 5]
 
 
 def test_tall():
-    assert spiral([[1], [2], [3]]) == [1, 2, 3]
+    assert spiral.spiral([[1], [2], [3]]) == [1, 2, 3]
 
 
 def test_empty():
-    assert spiral([]) == []
-    assert spiral([[], []]) == []
+    assert spiral.spiral([]) == []
+    assert spiral.spiral([[], []]) == []
 
 
 def test_ragged():
     with pytest.raises(ValueError):
-        spiral([[1, 2], [3]])
+        spiral.spiral([[1, 2], [3]])
 
 
 def test_fill():
-    assert fill_spiral(3, 4) == [[1, 2, 3, 4], [10, 11, 12, 5], [9, 8, 7, 6]]
+    assert spiral.fill_spiral(3, 4) == [[1, 2, 3, 4], [10, 11, 12, 5], [9, 8, 7, 6]]
 
 
 def test_fill_roundtrip():
-    m = fill_spiral(5, 3)
-    assert spiral(m) == list(range(1, 16))
+    m = spiral.fill_spiral(5, 3)
+    assert spiral.spiral(m) == list(range(1, 16))
