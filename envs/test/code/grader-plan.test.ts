@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { gradingLayout, newGradingNonce, parseRunOutput, planGrading, pytestIni, runnerArgv, shellQuote, tamperedTests } from '../../src/code/grader-plan.js';
-import { shippedTask } from './helpers.js';
+import { shippedTask, trustedFixture } from './helpers.js';
 
 const NONCE = '0123456789abcdef0123456789abcdef';
-const py = await shippedTask('py-fix-inventory');
+// the in-process (trusted) pytest path: the shipped py-fix-inventory is a harness task now
+const py = await trustedFixture('py-fix-inventory-trusted');
 const js = await shippedTask('js-fix-cart');
 
 describe('layout', () => {

@@ -132,7 +132,8 @@ describe.skipIf(!PYTHON)('no reward for doing nothing: code-v0 episodes (potenti
     const def = createCodeEnv({
       taskSet: new TaskSet(await shippedTasks(), ['train', 'eval']),
       paths: { agentWorkspace: provider.agentWorkspace, gradeWorkspace: provider.gradeWorkspace, scratch: provider.scratch },
-      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin' },
+      // py-fix-inventory is a harness task: the host stand-in has one uid and no JUDGE_WORKDIR (tests only)
+      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(provider.root, 'grade', 'judge'), sameUidWorker: true },
       killStragglers: false,
     });
     const abort = new AbortController();
