@@ -1,36 +1,31 @@
-import os
-import pathlib
-
-WS = pathlib.Path(os.environ.get("SANDGYM_WORKSPACE", os.getcwd()))
-
 import json
-import subprocess
-import sys
 
+from sandgym_harness import workspace
 
-def run(script, *args, stdin=None, cwd=None):
-    return subprocess.run([sys.executable, str(WS / script), *map(str, args)], input=stdin,
-                          capture_output=True, text=True, timeout=30, cwd=cwd)
-
-from logstats import parse_line
+logstats = workspace.module("logstats")
 
 LINE = '127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif?x=1 HTTP/1.0" 200 2326'
 
 
+def cli(stdin):
+    return workspace.run(["python3", "logstats.py"], stdin=stdin, timeout=30)
+
+
 def test_parse_line():
-    assert parse_line(LINE) == {"ip": "127.0.0.1", "time": "2000-10-10T13:55:36-07:00", "method": "GET",
-                                "path": "/apache_pb.gif", "status": 200, "bytes": 2326}
+    assert logstats.parse_line(LINE) == {"ip": "127.0.0.1", "time": "2000-10-10T13:55:36-07:00", "method": "GET",
+                                         "path": "/apache_pb.gif", "status": 200, "bytes": 2326}
 
 
 def test_parse_dash_bytes_and_positive_offset():
-    d = parse_line('10.0.0.2 - - [01/Feb/2024:00:00:01 +0530] "POST /api HTTP/1.1" 304 -')
+    d = logstats.parse_line('10.0.0.2 - - [01/Feb/2024:00:00:01 +0530] "POST /api HTTP/1.1" 304 -')
     assert d["bytes"] == 0 and d["status"] == 304 and d["time"] == "2024-02-01T00:00:01+05:30"
 
 
 def test_malformed():
-    for bad in ["", "garbage", '1.2.3.4 - - [bad date] "GET / HTTP/1.0" 200 1',
-                '1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" abc 1']:
-        assert parse_line(bad) is None
+    bad = ["", "garbage", '1.2.3.4 - - [bad date] "GET / HTTP/1.0" 200 1',
+           '1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" abc 1']
+    results = workspace.call_many(logstats.parse_line, [(b,) for b in bad])
+    assert all(r is None for r in results), "parse_line must return None for a malformed line"
 
 
 def test_cli_summary():
@@ -40,8 +35,8 @@ def test_cli_summary():
              '1.1.1.1 - - [10/Oct/2000:13:55:39 -0700] "GET /b HTTP/1.0" 500 -',
              '1.1.1.1 - - [10/Oct/2000:13:55:39 -0700] "GET /c HTTP/1.0" 200 1',
              'not a log line', '']
-    r = run("logstats.py", stdin="\n".join(lines) + "\n")
-    assert r.returncode == 0, r.stderr
+    r = cli("\n".join(lines) + "\n")
+    assert r.exit_code == 0, "python3 logstats.py should exit 0"
     out = json.loads(r.stdout)
     assert out["requests"] == 5
     assert out["malformed"] == 1
@@ -50,5 +45,5 @@ def test_cli_summary():
 
 
 def test_cli_empty_input():
-    out = json.loads(run("logstats.py", stdin="").stdout)
+    out = json.loads(cli("").stdout)
     assert out == {"requests": 0, "malformed": 0, "status": {}, "top_paths": []}
