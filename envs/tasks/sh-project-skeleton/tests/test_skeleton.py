@@ -1,43 +1,30 @@
-import os
-import pathlib
-
-WS = pathlib.Path(os.environ.get("SANDGYM_WORKSPACE", os.getcwd()))
-
-import subprocess
-
-
-def sh(script, *args, cwd=None):
-    return subprocess.run(["bash", str(WS / script), *map(str, args)], capture_output=True, text=True,
-                          timeout=30, cwd=cwd)
-
-import os
+from sandgym_harness import workspace
 
 
 def test_dirs():
     for d in ["src", "docs", "bin"]:
-        assert (WS / d).is_dir()
+        assert workspace.isdir(d), "missing directory " + d + "/"
 
 
 def test_run_sh():
-    p = WS / "bin" / "run.sh"
-    assert os.access(p, os.X_OK)
-    r = subprocess.run([str(p)], capture_output=True, text=True, timeout=10)
-    assert r.returncode == 0 and r.stdout == "ok\n"
+    assert workspace.stat("bin/run.sh")["is_executable"], "bin/run.sh must be executable"
+    r = workspace.run(["bin/run.sh"], timeout=10)
+    assert r.exit_code == 0 and r.stdout == "ok\n"
 
 
 def test_version():
-    assert (WS / "src" / "__init__.py").read_text().strip() == '__version__ = "0.1.0"'
+    assert workspace.read_text("src/__init__.py").strip() == '__version__ = "0.1.0"'
 
 
 def test_readme():
-    assert (WS / "docs" / "README.md").read_text().splitlines()[0] == "# demo"
+    assert workspace.read_text("docs/README.md").splitlines()[0] == "# demo"
 
 
 def test_gitignore():
-    lines = (WS / ".gitignore").read_text().split()
+    lines = workspace.read_text(".gitignore").split()
     assert "__pycache__/" in lines and "*.log" in lines
 
 
 def test_todo_removed_notes_kept():
-    assert not (WS / "TODO.txt").exists()
-    assert (WS / "NOTES.md").read_text() == "Project notes (keep this file).\n"
+    assert not workspace.exists("TODO.txt")
+    assert workspace.read_text("NOTES.md") == "Project notes (keep this file).\n"
