@@ -1,51 +1,50 @@
-import os
-import pathlib
-
-WS = pathlib.Path(os.environ.get("SANDGYM_WORKSPACE", os.getcwd()))
-
-import subprocess
+from sandgym_harness import workspace
 
 
-def sh(script, *args, cwd=None):
-    return subprocess.run(["bash", str(WS / script), *map(str, args)], capture_output=True, text=True,
-                          timeout=30, cwd=cwd)
+def sh(*args):
+    return workspace.run(["bash", "rename_ext.sh", *map(str, args)], timeout=30)
 
 
 def tree(root):
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    # workspace.tree marks directories with a trailing "/"; compare bare relative paths
+    return sorted(p.rstrip("/") for p in workspace.tree(root))
 
 
-def test_renames_recursively(tmp_path):
-    (tmp_path / "sub dir").mkdir()
+def test_renames_recursively():
+    d = workspace.tmpdir()
+    workspace.mkdir(d + "/sub dir")
     for name in ["a.jpeg", "b.JPEG", "sub dir/c d.jpeg", "e.jpeg.bak", "f.png"]:
-        (tmp_path / name).write_text(name)
-    r = sh("rename_ext.sh", tmp_path, "jpeg", "jpg")
-    assert r.returncode == 0, r.stderr
-    assert tree(tmp_path) == ["a.jpg", "b.JPEG", "e.jpeg.bak", "f.png", "sub dir", "sub dir/c d.jpg"]
-    assert (tmp_path / "sub dir" / "c d.jpg").read_text() == "sub dir/c d.jpeg"
+        workspace.write_file(d + "/" + name, name)
+    r = sh(d, "jpeg", "jpg")
+    assert r.exit_code == 0, "bash rename_ext.sh DIR jpeg jpg should exit 0"
+    assert tree(d) == ["a.jpg", "b.JPEG", "e.jpeg.bak", "f.png", "sub dir", "sub dir/c d.jpg"]
+    assert workspace.read_text(d + "/sub dir/c d.jpg") == "sub dir/c d.jpeg"
     assert r.stdout.strip().splitlines()[-1] == "2"
 
 
-def test_directories_not_renamed(tmp_path):
-    (tmp_path / "x.jpeg").mkdir()
-    r = sh("rename_ext.sh", tmp_path, "jpeg", "jpg")
-    assert r.returncode == 0
-    assert (tmp_path / "x.jpeg").is_dir()
+def test_directories_not_renamed():
+    d = workspace.tmpdir()
+    workspace.mkdir(d + "/x.jpeg")
+    r = sh(d, "jpeg", "jpg")
+    assert r.exit_code == 0
+    assert workspace.isdir(d + "/x.jpeg")
     assert r.stdout.strip().splitlines()[-1] == "0"
 
 
-def test_conflict(tmp_path):
-    (tmp_path / "a.jpeg").write_text("new")
-    (tmp_path / "a.jpg").write_text("old")
-    (tmp_path / "b.jpeg").write_text("b")
-    r = sh("rename_ext.sh", tmp_path, "jpeg", "jpg")
-    assert r.returncode == 1
+def test_conflict():
+    d = workspace.tmpdir()
+    workspace.write_file(d + "/a.jpeg", "new")
+    workspace.write_file(d + "/a.jpg", "old")
+    workspace.write_file(d + "/b.jpeg", "b")
+    r = sh(d, "jpeg", "jpg")
+    assert r.exit_code == 1
     assert r.stderr.strip()
-    assert (tmp_path / "a.jpg").read_text() == "old" and (tmp_path / "a.jpeg").exists()
-    assert (tmp_path / "b.jpg").exists()
+    assert workspace.read_text(d + "/a.jpg") == "old" and workspace.exists(d + "/a.jpeg")
+    assert workspace.exists(d + "/b.jpg")
     assert r.stdout.strip().splitlines()[-1] == "1"
 
 
-def test_usage(tmp_path):
-    assert sh("rename_ext.sh", tmp_path, "a").returncode == 2
-    assert sh("rename_ext.sh", tmp_path / "missing", "a", "b").returncode == 2
+def test_usage():
+    d = workspace.tmpdir()
+    assert sh(d, "a").exit_code == 2
+    assert sh(d + "/missing", "a", "b").exit_code == 2
