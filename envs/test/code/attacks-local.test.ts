@@ -6,9 +6,9 @@
 import { describe, expect, test } from 'vitest';
 import { PYTHON, gradeLocally, shippedTask, trustedFixture } from './helpers.js';
 
-// The in-process path's defences: a trusted copy of py-slugify (the shipped one is a harness task).
+// The in-process path's defences: trusted copies of py-slugify and js-deep-equal (the shipped ones are harness tasks).
 const py = await trustedFixture('py-slugify-trusted');
-const js = await shippedTask('js-deep-equal');
+const js = await trustedFixture('js-deep-equal-trusted');
 const sh = await shippedTask('sh-project-skeleton');
 
 const PASS_ALL_CONFTEST = `
