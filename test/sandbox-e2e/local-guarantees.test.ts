@@ -37,6 +37,17 @@ describe.skipIf(!HAS_BWRAP)('local driver as root: the judge is apart from the a
     }
   }, 60_000);
 
+  it.skipIf(!IS_ROOT)('host tools reached through /etc/alternatives work for the agent (e.g. awk)', async () => {
+    const d = new LocalDriver({ instanceId: 'alternatives' });
+    try {
+      const sb = await d.create({ image: 'host' });
+      const r = await sb.exec({ script: 'echo a b | awk \'{print $2}\'; ls -ld /etc' });
+      expect(r.stdout).toMatch(/^b\ndrwxr-xr-x/);
+    } finally {
+      await d.close();
+    }
+  }, 60_000);
+
   it('masks exactly the hidden paths that lie under a bound directory', () => {
     expect(maskArgs(['/usr/share'])).toEqual(['--perms', '0000', '--size', '4096', '--tmpfs', '/usr/share']);
     expect(maskArgs([ROOT]).length === 0 || ROOT.startsWith('/usr/')).toBe(true);

@@ -199,6 +199,9 @@ export class LocalDriver implements SandboxDriver {
       '--ro-bind', '/usr', '/usr',
       '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin', '--symlink', 'usr/lib', '/lib',
       ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+      // bwrap makes missing parents 0700 when it runs as root: /etc must stay traversable for the agent
+      // (/usr/bin/awk -> /etc/alternatives/awk).
+      '--perms', '0755', '--dir', '/etc',
       '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
       '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
       ...this.masks,
