@@ -269,7 +269,7 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
       await inst.reset(0, { task_id: id });
       const err = await inst.step(call('submit')).catch((e: unknown) => e);
       expect(err, id).toBeInstanceOf(SandboxFailure);
-      expect((err as Error).message).toMatch(/cannot run (pytest-harness|node-test-junit) tests/);
+      expect((err as Error).message).toMatch(/cannot run (pytest-harness|node-harness) tests/);
     }
     await inst.close();
     expect(env.provider.held.size).toBe(0);
