@@ -1,6 +1,8 @@
 // Judge isolation (issue 11), code-v0 grading over the wire: submissions whose code under test kills
-// every process it can, exhausts memory, hangs, or leaves a child behind must score 0 with a
-// `zero_reason` (envs/src/code/grade.ts), the same outcome on every rerun, and never SANDBOX_ERROR,
+// every process it can, exhausts memory, hangs, or leaves a child behind must score 0, either with a
+// `zero_reason` (envs/src/code/grade.ts) or, since py-slugify is a pytest-harness task (issue 12), because the
+// harness failed every test the fault touched (the worker died, hit its limit or timed out while pytest, as
+// the judge, carried on), the same outcome on every rerun, and never SANDBOX_ERROR,
 // TIMEOUT or any other error: a policy must not be able to trade a 0 for a retryable error. Real server,
 // real docker and bubblewrap drivers, the TS client. Reruns change a comment so the per-episode grade
 // cache cannot answer them (info.grade.cached is asserted false).
@@ -42,10 +44,12 @@ interface Outcome {
 
 const STUB = 'def slugify(text):\n    raise NotImplementedError\n';
 /** Code under test (slug.py), each a fault the submission causes at import. Avoids the static tamper scan's words. */
-const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker' | 'local')[]; knownHole?: string }> = {
+/** reason: the zero_reason, or null when the run completes and every test fails (the harness contained the fault). */
+const ATTACKS: Record<string, { code: string; reason: RegExp | null; drivers: ('docker' | 'local')[]; knownHole?: string }> = {
   'kill -1 at import': {
     code: 'import os, signal\nos.kill(-1, signal.SIGKILL)\n' + STUB,
-    reason: /^grading run did not complete \(runner or its parent was killed\)$/,
+    // Kills the harness worker only: pytest is the judge's.
+    reason: null,
     drivers: ['docker', 'local'],
   },
   'memory exhausted by many processes': {
@@ -56,11 +60,14 @@ const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker'
   },
   'one huge allocation': {
     code: 'x = b"x" * (3 << 30)\n' + STUB,
-    reason: /./,
+    // MemoryError in the worker (RLIMIT_DATA): every test fails.
+    reason: null,
     drivers: ['docker', 'local'],
   },
   'hangs forever': {
     code: 'import time\nwhile True:\n    time.sleep(1)\n' + STUB,
+    // The test limit derived from this server's 40 s step deadline (5 s) ends the run before the harness's 10 s
+    // per-call deadline would (with a longer step deadline: one WorkspaceTimeout, then every use fails at once).
     reason: /^(test run timed out|tests timed out after \d+s)$/,
     drivers: ['docker', 'local'],
   },
@@ -75,7 +82,7 @@ const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker'
       '        xml = f"<testsuites><testsuite>{cases}</testsuite></testsuites>"',
       '        end = time.time() + 60',
       '        while time.time() < end:',
-      '            for d in glob.glob("/tmp/sandgym-" + "grade-*/out"):',
+      '            for d in glob.glob("/tmp/sandgym-" + "grade-*/out") + glob.glob("/run/sandgym/judge/*/out"):',
       '                try:',
       '                    with open(d + "/report.xml", "w") as f:',
       '                        f.write(xml)',
@@ -87,13 +94,9 @@ const ATTACKS: Record<string, { code: string; reason: RegExp; drivers: ('docker'
       '            time.sleep(1)',
       STUB,
     ].join('\n'),
-    reason: /./,
+    // The report is in the judge's directory now (pytest-harness): nothing of the agent uid can write it.
+    reason: null,
     drivers: ['docker', 'local'],
-    // Known hole, owned by issue 12 ("a forked child that outlives the run and rewrites the report"): the
-    // test runner still runs as the agent uid with the code under test in its process, so a process of the
-    // submission can write the report before the judge's sweep. `it.fails` keeps the attack running in CI
-    // and turns red the day the runner moves into the judge, so that this marker is removed then.
-    knownHole: 'issue 12',
   },
 };
 
@@ -152,13 +155,16 @@ for (const drv of DRIVERS) {
 
     for (const [name, a] of Object.entries(ATTACKS)) {
       const run = !a.drivers.includes(drv.name) ? it.skip : a.knownHole ? it.fails : it;
-      run(`${name}: reward 0 with the same zero_reason on 3 runs, never an error${a.knownHole ? ` (known hole: ${a.knownHole})` : ''}`, async () => {
+      run(`${name}: reward 0 with the same outcome on 3 runs, never an error${a.knownHole ? ` (known hole: ${a.knownHole})` : ''}`, async () => {
         const reasons: string[] = [];
         for (let run = 1; run <= 3; run++) {
           const o = await submit(a.code);
           expect({ run, reward: o.reward, score: o.grade.score }).toEqual({ run, reward: 0, score: 0 });
-          expect(o.grade.zero_reason, `run ${run}: zero_reason`).toMatch(a.reason);
-          reasons.push(o.grade.zero_reason!);
+          if (a.reason === null) {
+            expect(o.grade.zero_reason, `run ${run}: zero_reason`).toBeUndefined();
+            expect(o.grade.tests, `run ${run}: every test ran and failed`).toMatchObject({ collected: task.spec.test.expected_tests, passed: 0 });
+          } else expect(o.grade.zero_reason, `run ${run}: zero_reason`).toMatch(a.reason);
+          reasons.push(o.grade.zero_reason ?? 'every test failed');
         }
         expect(new Set(reasons).size, `same reason every time: ${reasons.join(' | ')}`).toBe(1);
         // The episode after the fault is an ordinary one: the reference still scores 1.
