@@ -140,7 +140,9 @@ describe.skipIf(!HAS_DOCKER)('code-v0 reward integrity over the wire (docker)', 
     for (const code of ['import os\nos._exit(0)\n', 'import sys\nsys.exit(0)\n', 'raise SystemExit(0)\n', 'getattr(__import__("o" + "s"), "_ex" + "it")(0)\n']) {
       const e = await episode('py-slugify', [write('slug.py', code)]);
       expect(e.total, code).toBe(0);
-      expect(e.grade.zero_reason, code).toBeDefined();
+      // py-slugify is a harness task: the exit ends the worker (or arrives as WorkspaceControlFlow), so every
+      // test runs and fails; the judge's pytest is untouched.
+      expect(e.grade.tests, code).toMatchObject({ collected: byId('py-slugify').spec.test.expected_tests, passed: 0 });
     }
     const js = await episode('js-deep-equal', [write('deep-equal.mjs', 'globalThis["pro" + "cess"]["ex" + "it"](0);\nexport function deepEqual() { return true; }\n')]);
     expect(js.total).toBe(0);
@@ -197,7 +199,8 @@ describe.skipIf(!HAS_DOCKER)('code-v0 reward integrity over the wire (docker)', 
     ].join('\n');
     const forged = await episode('py-slugify', [write('slug.py', forger)]);
     expect(forged.total).toBe(0);
-    expect(forged.grade.zero_reason).toBeDefined();
+    // Harness task: the parent is the worker (the judge's argv is not its parent's), the report is the judge's.
+    expect(forged.grade.tests).toMatchObject({ collected: byId('py-slugify').spec.test.expected_tests, passed: 0 });
     // A symlinked report path in the workspace is dropped too.
     const linked = await episode('py-slugify', [bash('ln -s /tmp report.xml && ln -s /etc/passwd slug2.py')]);
     expect(linked.total).toBe(0);
