@@ -155,7 +155,7 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
       'os.kill(os.getppid(), signal.SIGTERM)',
       '',
     ].join('\n');
-    const data = await shippedTask('data-csv-summary');
+    const data = await trustedFixture('data-csv-summary-trusted');
     const r = await gradeLocally(data, { files: [{ path: 'summarize.py', content: forger }] });
     expect(r.tamper).toEqual([]);
     expect(r.score.total).toBe(0);
