@@ -23,8 +23,11 @@ export function namesUnderTest(t: Pick<LoadedTask, 'tests'>): string[] {
     for (const m of s.matchAll(/workspace\.module\("[\w.]+"\)\.(\w+)/g)) names.add(m[1] as string);
     // Harness style with a module variable: roman = workspace.module("roman"); roman.to_roman(4).
     for (const m of s.matchAll(/^(\w+)\s*=\s*workspace\.module\(/gm)) for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
-    for (const m of s.matchAll(/const\s*\{([^}]+)\}\s*=\s*await\s+\w+\(/g)) for (const n of (m[1] as string).split(',').map((x) => x.trim().split(/[\s:]/)[0] as string)) if (n) names.add(n);
-    for (const m of s.matchAll(/["']([\w-]+)\.(py|sh)["']/g)) if (!/^test_/.test(m[1] as string)) names.add(`${m[1]}.${m[2]}`);
+    // Node harness with a module variable: const m = await workspace.module('x.mjs') / workspace.sync.module(...).
+    for (const m of s.matchAll(/(?:const|let|var)\s+(\w+)\s*=\s*(?:await\s+)?workspace(?:\.sync)?\.module\(/g)) for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
+    for (const m of s.matchAll(/const\s*\{([^}]+)\}\s*=\s*await\s+[\w.]+\(/g)) for (const n of (m[1] as string).split(',').map((x) => x.trim().split(/[\s:]/)[0] as string)) if (n) names.add(n);
+    // Scripts and modules named by path (black-box tasks: workspace.run(["bin/run.sh"])).
+    for (const m of s.matchAll(/["']([\w/-]+)\.(py|sh)["']/g)) if (!/(^|\/)test_/.test(m[1] as string)) names.add(`${m[1]}.${m[2]}`);
   }
   return [...names];
 }

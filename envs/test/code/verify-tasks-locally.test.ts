@@ -16,7 +16,7 @@ describe.skipIf(!PYTHON)('shipped tasks graded locally (skipped: host python3 wi
     expect(evalShare).toBeLessThan(0.4);
     const langs = new Set(tasks.map((t) => t.spec.language));
     expect([...langs].sort()).toEqual(['javascript', 'python', 'shell']);
-    expect(tasks.filter((t) => t.spec.test.format === 'node-test-junit').length).toBeGreaterThanOrEqual(3);
+    expect(tasks.filter((t) => t.spec.test.format === 'node-harness').length).toBeGreaterThanOrEqual(3);
     expect(new Set(tasks.map((t) => t.spec.difficulty))).toEqual(new Set(['easy', 'medium', 'hard']));
   });
 
