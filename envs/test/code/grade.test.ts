@@ -7,9 +7,10 @@ import { GradeCache } from '../../src/code/rubric.js';
 import type { LoadedTask } from '../../src/code/task-types.js';
 import { writeTar } from '../../src/code/workspace-tar.js';
 import type { ExecRequest, ExecResult, Sandbox, SandboxProvider } from '../../src/sandbox-api.js';
-import { shippedTask } from './helpers.js';
+import { trustedFixture } from './helpers.js';
 
-const task = await shippedTask('py-top-words');
+// The in-process pipeline's decisions (tamper scan, prepare step, dropped files): a trusted copy of py-top-words.
+const task = await trustedFixture('py-top-words-trusted');
 const N = task.spec.test.expected_tests;
 
 function xml(passed: number, failed: number): string {
