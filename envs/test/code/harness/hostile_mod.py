@@ -244,3 +244,39 @@ def unsolicited_later():
         _frame(_json.dumps({"op": "callback", "id": 5, "fn": "%032x" % 1, "args": [], "kwargs": {}}).encode())
         os._exit(0)
     return "ok"
+
+
+# ---- by reference (workspace.ref / value / call_ref / item_ref) ----------------------------------------
+def mutate(xs):
+    xs.append("m")
+    xs[0].append(0)
+    return len(xs)
+
+
+def share(a, b):
+    return {"a": a, "b": b["k"]}  # aliases both inputs
+
+
+def share_copy(a, b):
+    return {"a": list(a), "b": list(b["k"])}
+
+
+def deep(n):
+    v = []
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def many(n):
+    return [0] * n
+
+
+def frame_ref_as_value():
+    # Answers a call_ref by value: the judge asked for a reference and must not accept anything else.
+    _answer(lambda m: _frame(_json.dumps({"op": "return", "id": m["id"], "value": [1, 2]}).encode()))
+
+
+def ask_judge(op):
+    # The worker tries to make the judge keep or read back a reference: only the judge asks for those.
+    return __main__.call_judge({"op": op, "value": [1], "obj": "%032x" % 1, "args": [], "kwargs": {}, "keys": []})

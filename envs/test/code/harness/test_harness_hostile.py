@@ -216,3 +216,87 @@ def test_judge_values_that_cannot_cross():
         for _ in range(80):
             nested = [nested]
         m.ident(nested)
+
+
+# ---- by reference: workspace.ref / value / call_ref / item_ref -----------------------------------------
+def test_ref_mutation_by_workspace_code_is_visible_through_value():
+    data = workspace.ref([[3, 4], [1, 2]])
+    assert isinstance(data, Handle) and workspace.type_name(data) == "list"
+    assert m.mutate(data) == 3
+    assert workspace.value(data) == [[3, 4, 0], [1, 2], "m"]
+    plain = [[3, 4], [1, 2]]
+    m.mutate(plain)  # by value: the worker mutated its own copy
+    assert plain == [[3, 4], [1, 2]]
+    untouched = workspace.ref({"k": [1], "t": (1, [2])})
+    m.ident(untouched)
+    back = workspace.value(untouched)
+    assert back == {"k": [1], "t": (1, [2])} and type(back["t"]) is tuple
+    holder = workspace.ref([m.Store()])  # handles inside a ref stay the worker's objects
+    assert workspace.type_name(workspace.item_ref(holder, 0)) == "Store"
+
+
+def test_call_ref_aliasing_is_observable_through_item_ref():
+    a, b = workspace.ref([1]), workspace.ref({"k": [2]})
+    shared = workspace.call_ref(m.share, a, b)
+    assert isinstance(shared, Handle) and workspace.type_name(shared) == "dict"
+    workspace.item_ref(shared, "a").append("x")
+    workspace.item_ref(shared, "b").append("y")
+    assert workspace.value(a) == [1, "x"] and workspace.value(b) == {"k": [2, "y"]}
+    copied = workspace.call_ref(m.share_copy, a, b)
+    workspace.item_ref(copied, "a").append("z")
+    workspace.item_ref(copied, "b").append("z")
+    assert workspace.value(a) == [1, "x"] and workspace.value(b) == {"k": [2, "y"]}
+    assert workspace.value(copied) == {"a": [1, "x", "z"], "b": [2, "y", "z"]}
+    nested = workspace.ref({"x": [{"y": [0]}]})
+    workspace.item_ref(nested, "x", 0, "y").append(1)
+    assert workspace.value(nested) == {"x": [{"y": [0, 1]}]}
+    assert workspace.value(workspace.call_ref(m.double, x=4)) == 8
+    with pytest.raises(KeyError):
+        workspace.item_ref(nested, "nope")
+    with pytest.raises(m.ParseError):
+        workspace.call_ref(m.bad)
+
+
+def test_refs_are_handles_refuse_comparison_and_die_with_the_worker():
+    for h in (workspace.ref([1]), workspace.call_ref(m.ident, 5), workspace.item_ref(workspace.ref([[1]]), 0)):
+        for op in (lambda: h == [1], lambda: h != 5, lambda: h < 1, lambda: hash(h), lambda: bool(h), lambda: [1] == h):
+            with pytest.raises(TypeError):
+                op()
+    with pytest.raises(TypeError):
+        workspace.value([1])  # a judge value is not a reference
+    with pytest.raises(TypeError):
+        workspace.call_ref(len, [1])  # only workspace callables
+    r = workspace.ref([1])
+    workspace.restart()
+    with pytest.raises(WorkspaceCrashed):
+        workspace.value(r)
+
+
+def test_ref_limits_hold():
+    nested = []
+    for _ in range(80):
+        nested = [nested]
+    with pytest.raises(ValueError):
+        workspace.ref(nested)  # judge -> worker: refused before sending
+    deep = workspace.call_ref(m.deep, 100)
+    with pytest.raises(WorkspaceError):
+        workspace.value(deep)  # worker -> judge: too deep to cross by value
+    assert workspace.value(workspace.item_ref(deep, *[0] * 60)) == m.deep(40)
+    big = workspace.call_ref(m.many, 1_100_000)
+    with pytest.raises(WorkspaceError):
+        workspace.value(big)
+    assert len(big) == 1_100_000
+    assert m.double(2) == 4  # the worker is still the same, healthy one
+
+
+def test_a_reference_is_never_answered_by_value():
+    with pytest.raises(WorkspaceProtocolError):
+        workspace.call_ref(m.frame_ref_as_value)
+    assert m.double(5) == 10
+
+
+@pytest.mark.parametrize("op", ["ref", "value", "call_ref", "item_ref"])
+def test_the_worker_cannot_make_or_read_references_on_its_own(op):
+    with pytest.raises(WorkspaceProtocolError):
+        m.ask_judge(op)
+    assert m.double(5) == 10

@@ -885,6 +885,37 @@ class _Workspace:
                 out.append(c.dec(item, 1, budget))
         return out
 
+    # ---- by reference: objects the JUDGE chose to keep in the worker (the worker never makes one on its own) ----
+    def _forced_handle(self, msg):
+        """Sends a request whose answer must be a handle (never a value): refs exist only when the judge asks."""
+        c = self._c
+        reply = c.request(msg)
+        if reply["op"] != "return":
+            return c.result(reply)
+        v = reply.get("value")
+        if type(v) is not dict or "h" not in v:
+            c._bad("a value where a reference was asked for")
+        return c.dec(v)
+
+    def ref(self, value):
+        """A handle to a worker-side object decoded from `value` (by value in, then kept in the worker)."""
+        return self._forced_handle({"op": "ref", "value": self._c.enc(value)})
+
+    def value(self, handle):
+        """The handle's object read back BY VALUE (same limits as any frame; non-value parts stay handles)."""
+        c = self._c
+        return c.result(c.request({"op": "value", "obj": self._handle(handle, "workspace.value")}))
+
+    def call_ref(self, fn, *args, **kwargs):
+        """fn(*args, **kwargs) in the worker, its result kept there as a handle even when it is a list/dict/..."""
+        c = self._c
+        return self._forced_handle({"op": "call_ref", "obj": self._handle(fn, "workspace.call_ref"), "args": c.enc(list(args)), "kwargs": c.enc_kwargs(kwargs)})
+
+    def item_ref(self, handle, *keys):
+        """A handle to handle[k1][k2]... kept by reference (mutating it mutates the original)."""
+        c = self._c
+        return self._forced_handle({"op": "item_ref", "obj": self._handle(handle, "workspace.item_ref"), "keys": c.enc(list(keys))})
+
     def list(self, iterable, limit=100_000):
         c = self._c
         v = c.result(c.request({"op": "drain", "obj": self._handle(iterable, "workspace.list"), "limit": int(limit)}))

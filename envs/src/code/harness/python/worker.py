@@ -401,6 +401,26 @@ class _Many:
         self.items = items
 
 
+class _Ref:
+    """A result the judge asked to keep BY REFERENCE: encoded as a handle whatever its type."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+def op_call_ref(msg):
+    return _Ref(op_call(msg))
+
+
+def op_item_ref(msg):
+    o = obj(msg)
+    for k in dec(msg.get("keys", [])):
+        o = o[k]
+    return _Ref(o)
+
+
 def op_drain(msg):
     it = iter(obj(msg))
     limit = int(msg.get("limit", 100_000))
@@ -578,6 +598,10 @@ OPS = {
     "run": _run,
     "fs": op_fs,
     "ping": lambda m: None,
+    "ref": lambda m: _Ref(dec(m["value"])),
+    "value": lambda m: obj(m),
+    "call_ref": op_call_ref,
+    "item_ref": op_item_ref,
 }
 
 _base_enc = enc
@@ -587,6 +611,9 @@ def enc(v, depth=0, budget=None, key=False):  # noqa: F811  (results of call_man
     if type(v) is _Many:
         b = _Budget()
         return {"many": [_base_enc(x, 1, b) if type(x) is not _CaughtExc else {"exc": exc_desc(x.e)} for x in v.items]}
+    if type(v) is _Ref:
+        o = v.v
+        return {"h": new_handle(o), "k": kind_of(o), "n": str(getattr(type(o), "__name__", "object"))[:100]}
     return _base_enc(v, depth, budget, key)
 
 
