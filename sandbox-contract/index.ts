@@ -109,6 +109,12 @@ export interface FileEntry {
 /** A sandbox as an env sees it. Driver sandboxes (server/src/sandbox/types.ts DriverSandbox) extend it. */
 export interface Sandbox {
   readonly id: string;
+  /**
+   * Content id of the image this sandbox runs (Docker: the image's `sha256:...` id, read once when the
+   * container is created, never on the step path); null where the driver runs no image (bubblewrap runs
+   * the host's /usr). Graders report it as reward provenance.
+   */
+  readonly image_id?: string | null;
   /** Never throws on a non-zero exit; throws when the sandbox is gone (SandboxFailure at the env API). */
   exec(req: ExecRequest): Promise<ExecResult>;
   /** Streamed through the command channel (works on tmpfs / read-only root). */

@@ -80,6 +80,7 @@ async function guard<T>(p: Promise<T>): Promise<T> {
 function envSandbox(sb: DriverSandbox): Sandbox {
   return {
     id: sb.id,
+    image_id: sb.image_id,
     exec: (req) => guard(sb.exec(req)),
     putFiles: (files, opts) => guard(sb.putFiles(files, opts)),
     getFile: (path) => guard(sb.getFile(path)),

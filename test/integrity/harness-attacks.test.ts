@@ -243,7 +243,7 @@ interface Grade {
 interface Outcome {
   reward: number;
   grade: Grade;
-  grader: { version: string; task_hash: string; image: string; trusted: boolean };
+  grader: { version: string; task_hash: string; image: string; image_id: string | null; trusted: boolean };
   observation: string;
 }
 
@@ -297,7 +297,14 @@ for (const drv of DRIVERS) {
       const ref = await submit({ 'slug.py': REFERENCE });
       expect(ref.reward).toBeCloseTo(1, 9);
       expect(ref.grade.tests).toMatchObject({ collected: N, passed: N });
-      expect(ref.grader).toEqual({ version: expect.stringMatching(/^2\+[0-9a-f]{12}$/), task_hash: task.content_hash, image: task.spec.image, trusted: false });
+      // image_id: the grading image by content (Docker); bubblewrap runs no image.
+      expect(ref.grader).toEqual({
+        version: expect.stringMatching(/^2\+[0-9a-f]{12}$/),
+        task_hash: task.content_hash,
+        image: task.spec.image,
+        image_id: drv.name === 'docker' ? expect.stringMatching(/^sha256:[0-9a-f]{64}$/) : null,
+        trusted: false,
+      });
       const nul = await submit({ 'slug.py': UNTOUCHED });
       untouched = nul.reward;
       expect(untouched).toBe(0);

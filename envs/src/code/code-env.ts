@@ -266,7 +266,7 @@ class CodeEnvInstance implements EnvInstance {
     };
     if (grade) {
       info.grade = this.gradeInfo(grade);
-      info.grader = this.provenance();
+      info.grader = this.provenance(grade);
     }
     const obs = final && grade ? `${observation}\n\n${this.finalText(grade, submitted)}` : observation;
     return { observation: capText(obs, OBSERVATION_MAX), reward, terminated: submitted, truncated, info };
@@ -284,9 +284,9 @@ class CodeEnvInstance implements EnvInstance {
    * Which judge produced this reward (issue 12): grader version, task content hash, the task's image and
    * whether the task is a trusted in-process one (its code under test could decide its own verdict).
    */
-  private provenance(): { version: string; task_hash: string; image: string; trusted: boolean } {
+  private provenance(g?: GradeResult): { version: string; task_hash: string; image: string; image_id: string | null; trusted: boolean } {
     const t = this.task as LoadedTask;
-    return { version: GRADER_VERSION, task_hash: t.content_hash, image: t.spec.image, trusted: t.spec.trusted };
+    return { version: GRADER_VERSION, task_hash: t.content_hash, image: t.spec.image, image_id: g?.image_id ?? null, trusted: t.spec.trusted };
   }
 
   private gradeInfo(g: GradeResult): Record<string, unknown> {

@@ -31,6 +31,8 @@ export interface GradeResult {
    * message the task author controls (their assertion message, a harness message, or "failed").
    */
   failures?: AgentFailure[];
+  /** The grading sandbox's image content id (Sandbox.image_id): reward provenance. */
+  image_id?: string | null;
 }
 
 export interface AgentFailure {
@@ -125,6 +127,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   const ta = performance.now();
   const sb = await opts.provider.acquire(opts.requirement);
   const acquireMs = performance.now() - ta;
+  const imageId = sb.image_id ?? null;
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   const tr = performance.now();
@@ -175,6 +178,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   if (finalState) components.final_state = finalState.fraction;
   const result: GradeResult = {
     ...common,
+    image_id: imageId,
     score: combine(components, weights, zero),
     ...(tests ? { tests } : {}),
     ...(finalState ? { final_state_failed: finalState.failed } : {}),

@@ -34,6 +34,8 @@ function decodeOutput(buf: Buffer, truncated: boolean, cap: number, stream: stri
 
 export abstract class ChannelSandbox implements DriverSandbox {
   private died: string | null = null;
+  /** Set by the driver once the sandbox exists (Docker: from the container's inspect). */
+  image_id: string | null = null;
   private destroying: Promise<void> | null = null;
   private readonly diedCbs = new Set<(reason: string) => void>();
 

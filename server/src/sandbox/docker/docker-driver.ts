@@ -324,6 +324,8 @@ export class DockerDriver implements SandboxDriver {
     try {
       await container.start();
       await channel.start();
+      // Reward provenance: which image (by content, not tag) this sandbox runs. Once per creation.
+      sb.image_id = (await container.inspect()).Image ?? null;
     } catch (e) {
       await sb.destroy();
       const tail = stderrTail.trim();
