@@ -637,25 +637,43 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
     { path: `${layout.root}/conftest.py`, content: HARNESS_CONFTEST, mode: 0o444 },
     { path: layout.ini, content: harnessPytestIni(layout), mode: 0o444 },
     { path: `${layout.root}/harness.json`, content: JSON.stringify(config), mode: 0o444 },
+  ];
+  return finishHarnessPlan(task, nonce, layout, opts, files, { changed, agentEnv: agentEnv.join(' '), node: opts.node ?? 'node', preflight, runLine, testLimitS, runTimeoutMs, sameUid });
+}
+
+/**
+ * What both harness formats share after their own files: the syntax check, the values the grade script hands
+ * to agent-uid commands as argv (it reads its own files, the agent never does), the scripts, and the run as the
+ * judge.
+ */
+function finishHarnessPlan(
+  task: LoadedTask,
+  nonce: string,
+  layout: GradingLayout,
+  opts: PlanOptions,
+  own: FileEntry[],
+  p: { changed: string[]; agentEnv: string; node: string; preflight: string; runLine: string; testLimitS: number; runTimeoutMs: number; sameUid: boolean },
+): GradingPlan {
+  const files: FileEntry[] = [
+    ...own,
     { path: layout.syntaxScript, content: SYNTAX_CHECK_STDIN_PY, mode: 0o444 },
-    { path: layout.syntaxList, content: changed.join('\n') + (changed.length ? '\n' : ''), mode: 0o444 },
-    // Values the grade script hands to agent-uid commands as argv (it reads its own files, the agent never does).
-    { path: `${layout.root}/env.txt`, content: agentEnv.join(' '), mode: 0o444 },
+    { path: layout.syntaxList, content: p.changed.join('\n') + (p.changed.length ? '\n' : ''), mode: 0o444 },
+    { path: `${layout.root}/env.txt`, content: p.agentEnv, mode: 0o444 },
     { path: `${layout.root}/python.txt`, content: opts.python ?? 'python3', mode: 0o444 },
-    { path: `${layout.root}/node.txt`, content: opts.node ?? 'node', mode: 0o444 },
-    { path: `${layout.root}/preflight.sh`, content: preflight, mode: 0o444 },
-    { path: layout.runScript, content: runLine, mode: 0o444 },
+    { path: `${layout.root}/node.txt`, content: p.node, mode: 0o444 },
+    { path: `${layout.root}/preflight.sh`, content: p.preflight, mode: 0o444 },
+    { path: layout.runScript, content: p.runLine, mode: 0o444 },
     { path: layout.gradeScript, content: HARNESS_GRADE_SH, mode: 0o444 },
     { path: `${layout.out}/.keep`, content: '', mode: 0o444 },
     { path: `${layout.home}/.keep`, content: '', mode: 0o444 },
     { path: `${layout.tmp}/.keep`, content: '', mode: 0o444 },
   ];
   const run: ExecRequest = {
-    argv: ['sh', layout.gradeScript, layout.root, String(testLimitS), sameUid ? '1' : '0'],
+    argv: ['sh', layout.gradeScript, layout.root, String(p.testLimitS), p.sameUid ? '1' : '0'],
     cwd: layout.root,
     identity: 'judge',
     stdin: `${nonce}\n`,
-    timeout_ms: runTimeoutMs,
+    timeout_ms: p.runTimeoutMs,
     max_output_bytes: opts.max_output_bytes ?? 16 * 1024 * 1024,
   };
   const testHashes: Record<string, string> = {};
@@ -710,27 +728,7 @@ function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPla
     { path: layout.reporter, content: NODE_JUNIT_REPORTER, mode: 0o444 },
     { path: `${layout.root}/agent-reporter.mjs`, content: NODE_HARNESS_FILES['agent-reporter.mjs'], mode: 0o444 },
     { path: `${layout.root}/node-harness.json`, content: JSON.stringify(config), mode: 0o444 },
-    { path: layout.syntaxScript, content: SYNTAX_CHECK_STDIN_PY, mode: 0o444 },
-    { path: layout.syntaxList, content: changed.join('\n') + (changed.length ? '\n' : ''), mode: 0o444 },
-    { path: `${layout.root}/env.txt`, content: [`PATH=${path}`, 'HOME=/tmp', 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'PYTHONDONTWRITEBYTECODE=1'].join(' '), mode: 0o444 },
-    { path: `${layout.root}/python.txt`, content: opts.python ?? 'python3', mode: 0o444 },
-    { path: `${layout.root}/node.txt`, content: node, mode: 0o444 },
-    { path: `${layout.root}/preflight.sh`, content: preflight, mode: 0o444 },
-    { path: layout.runScript, content: runLine, mode: 0o444 },
-    { path: layout.gradeScript, content: HARNESS_GRADE_SH, mode: 0o444 },
-    { path: `${layout.out}/.keep`, content: '', mode: 0o444 },
-    { path: `${layout.home}/.keep`, content: '', mode: 0o444 },
-    { path: `${layout.tmp}/.keep`, content: '', mode: 0o444 },
   ];
-  const run: ExecRequest = {
-    argv: ['sh', layout.gradeScript, layout.root, String(testLimitS), sameUid ? '1' : '0'],
-    cwd: layout.root,
-    identity: 'judge',
-    stdin: `${nonce}\n`,
-    timeout_ms: runTimeoutMs,
-    max_output_bytes: opts.max_output_bytes ?? 16 * 1024 * 1024,
-  };
-  const testHashes: Record<string, string> = {};
-  for (const f of task.tests) testHashes[`./${f.path}`] = f.sha256;
-  return { nonce, layout, prepare: null, files, run, testHashes, judge: true };
+  const agentEnv = [`PATH=${path}`, 'HOME=/tmp', 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'PYTHONDONTWRITEBYTECODE=1'].join(' ');
+  return finishHarnessPlan(task, nonce, layout, opts, files, { changed, agentEnv, node, preflight, runLine, testLimitS, runTimeoutMs, sameUid });
 }
