@@ -46,8 +46,11 @@ async function pytestRun(name: string, testFile: string): Promise<Run> {
   await writeFile(path.join(judge, 'pytest.ini'), `[pytest]\naddopts =\npythonpath = ${judge}/harness\njunit_family = xunit2\n`);
   const config = { workspace: path.join(dir, 'ws'), python: PYTHON, path: process.env.PATH, call_timeout_s: 10, same_uid: true, messages: path.join(judge, 'out', 'agent.json'), tmp: dir, data_mb: 512, nproc: 256, nofile: 1024 };
   await writeFile(path.join(judge, 'harness.json'), JSON.stringify(config));
-  await copyFile(path.join(HERE, testFile), path.join(judge, 'tests', testFile));
-  const argv = ['-I', '-B', '-m', 'pytest', '-c', 'pytest.ini', `--rootdir=${judge}`, `--confcutdir=${judge}`, '-p', 'no:cacheprovider', '--assert=plain', `--junitxml=${judge}/out/report.xml`, '-q', `tests/${testFile}`];
+  // The fixtures are hidden tests of a task (files a task author writes), kept under non-test names so that no
+  // test runner of ours collects them; they become test_<name>.py only in the judge's tests dir.
+  const hidden = `test_${testFile.replace(/^hidden_/, '')}`;
+  await copyFile(path.join(HERE, testFile), path.join(judge, 'tests', hidden));
+  const argv = ['-I', '-B', '-m', 'pytest', '-c', 'pytest.ini', `--rootdir=${judge}`, `--confcutdir=${judge}`, '-p', 'no:cacheprovider', '--assert=plain', `--junitxml=${judge}/out/report.xml`, '-q', `tests/${hidden}`];
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDGYM_HARNESS_CONFIG: path.join(judge, 'harness.json'), PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1', HOME: dir };
   const log = await new Promise<string>((resolve) => {
     execFile(PYTHON as string, argv, { cwd: judge, env, timeout: 240_000, maxBuffer: 16 << 20 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
@@ -59,7 +62,7 @@ async function pytestRun(name: string, testFile: string): Promise<Run> {
 
 describe.skipIf(!PYTHON)('python harness vs a hostile worker (host; skipped: host python3 without pytest)', () => {
   test('every defence holds: each check passes, the judge survives every attack', async () => {
-    const r = await pytestRun('hostile', 'test_harness_hostile.py');
+    const r = await pytestRun('hostile', 'hidden_hostile.py');
     if (!r.junit.ok) throw new Error(`no report: ${r.junit.reason}\n${r.log.slice(-4000)}`);
     const bad = r.junit.report.cases.filter((c) => c.outcome !== 'passed');
     expect(bad, r.log.slice(-6000)).toEqual([]);
@@ -67,7 +70,7 @@ describe.skipIf(!PYTHON)('python harness vs a hostile worker (host; skipped: hos
   }, 300_000);
 
   test('agent-facing messages: the author message, a harness message or "failed"; never parameter values or test text', async () => {
-    const r = await pytestRun('messages', 'test_harness_messages.py');
+    const r = await pytestRun('messages', 'hidden_messages.py');
     expect(r.agent.tests).toEqual([
       { test: 'test_author_message', outcome: 'failed', message: 'double(1) should be 2' },
       { test: 'test_no_message', outcome: 'failed', message: 'failed' },

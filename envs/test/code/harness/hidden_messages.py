@@ -1,4 +1,6 @@
-# Agent-facing messages: these tests FAIL on purpose; harness.test.ts checks what agent.json says about them.
+# A task's hidden tests (fixture data, copied in as tests/test_messages.py by harness.test.ts): they FAIL on
+# purpose, and harness.test.ts checks what agent.json says about each. test_skipped is an author's own skip in a
+# hidden test: the grader must count it as failed, never as passed or absent.
 import pytest
 from sandgym_harness import workspace
 
