@@ -22,9 +22,22 @@ const here = (rel: string) => fileURLToPath(new URL(rel, import.meta.url));
 
 let bundle: Promise<{ js: string; map: string }> | null = null;
 
+async function readPrebuilt(): Promise<{ js: string; map: string } | null> {
+  try {
+    const [js, map] = await Promise.all([readFile(here('./app.js'), 'utf8'), readFile(here('./app.js.map'), 'utf8')]);
+    return { js, map };
+  } catch {
+    return null;
+  }
+}
+
 /** Bundles the page script once per process (esbuild takes ~100 ms; the first page load pays it). */
 export function buildInspectorBundle(): Promise<{ js: string; map: string }> {
   bundle ??= (async () => {
+    // The compiled server (server/dist, what the npm package ships) has the bundle prebuilt next to
+    // it by scripts/build.mjs; only a run from the TypeScript sources bundles here (esbuild is a dev tool).
+    const prebuilt = await readPrebuilt();
+    if (prebuilt) return prebuilt;
     const { build } = await import('esbuild');
     const result = await build({
       entryPoints: [here('./page/main.ts')],
