@@ -1,41 +1,19 @@
-// The exit codes of every sandgym subcommand, declared once (documented in docs/CLI.md), and the one
-// mapping from a thrown error to its code. Errors are told apart by type, never by message.
+// The one mapping from a thrown error to its exit code (the codes themselves: exit-status.ts,
+// re-exported here). Errors are told apart by type, never by message. This module imports the error
+// types of config, env modules and task sets, so the CLI loads it only to run a command.
 import { EnvModuleError } from '../../../envs/src/module-loader.js';
 import { TaskLoadError } from '../../../envs/src/code/task-loader.js';
 import { ConfigError } from '../config.js';
+import { NoSandboxDriverError } from '../sandbox/errors.js';
 import { UsageError } from './args.js';
+import { CommandFailedError, EXIT, UnavailableError, type ExitCode } from './exit-status.js';
 
-export const EXIT = {
-  /** Done; for check, tasks check and tasks validate: every check passed. */
-  OK: 0,
-  /** The command ran and the answer is no: a check, leakage check or validation failed, an image build failed, the server refused the env. */
-  FAILED: 1,
-  /** The command line is wrong (unknown command, subcommand or option, missing or bad value, wrong arguments). Nothing was done. */
-  USAGE: 2,
-  /** A file or module the command line names cannot be used: config file, tokens file, --env-module, task set. */
-  INPUT: 3,
-  /** Something the command needs is not there: the server at --url (unreachable, refused the token), a sandbox driver, the port to listen on. */
-  UNAVAILABLE: 4,
-  /** An unexpected error: a bug. The stack is printed. */
-  INTERNAL: 5,
-} as const;
-
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
-
-/** Something the command needs is unavailable (EXIT.UNAVAILABLE); the message says what and why. */
-export class UnavailableError extends Error {
-  override readonly name = 'UnavailableError';
-}
-
-/** The command ran and failed in an expected way (EXIT.FAILED); the message is the whole story. */
-export class CommandFailedError extends Error {
-  override readonly name = 'CommandFailedError';
-}
+export { CommandFailedError, EXIT, UnavailableError, type ExitCode } from './exit-status.js';
 
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.USAGE;
   if (e instanceof ConfigError || e instanceof EnvModuleError || e instanceof TaskLoadError) return EXIT.INPUT;
-  if (e instanceof UnavailableError) return EXIT.UNAVAILABLE;
+  if (e instanceof UnavailableError || e instanceof NoSandboxDriverError) return EXIT.UNAVAILABLE;
   if (e instanceof CommandFailedError) return EXIT.FAILED;
   return EXIT.INTERNAL;
 }
