@@ -10,8 +10,10 @@ export function registerHttpRoutes(app: FastifyInstance, core: ServerCore): void
 
   app.get('/readyz', async (_req, reply) => {
     const r = core.readiness();
-    if (r.ready) return { status: 'ready', envs: core.registry.list().length };
-    return reply.code(503).send({ status: 'not_ready', reason: r.reason });
+    // `sandbox`: the driver in use (null: none, sandboxed envs refused), missing images, pool stats.
+    const sandbox = r.sandbox ? { sandbox: r.sandbox } : {};
+    if (r.ready) return { status: 'ready', envs: core.registry.list().length, ...sandbox };
+    return reply.code(503).send({ status: 'not_ready', reason: r.reason, ...sandbox });
   });
 
   app.get(`/v${PROTOCOL_VERSION}/envs`, async () => ({ envs: core.registry.specs() }));

@@ -6,6 +6,7 @@
 // SandboxFailure (SANDBOX_ERROR), SandboxLimitError / SandboxRequestError -> InvalidArgument
 // (INVALID_ARGUMENT at make/reset, INVALID_ACTION in step). Every sandbox a session holds is released
 // when it closes; a sandbox that dies (OOM, exit) fails its session at once through `onFailure`.
+import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
@@ -21,6 +22,7 @@ import {
   createDriver,
   DEFAULT_LIMITS,
   defaultMaxLimits,
+  NoSandboxDriverError,
   PoolSet,
   SandboxAcquireAborted,
   SandboxGoneError,
@@ -29,6 +31,7 @@ import {
   type CreateDriverOptions,
   type DriverChoice,
   type DriverSandbox,
+  type PoolStats,
   type SandboxDriver,
   type SandboxLimits,
   type SandboxSpec,
@@ -40,7 +43,25 @@ export interface SessionSandboxes extends SandboxProvider {
   releaseAll(): Promise<void>;
 }
 
-export type Readiness = { ready: true } | { ready: false; reason: string };
+/** What /readyz reports of the sandbox layer besides ready or not. */
+export interface SandboxState {
+  /** The driver in use, or null when none works here (the envs that need one answer UNSUPPORTED). */
+  driver: string | null;
+  /** Why there is no driver and how to get one (only when driver is null). */
+  reason?: string;
+  /** Images the registered sandboxed envs need that the driver cannot find (build: `npx sandgym images build`). */
+  missing_images: string[];
+  pools: PoolStats[];
+}
+
+export type Readiness = { ready: true; sandbox?: SandboxState } | { ready: false; reason: string; sandbox?: SandboxState };
+
+/** How to get the sandboxed envs on a machine without a sandbox driver: said in the log and in UNSUPPORTED. */
+export const ENABLE_SANDBOXES_HINT =
+  'to serve them, start a Docker daemon (then build the images once: npx sandgym images build) or install bubblewrap (e.g. apt-get install bubblewrap), and restart the server';
+
+/** How often a missing image is looked for again, so building it while the server runs is enough. */
+const IMAGE_RECHECK_MS = 10_000;
 
 /** What the session layer sees of the sandbox layer. */
 export interface SandboxService {
@@ -51,6 +72,8 @@ export interface SandboxService {
    */
   forSession(sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes;
   ready(): Readiness;
+  /** False when no driver works here and every sandboxed env is refused (hello's capabilities.sandbox). */
+  readonly available?: boolean;
   /**
    * Why this server cannot give an env's sandbox the guarantees sandgym promises (e.g. rootless
    * bubblewrap cannot keep the judge apart from the agent), or null when it can. Checked at make:
@@ -158,43 +181,140 @@ class SessionProvider implements SessionSandboxes {
 }
 
 export class PooledSandboxService implements SandboxService {
+  /** Image -> the pool specs waiting for it (images the driver does not have; see warm()). */
+  private readonly missing = new Map<string, { env: string; spec: SandboxSpec }[]>();
+  private recheckTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * @param imagePresent how to tell whether the driver has an image (drivers with images only: Docker).
+   * Without it every image counts as present.
+   */
   constructor(
     readonly driver: SandboxDriver,
     readonly pools: PoolSet,
     private readonly log?: FastifyBaseLogger,
+    private readonly imagePresent?: (image: string) => Promise<boolean>,
   ) {}
 
   forSession(_sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes {
     return new SessionProvider(this.pools, signal, onFailure);
   }
 
-  /** Starts filling the pool of every env that declares a sandbox, so the first reset is a pop. */
-  warm(registry: EnvRegistry): void {
-    for (const { def } of registry.list()) {
-      if (!def.sandbox) continue;
-      try {
-        this.pools.warm(specOf(def.sandbox));
-        this.log?.info({ env: def.id, image: def.sandbox.image }, 'sandbox pool warming');
-      } catch (e) {
-        // A limit above the server maximum: that env's makes will fail with INVALID_ARGUMENT.
-        this.log?.warn({ env: def.id, err: (e as Error).message }, 'cannot warm a sandbox pool for env');
+  /**
+   * Starts filling the pool of every env that declares a sandbox, so the first reset is a pop. An env
+   * whose image is missing gets no pool (a pool would only fail to create, again and again): the
+   * server logs one line naming `npx sandgym images build`, refuses that env at make with the same
+   * hint, reports not ready, and looks for the image again every IMAGE_RECHECK_MS.
+   */
+  async warm(registry: EnvRegistry): Promise<void> {
+    const specs: { env: string; spec: SandboxSpec }[] = [];
+    for (const { def } of registry.list()) if (def.sandbox) specs.push({ env: def.id, spec: specOf(def.sandbox) });
+    const present = new Map<string, boolean>();
+    if (this.imagePresent) {
+      const images = [...new Set(specs.map((s) => s.spec.image))];
+      const found = await Promise.all(images.map((i) => this.imagePresent!(i).catch(() => true)));
+      images.forEach((i, k) => present.set(i, found[k] as boolean));
+    }
+    for (const { env, spec } of specs) {
+      if (present.get(spec.image) === false) {
+        const waiting = this.missing.get(spec.image) ?? [];
+        waiting.push({ env, spec });
+        this.missing.set(spec.image, waiting);
+        continue;
       }
+      this.warmOne(env, spec);
+    }
+    for (const image of this.missing.keys()) {
+      const envs = specs.filter((s) => s.spec.image === image).map((s) => s.env);
+      this.log?.warn({ image, envs }, `sandbox image ${image} is missing (needed by ${envs.join(', ')}): run \`npx sandgym images build\`; the server picks it up once built`);
+    }
+    if (this.missing.size > 0) this.scheduleRecheck();
+  }
+
+  private warmOne(env: string, spec: SandboxSpec): void {
+    try {
+      this.pools.warm(spec);
+      this.log?.info({ env, image: spec.image }, 'sandbox pool warming');
+    } catch (e) {
+      // A limit above the server maximum: that env's makes will fail with INVALID_ARGUMENT.
+      this.log?.warn({ env, err: (e as Error).message }, 'cannot warm a sandbox pool for env');
     }
   }
 
-  ready(): Readiness {
-    return { ready: true };
+  private scheduleRecheck(): void {
+    if (this.recheckTimer || !this.imagePresent) return;
+    this.recheckTimer = setInterval(() => void this.recheck(), IMAGE_RECHECK_MS);
+    this.recheckTimer.unref();
   }
 
-  unsupported(_req: SandboxRequirement): string | null {
+  private async recheck(): Promise<void> {
+    for (const [image, specs] of [...this.missing]) {
+      if (!(await this.imagePresent!(image).catch(() => false))) continue;
+      if (!this.missing.delete(image)) continue;
+      this.log?.info({ image }, `sandbox image ${image} is present now`);
+      for (const { env, spec } of specs) this.warmOne(env, spec);
+    }
+    if (this.missing.size === 0 && this.recheckTimer) {
+      clearInterval(this.recheckTimer);
+      this.recheckTimer = null;
+    }
+  }
+
+  state(): SandboxState {
+    return { driver: this.driver.kind, missing_images: [...this.missing.keys()], pools: this.pools.stats() };
+  }
+
+  ready(): Readiness {
+    const sandbox = this.state();
+    if (sandbox.missing_images.length > 0) {
+      return { ready: false, reason: `sandbox image(s) missing: ${sandbox.missing_images.join(', ')}; run \`npx sandgym images build\``, sandbox };
+    }
+    return { ready: true, sandbox };
+  }
+
+  unsupported(req: SandboxRequirement): string | null {
+    if (this.missing.has(req.image)) return `its sandbox image ${req.image} is not built on this server; run \`npx sandgym images build\` (the server picks it up once built)`;
     return this.driver.capabilities.judge_isolation;
   }
 
   async close(): Promise<void> {
+    if (this.recheckTimer) clearInterval(this.recheckTimer);
+    this.recheckTimer = null;
     this.pools.logStats();
     await this.pools.close();
     await this.driver.close();
   }
+}
+
+/**
+ * What the server runs with when `--driver auto` finds no driver: every env that needs no sandbox is
+ * served; those that do are refused at make with UNSUPPORTED naming the fix.
+ */
+export class NoDriverSandboxService implements SandboxService {
+  readonly available = false;
+
+  constructor(readonly reason: string) {}
+
+  forSession(): SessionSandboxes {
+    const reason = this.reason;
+    return {
+      acquire: async () => {
+        throw new SandboxFailure(`no sandbox driver: ${reason}`);
+      },
+      release: async () => undefined,
+      releaseAll: async () => undefined,
+    };
+  }
+
+  ready(): Readiness {
+    return { ready: true, sandbox: { driver: null, reason: `${this.reason}; ${ENABLE_SANDBOXES_HINT}`, missing_images: [], pools: [] } };
+  }
+
+  unsupported(): string {
+    return `this server has no sandbox driver (${this.reason}); ${ENABLE_SANDBOXES_HINT}`;
+  }
+
+  async close(): Promise<void> {}
 }
 
 /** Built-in defaults/maxima overlaid with config.sandbox.limits_default / limits_max; defaults must fit. */
@@ -229,6 +349,19 @@ export function driverOptionsFromConfig(sc: SandboxConfig, limits: { defaults: S
   };
 }
 
+/** Whether the Docker daemon (the driver's: same environment) has an image; any answer but 404 counts as present. */
+function dockerImagePresent(): (image: string) => Promise<boolean> {
+  const docker = new Docker();
+  return async (image) => {
+    try {
+      await docker.getImage(image).inspect();
+      return true;
+    } catch (e) {
+      return (e as { statusCode?: number }).statusCode !== 404;
+    }
+  };
+}
+
 /**
  * Build the service from config.driver ('docker' | 'local' | 'auto'), config.pools and
  * config.sandbox, and warm a pool for every registered env that declares a sandbox. `registry`
@@ -240,7 +373,19 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
   const sc = config.sandbox ?? {};
   const limits = limitsFromConfig(sc);
   const logger = log.child({ component: 'sandbox' });
-  const driver = await createDriver(kind, { logger, ...driverOptionsFromConfig(sc, limits) });
+  let driver: SandboxDriver;
+  try {
+    driver = await createDriver(kind, { logger, ...driverOptionsFromConfig(sc, limits) });
+  } catch (e) {
+    // `auto` (the default of `sandgym serve` and `npm start`) on a machine with neither Docker nor
+    // bubblewrap: degrade to the envs that need no sandbox rather than refuse to start. A driver
+    // asked for by name (docker, local) that does not work stays a start-up failure.
+    if (!(e instanceof NoSandboxDriverError) || kind !== 'auto') throw e;
+    const reg = registry ?? (await (await import('./build-registry.js')).buildRegistry(config));
+    const sandboxed = reg.list().filter((x) => x.def.sandbox).map((x) => x.def.id);
+    logger.warn({ envs_refused: sandboxed }, `${e.message}: serving the envs that need no sandbox; ${sandboxed.join(', ')} answer UNSUPPORTED; ${ENABLE_SANDBOXES_HINT}`);
+    return new NoDriverSandboxService(e.message);
+  }
   const p = config.pools ?? {};
   const pools = new PoolSet(driver, {
     minIdle: p.min_idle,
@@ -255,8 +400,8 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     { driver: driver.kind, instance: driver.instanceId, limits_default: limits.defaults, limits_max: limits.maxima, limit_policy: sc.limit_policy ?? 'refuse', pools: p },
     `sandbox service ready (driver ${driver.kind})`,
   );
-  const service = new PooledSandboxService(driver, pools, logger);
-  service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
+  const service = new PooledSandboxService(driver, pools, logger, driver.capabilities.images ? dockerImagePresent() : undefined);
+  await service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
   return service;
 }
 

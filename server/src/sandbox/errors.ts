@@ -58,3 +58,19 @@ export class SandboxUnsupportedError extends Error {
     super(reason);
   }
 }
+
+/**
+ * No sandbox backend works here: no Docker daemon answers and/or bubblewrap cannot create namespaces.
+ * `choice` is what was asked for (auto, docker, local); the message names what is missing. Typed so
+ * the server can degrade (serve the envs that need no sandbox) and the CLI can exit "unavailable".
+ */
+export class NoSandboxDriverError extends Error {
+  override readonly name = 'NoSandboxDriverError';
+  readonly code = 'SANDBOX_NO_DRIVER';
+  constructor(
+    readonly choice: 'auto' | 'docker' | 'local',
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { DockerDriver, type DockerDriverOptions } from './docker/docker-driver.js';
 import { LocalDriver, type LocalDriverOptions } from './local/local-driver.js';
+import { NoSandboxDriverError } from './errors.js';
 import { Reaper, type ReaperOptions } from './reaper.js';
 import { silentLogger, type DriverChoice, type SandboxDriver, type SandboxLogger } from './types.js';
 
@@ -45,10 +46,11 @@ export async function createDriver(kind: DriverChoice, opts: CreateDriverOptions
       log.info({ driver: 'docker', instance: instanceId, capabilities: d.capabilities }, 'sandbox driver: docker');
       return d;
     }
-    if (kind === 'docker') throw new Error('sandbox driver docker: no Docker daemon answers (is dockerd running?)');
+    if (kind === 'docker') throw new NoSandboxDriverError('docker', 'sandbox driver docker: no Docker daemon answers (is dockerd running?)');
   }
   if (!(await LocalDriver.available(opts.local?.bwrapPath))) {
-    throw new Error(
+    throw new NoSandboxDriverError(
+      kind,
       kind === 'auto'
         ? 'no sandbox driver available: no Docker daemon answers and bubblewrap (bwrap) does not work here'
         : 'sandbox driver local: bubblewrap (bwrap) is missing or cannot create namespaces',
@@ -70,6 +72,6 @@ export { SandboxPool, PoolSet } from './pool.js';
 export type { PoolOptions, PoolSetOptions, PoolStats } from './pool.js';
 export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
-export { SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError, SandboxUnsupportedError } from './errors.js';
+export { NoSandboxDriverError, SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError, SandboxUnsupportedError } from './errors.js';
 export { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits } from './limits.js';
 export * from './types.js';
