@@ -34,6 +34,8 @@ Options:
                          (needed by envs that run a sandbox, e.g. shell-v0, code-v0)
   --config <file>        in-process server: JSON config file (as for sandgym serve)
   -- <serve options>     in-process server: any other \`sandgym serve\` option
+                         (not --host, --port, --token, --tokens-file, --insecure: it
+                         listens on a free loopback port and takes play's --token)
   -h, --help             show this help
 
 In the REPL, type an action (a tool call like \`bash ls -la\` or \`submit 42\`, raw JSON,
@@ -79,6 +81,9 @@ const PLAY_COMMAND = {
   rest: true,
 } as const satisfies CommandDef<OptionDefs>;
 
+/** `sandgym serve` options that cannot apply to play's private in-process server. */
+const PRIVATE_SERVE_OPTIONS = ['--host', '--port', '--token', '--tokens-file', '--insecure'];
+
 /** Parses argv (after `play`); null means --help. Throws UsageError with a readable message. */
 export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): PlayArgs | null {
   const parsed = parseCommand(PLAY_COMMAND, argv);
@@ -92,6 +97,15 @@ export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
     envModules: values['env-module'] ?? [],
     serverArgs,
   };
+  // The in-process server is private to this process: it listens on a free loopback port and accepts
+  // only play's own token. Serve options that would say otherwise are refused, not ignored.
+  const privateOption = serverArgs.find((a) => PRIVATE_SERVE_OPTIONS.includes(a.split('=')[0] as string));
+  if (privateOption !== undefined) {
+    throw new UsageError(
+      `'${privateOption.split('=')[0]}' after -- does not apply: the in-process server listens on a free loopback port and accepts only play's --token; to choose them, run \`sandgym serve\` with it and \`sandgym play --url ws://HOST:PORT${wsPath()}\``,
+      cmd,
+    );
+  }
   if (values.url !== undefined) {
     args.url = wsUrlValue('url', values.url, cmd);
     if (values.fixtures || values['env-module'] || values.config || values.driver || serverArgs.length > 0) {
@@ -249,7 +263,9 @@ export async function runPlayCli(argv: string[], io: CliIo = stdio): Promise<num
   const started = await session.start();
   out.write(started.output + '\n');
   if (!started.ok) {
-    // The server refused the env (unknown id, bad kwargs...): the error is printed above.
+    // The server refused the env (unknown id, bad kwargs...): the error is printed above. Our own
+    // close that follows is no error to report.
+    leaving = true;
     await client.close().catch(() => undefined);
     await server?.stop();
     return EXIT.FAILED;
