@@ -17,11 +17,11 @@ describe('error registry', () => {
   it('lists the contract codes with their retryable/scope/close codes', () => {
     expect(ERROR_CODES).toEqual([
       'PARSE_ERROR', 'INVALID_MESSAGE', 'HANDSHAKE_REQUIRED', 'UNSUPPORTED_VERSION', 'UNKNOWN_TYPE', 'UNSUPPORTED', 'UNKNOWN_ENV', 'UNKNOWN_SESSION',
-      'INVALID_ARGUMENT', 'INVALID_ACTION', 'RESET_NEEDED', 'CAPACITY', 'TIMEOUT', 'ENV_ERROR', 'SANDBOX_ERROR', 'UNAUTHORIZED', 'TOO_LARGE', 'SHUTTING_DOWN', 'INTERNAL',
+      'INVALID_ARGUMENT', 'INVALID_ACTION', 'RESET_NEEDED', 'CAPACITY', 'TIMEOUT', 'ENV_ERROR', 'SANDBOX_ERROR', 'UNAUTHORIZED', 'TOO_LARGE', 'CONNECTION_TIMEOUT', 'SHUTTING_DOWN', 'INTERNAL',
     ]);
-    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].retryable)).toEqual(['CAPACITY', 'TIMEOUT', 'SANDBOX_ERROR', 'SHUTTING_DOWN']);
+    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].retryable)).toEqual(['CAPACITY', 'TIMEOUT', 'SANDBOX_ERROR', 'CONNECTION_TIMEOUT', 'SHUTTING_DOWN']);
     expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].scope === 'session')).toEqual(['RESET_NEEDED', 'TIMEOUT', 'ENV_ERROR', 'SANDBOX_ERROR']);
-    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].scope === 'connection')).toEqual(['UNAUTHORIZED', 'TOO_LARGE', 'SHUTTING_DOWN']);
+    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].scope === 'connection')).toEqual(['UNAUTHORIZED', 'TOO_LARGE', 'CONNECTION_TIMEOUT', 'SHUTTING_DOWN']);
     expect(ERROR_REGISTRY.UNAUTHORIZED.closeCode).toBe(4401);
     expect(ERROR_REGISTRY.TOO_LARGE.closeCode).toBe(1009);
     expect(ERROR_REGISTRY.SHUTTING_DOWN.closeCode).toBe(1001);
@@ -29,7 +29,7 @@ describe('error registry', () => {
     expect(ERROR_REGISTRY.PARSE_ERROR.closeCode).toBeNull();
   });
   it('the close-code table holds the registry close codes and the one that is no error', () => {
-    expect(CLOSE_CODES).toEqual({ NORMAL: 1000, UNAUTHORIZED: 4401, TOO_LARGE: 1009, SHUTTING_DOWN: 1001, INTERNAL: 1011 });
+    expect(CLOSE_CODES).toEqual({ NORMAL: 1000, UNAUTHORIZED: 4401, TOO_LARGE: 1009, CONNECTION_TIMEOUT: 4408, SHUTTING_DOWN: 1001, INTERNAL: 1011 });
     for (const code of ERROR_CODES) {
       const close = ERROR_REGISTRY[code].closeCode;
       expect(close === null ? undefined : errorOfCloseCode(close), code).toBe(close === null ? undefined : code);

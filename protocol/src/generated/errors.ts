@@ -3,7 +3,7 @@
 // The error registry (protocol/schema/errors.json) as TypeScript.
 // Regenerate with `npm run gen`; protocol/test/generated.test.ts fails when this file is stale.
 
-export const ERROR_CODES = ["PARSE_ERROR","INVALID_MESSAGE","HANDSHAKE_REQUIRED","UNSUPPORTED_VERSION","UNKNOWN_TYPE","UNSUPPORTED","UNKNOWN_ENV","UNKNOWN_SESSION","INVALID_ARGUMENT","INVALID_ACTION","RESET_NEEDED","CAPACITY","TIMEOUT","ENV_ERROR","SANDBOX_ERROR","UNAUTHORIZED","TOO_LARGE","SHUTTING_DOWN","INTERNAL"] as const;
+export const ERROR_CODES = ["PARSE_ERROR","INVALID_MESSAGE","HANDSHAKE_REQUIRED","UNSUPPORTED_VERSION","UNKNOWN_TYPE","UNSUPPORTED","UNKNOWN_ENV","UNKNOWN_SESSION","INVALID_ARGUMENT","INVALID_ACTION","RESET_NEEDED","CAPACITY","TIMEOUT","ENV_ERROR","SANDBOX_ERROR","UNAUTHORIZED","TOO_LARGE","CONNECTION_TIMEOUT","SHUTTING_DOWN","INTERNAL"] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export type ErrorScope = 'request' | 'session' | 'connection';
@@ -19,7 +19,7 @@ export interface ErrorRegistryEntry {
 }
 
 export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRegistryEntry>> = {
-  PARSE_ERROR: { retryable: false, scope: "request", closeCode: null, message: "frame could not be decoded: {reason}", description: "The frame is not valid JSON (text) or msgpack (binary), or holds a value the protocol refuses (NaN, Infinity, integers beyond 2^53). The reply has id null; the connection stays open." },
+  PARSE_ERROR: { retryable: false, scope: "request", closeCode: null, message: "frame could not be decoded: {reason}", description: "The frame is not valid JSON (text) or msgpack (binary), or holds a value the protocol refuses (NaN, Infinity, integers beyond 2^53, a \"__proto__\" key, nesting deeper than 512). The reply carries the request's id when the frame could be read far enough to find one (a refused value inside a well-formed frame), else id null; the connection stays open." },
   INVALID_MESSAGE: { retryable: false, scope: "request", closeCode: null, message: "invalid message: {reason}", description: "The frame decoded but is not a valid request (missing or extra fields, wrong types, a second hello)." },
   HANDSHAKE_REQUIRED: { retryable: false, scope: "request", closeCode: null, message: "send hello first", description: "Only ping may precede hello." },
   UNSUPPORTED_VERSION: { retryable: false, scope: "request", closeCode: null, message: "no common protocol version: server supports {supported}", description: "hello.versions shares no major version with the server; details.supported lists the server's." },
@@ -30,12 +30,13 @@ export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRegistryEntry>> = {
   INVALID_ARGUMENT: { retryable: false, scope: "request", closeCode: null, message: "invalid argument at {path}: {reason}", description: "make kwargs, reset options or seed failed validation; details.path and details.reason say where." },
   INVALID_ACTION: { retryable: false, scope: "request", closeCode: null, message: "invalid action at {path}: {reason}", description: "The action is not in the env's action space; details.path and details.reason say where. The session survives and the env never saw the action." },
   RESET_NEEDED: { retryable: false, scope: "session", closeCode: null, message: "session needs reset: {reason}", description: "step before the first reset, after the episode ended, or after the session failed." },
-  CAPACITY: { retryable: true, scope: "request", closeCode: null, message: "at capacity: {reason}", description: "A session or sandbox limit is reached; details.retry_after_ms suggests when to try again." },
+  CAPACITY: { retryable: true, scope: "request", closeCode: null, message: "at capacity: {reason}", description: "A session, sandbox, queue or connection limit is reached; details.limit names it and details.retry_after_ms suggests when to try again." },
   TIMEOUT: { retryable: true, scope: "session", closeCode: null, message: "{op} exceeded its deadline of {timeout_ms} ms", description: "The env did not answer within the deadline. Sandboxed envs order their own limits (commands, checks, test runs) strictly inside it, so an agent that hangs gets an observation or a score of 0, not this. The session needs reset or close." },
   ENV_ERROR: { retryable: false, scope: "session", closeCode: null, message: "environment error: {reason}", description: "The env raised an error. The session needs reset or close; other sessions are untouched." },
   SANDBOX_ERROR: { retryable: true, scope: "session", closeCode: null, message: "sandbox failure: {reason}", description: "Infrastructure failure with positive evidence: the sandbox vanished or could not start, its daemon or node is gone, its judge failed. Never caused by the agent (its out-of-memory kills, deadlines and kill -1 are observations or a score of 0, see Outcomes) and never a reward of 0. The session needs reset or close." },
   UNAUTHORIZED: { retryable: false, scope: "connection", closeCode: 4401, message: "unauthorized: {reason}", description: "Missing or wrong bearer token. The server closes the connection." },
-  TOO_LARGE: { retryable: false, scope: "connection", closeCode: 1009, message: "message exceeds {max_message_bytes} bytes", description: "A frame exceeded limits.max_message_bytes. The server closes the connection with 1009." },
+  TOO_LARGE: { retryable: false, scope: "connection", closeCode: 1009, message: "message exceeds {max_message_bytes} bytes", description: "A frame exceeded limits.max_message_bytes, or a connection sent more bytes before its hello succeeded than the server's handshake budget (details.limit is then handshake_max_bytes). The server closes the connection with 1009." },
+  CONNECTION_TIMEOUT: { retryable: true, scope: "connection", closeCode: 4408, message: "{what} not completed within {timeout_ms} ms", description: "The connection did not complete hello within the handshake deadline, or left a message (a frame or its fragments) unfinished longer than the message deadline. The server closes the connection with 4408." },
   SHUTTING_DOWN: { retryable: true, scope: "connection", closeCode: 1001, message: "server is shutting down", description: "The server is going away; reconnect to another instance or later." },
   INTERNAL: { retryable: false, scope: "request", closeCode: 1011, message: "internal error: {reason}", description: "A bug in the server. The close code applies only when the error ends the connection." },
 };
@@ -44,6 +45,7 @@ export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRegistryEntry>> = {
 export const ERROR_CLOSE_CODES = {
   UNAUTHORIZED: 4401,
   TOO_LARGE: 1009,
+  CONNECTION_TIMEOUT: 4408,
   SHUTTING_DOWN: 1001,
   INTERNAL: 1011,
 } as const;

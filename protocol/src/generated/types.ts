@@ -57,6 +57,7 @@ export type ErrorCode =
   | "SANDBOX_ERROR"
   | "UNAUTHORIZED"
   | "TOO_LARGE"
+  | "CONNECTION_TIMEOUT"
   | "SHUTTING_DOWN"
   | "INTERNAL";
 export type ErrorScope = "request" | "session" | "connection";
@@ -507,6 +508,18 @@ export interface Limits {
    * A session untouched this long is closed by the server (0 = never).
    */
   idle_timeout_ms: number;
+  /**
+   * Requests that may wait behind the running one, per session; beyond it CAPACITY.
+   */
+  max_queued_requests?: number;
+  /**
+   * Frame bytes of the requests waiting per session; beyond it CAPACITY.
+   */
+  max_queued_bytes?: number;
+  /**
+   * A message left unfinished this long (a frame or its fragments) ends the connection with CONNECTION_TIMEOUT.
+   */
+  message_timeout_ms?: number;
 }
 /**
  * Result of list_envs.

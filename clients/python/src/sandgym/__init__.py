@@ -26,6 +26,7 @@ from .errors import (  # one exception class per protocol error code (tests chec
     SandboxError,
     UnauthorizedError,
     TooLargeError,
+    ConnectionTimeoutError,
     ShuttingDownError,
     InternalError,
 )
@@ -85,6 +86,7 @@ __all__ += [
     "SandboxError",
     "UnauthorizedError",
     "TooLargeError",
+    "ConnectionTimeoutError",
     "ShuttingDownError",
     "InternalError",
 ]

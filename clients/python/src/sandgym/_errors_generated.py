@@ -20,6 +20,7 @@ ERRORS = {
     "SANDBOX_ERROR": {"retryable": True, "scope": "session", "close_code": None, "message": "sandbox failure: {reason}"},
     "UNAUTHORIZED": {"retryable": False, "scope": "connection", "close_code": 4401, "message": "unauthorized: {reason}"},
     "TOO_LARGE": {"retryable": False, "scope": "connection", "close_code": 1009, "message": "message exceeds {max_message_bytes} bytes"},
+    "CONNECTION_TIMEOUT": {"retryable": True, "scope": "connection", "close_code": 4408, "message": "{what} not completed within {timeout_ms} ms"},
     "SHUTTING_DOWN": {"retryable": True, "scope": "connection", "close_code": 1001, "message": "server is shutting down"},
     "INTERNAL": {"retryable": False, "scope": "request", "close_code": 1011, "message": "internal error: {reason}"},
 }
