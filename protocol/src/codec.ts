@@ -7,8 +7,12 @@
  * literals that overflow to Infinity such as 1e400), integer literals beyond ±(2^53-1) (refused, never
  * rounded), msgpack bin/ext types and the reserved byte 0xc1, non-string map keys, trailing bytes,
  * and the object key "__proto__" (refused in both encodings so no decoded object can ever carry a
- * prototype-changing key into code that merges objects). Frames over maxBytes -> TOO_LARGE.
- * decode* never throws anything but ProtocolError, whatever the input.
+ * prototype-changing key into code that merges objects), nesting deeper than MAX_MSGPACK_DEPTH in
+ * either encoding (checked on JSON text before JSON.parse builds anything). Frames over maxBytes -> TOO_LARGE.
+ * decode* never throws anything but ProtocolError, whatever the input. When a refused frame was
+ * readable far enough to find a request id (a refused value inside a well-formed frame),
+ * refusedRequestId(error) returns it, so the reply can carry it (PROTOCOL.md §2: every request whose
+ * id can be read gets its reply).
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { ProtocolError, protocolError } from './errors.js';
@@ -47,6 +51,24 @@ const utf8Encoder = new TextEncoder();
 
 function parseError(reason: string): ProtocolError {
   return protocolError('PARSE_ERROR', { reason });
+}
+
+/** The request id found in a refused frame, per refusal (a side table: the wire error body is unchanged). */
+const REFUSED_IDS = new WeakMap<ProtocolError, number>();
+
+/** The id of the request a decode error refused, when the frame was readable far enough to find it. */
+export function refusedRequestId(e: unknown): number | null {
+  return e instanceof ProtocolError ? (REFUSED_IDS.get(e) ?? null) : null;
+}
+
+function withRequestId(e: ProtocolError, id: number | null): ProtocolError {
+  if (id !== null) REFUSED_IDS.set(e, id);
+  return e;
+}
+
+/** The same rule as the envelope's id: an integer 0..2^32-1. */
+function asRequestId(v: unknown): number | null {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0xffffffff ? v : null;
 }
 
 function tooLarge(maxBytes: number, size: number): ProtocolError {
@@ -105,19 +127,76 @@ export function decodeJson(data: FrameData, opts: DecodeOptions = {}): unknown {
         throw parseError('invalid UTF-8');
       }
     }
+    // Before JSON.parse: a deep frame is refused in one pass over its text instead of being built
+    // (a 15 MB frame of brackets is 7.5 million nested arrays) and walked recursively afterwards.
+    if (text.length > MAX_MSGPACK_DEPTH) checkJsonDepth(text);
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (err) {
       throw parseError(`invalid JSON (${err instanceof Error ? err.message : 'syntax error'})`);
     }
-    if (RISKY_NUMBER.test(text)) scanJsonNumbers(text);
-    // A "__proto__" key can only exist if the text spells it, possibly with \u escapes.
-    if (text.includes('__proto__') || text.includes('\\u')) assertNoProtoKey(value, 0);
+    try {
+      if (RISKY_NUMBER.test(text)) scanJsonNumbers(text);
+      // A "__proto__" key can only exist if the text spells it, possibly with \u escapes.
+      if (text.includes('__proto__') || text.includes('\\u')) assertNoProtoKey(value, 0);
+    } catch (err) {
+      // The frame is well-formed JSON: its id can be read, so the refusal can be answered with it.
+      const id = typeof value === 'object' && value !== null && !Array.isArray(value) ? asRequestId((value as Record<string, unknown>).id) : null;
+      throw err instanceof ProtocolError ? withRequestId(err, id) : err;
+    }
     return value;
   } catch (err) {
     throw err instanceof ProtocolError ? err : parseError(err instanceof Error ? err.message : 'undecodable frame');
   }
+}
+
+/**
+ * Refuses JSON text nested deeper than MAX_MSGPACK_DEPTH (the same limit as msgpack and the encoder),
+ * without parsing it: one pass counting brackets outside strings. The text may still be invalid JSON;
+ * JSON.parse decides that afterwards. A refused frame's top-level `"id": <integer>`, when the scan meets
+ * one at depth 1, is kept for the reply.
+ */
+function checkJsonDepth(text: string): void {
+  const n = text.length;
+  let depth = 0;
+  let exceeded = false;
+  let id: number | null = null;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const start = i;
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i += 2;
+        else if (d === 0x22) break;
+        else i++;
+      }
+      i++;
+      if (depth === 1 && id === null && i - start === 4 && text.startsWith('"id"', start)) id = readIdValue(text, i);
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > MAX_MSGPACK_DEPTH) exceeded = true;
+      i++;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+      i++;
+    } else i++;
+    // Keep going past the limit only to find the id; stop as soon as both are known.
+    if (exceeded && id !== null) break;
+  }
+  if (exceeded) throw withRequestId(parseError(`nesting deeper than ${MAX_MSGPACK_DEPTH}`), id);
+}
+
+/** After a top-level `"id"` string at `i`: `: <integer>` -> the integer when it is a valid request id. */
+function readIdValue(text: string, i: number): number | null {
+  while (i < text.length && /\s/.test(text[i]!)) i++;
+  if (text[i] !== ':') return null;
+  i++;
+  while (i < text.length && /\s/.test(text[i]!)) i++;
+  const m = /^(0|[1-9][0-9]{0,9})(?![0-9.eE])/.exec(text.slice(i, i + 12));
+  return m ? asRequestId(Number(m[1])) : null;
 }
 
 /**
@@ -178,7 +257,10 @@ export function decodeMsgpack(data: Uint8Array | ArrayBuffer, opts: DecodeOption
     if (bytes.length === 0) throw parseError('empty msgpack frame');
     // msgpackr is lenient (it maps 0xc1 to an object, decodes invalid UTF-8 with U+FFFD, coerces map
     // keys to strings, renames __proto__); a strict structural pass first keeps both encodings equivalent.
-    new MsgpackScanner(bytes).scanDocument();
+    const scanner = new MsgpackScanner(bytes);
+    scanner.scanDocument();
+    // A refused value inside a well-formed document: refused with the id the scan found.
+    if (scanner.refusal) throw withRequestId(scanner.refusal, scanner.id);
     return unpackr.unpack(bytes);
   } catch (err) {
     throw err instanceof ProtocolError ? err : parseError(err instanceof Error ? err.message : 'undecodable frame');
@@ -187,9 +269,25 @@ export function decodeMsgpack(data: Uint8Array | ArrayBuffer, opts: DecodeOption
 
 const PROTO_KEY = [0x5f, 0x5f, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x5f, 0x5f]; // "__proto__"
 
+const ID_KEY = [0xa2, 0x69, 0x64]; // fixstr "id"
+
+/**
+ * A strict structural pass. Malformed structure (truncation, trailing bytes, 0xc1, non-string keys,
+ * too deep) throws at once; a refused value in a well-formed document (NaN, an out-of-range int64,
+ * invalid UTF-8, a "__proto__" key, bin/ext) is recorded in `refusal` and the scan goes on, so that
+ * the top-level map's "id" can still be read wherever it stands.
+ */
 class MsgpackScanner {
   private pos = 0;
   private readonly view: DataView;
+  /** The first refused value, when the structure was otherwise sound. */
+  refusal: ProtocolError | null = null;
+  /** The top-level map's "id" when it is a valid request id. */
+  id: number | null = null;
+
+  private refuse(reason: string): void {
+    this.refusal ??= parseError(reason);
+  }
 
   constructor(private readonly b: Uint8Array) {
     this.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -232,21 +330,32 @@ class MsgpackScanner {
     switch (t) {
       case 0xc0: case 0xc2: case 0xc3: return; // nil, false, true
       case 0xc1: throw parseError('reserved msgpack byte 0xc1');
-      case 0xc4: case 0xc5: case 0xc6: throw parseError('msgpack bin values are not part of the protocol data model');
-      case 0xc7: case 0xc8: case 0xc9: case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
-        throw parseError('msgpack ext values are not part of the protocol data model');
+      case 0xc4: case 0xc5: case 0xc6: {
+        this.refuse('msgpack bin values are not part of the protocol data model');
+        const len = t === 0xc4 ? this.u8() : t === 0xc5 ? this.u16() : this.u32();
+        this.need(len);
+        this.pos += len;
+        return;
+      }
+      case 0xc7: case 0xc8: case 0xc9: case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: {
+        this.refuse('msgpack ext values are not part of the protocol data model');
+        const len = t === 0xc7 ? this.u8() : t === 0xc8 ? this.u16() : t === 0xc9 ? this.u32() : 1 << (t - 0xd4);
+        this.need(len + 1);
+        this.pos += len + 1;
+        return;
+      }
       case 0xca: {
         this.need(4);
         const f = this.view.getFloat32(this.pos);
         this.pos += 4;
-        if (!Number.isFinite(f)) throw parseError('NaN and Infinity are not allowed');
+        if (!Number.isFinite(f)) this.refuse('NaN and Infinity are not allowed');
         return;
       }
       case 0xcb: {
         this.need(8);
         const f = this.view.getFloat64(this.pos);
         this.pos += 8;
-        if (!Number.isFinite(f)) throw parseError('NaN and Infinity are not allowed');
+        if (!Number.isFinite(f)) this.refuse('NaN and Infinity are not allowed');
         return;
       }
       case 0xcc: case 0xd0: this.need(1); this.pos += 1; return;
@@ -256,7 +365,7 @@ class MsgpackScanner {
         this.need(8);
         const hi = this.view.getUint32(this.pos);
         this.pos += 8;
-        if (hi > 0x1fffff) throw parseError('uint64 beyond 2^53-1');
+        if (hi > 0x1fffff) this.refuse('uint64 beyond 2^53-1');
         return;
       }
       case 0xd3: {
@@ -264,7 +373,7 @@ class MsgpackScanner {
         const hi = this.view.getInt32(this.pos);
         const lo = this.view.getUint32(this.pos + 4);
         this.pos += 8;
-        if (hi > 0x1fffff || hi < -0x200000 || (hi === -0x200000 && lo === 0)) throw parseError('int64 beyond ±(2^53-1)');
+        if (hi > 0x1fffff || hi < -0x200000 || (hi === -0x200000 && lo === 0)) this.refuse('int64 beyond ±(2^53-1)');
         return;
       }
       case 0xd9: return this.str(this.u8(), false);
@@ -289,7 +398,9 @@ class MsgpackScanner {
     if (depth >= MAX_MSGPACK_DEPTH) throw parseError(`nesting deeper than ${MAX_MSGPACK_DEPTH}`);
     if (len * 2 > this.b.length - this.pos) throw parseError('truncated msgpack data');
     for (let i = 0; i < len; i++) {
+      const keyAt = this.pos;
       this.key();
+      if (depth === 0 && this.pos - keyAt === 3 && ID_KEY.every((c, j) => this.b[keyAt + j] === c)) this.id = this.peekUint();
       this.value(depth + 1);
     }
   }
@@ -303,13 +414,26 @@ class MsgpackScanner {
     throw parseError('msgpack map keys must be strings');
   }
 
+  /** The unsigned integer at pos (without consuming it) when it is a valid request id, else null. */
+  private peekUint(): number | null {
+    const b = this.b;
+    const p = this.pos;
+    if (p >= b.length) return null;
+    const t = b[p]!;
+    if (t <= 0x7f) return t;
+    if (t === 0xcc && p + 1 < b.length) return b[p + 1]!;
+    if (t === 0xcd && p + 2 < b.length) return this.view.getUint16(p + 1);
+    if (t === 0xce && p + 4 < b.length) return this.view.getUint32(p + 1);
+    return null;
+  }
+
   private str(len: number, isKey: boolean): void {
     this.need(len);
     const start = this.pos;
     this.pos += len;
-    if (!isValidUtf8(this.b, start, this.pos)) throw parseError('invalid UTF-8 in msgpack string');
+    if (!isValidUtf8(this.b, start, this.pos)) this.refuse('invalid UTF-8 in msgpack string');
     if (isKey && len === PROTO_KEY.length && PROTO_KEY.every((c, i) => this.b[start + i] === c)) {
-      throw parseError('object key "__proto__" is not allowed');
+      this.refuse('object key "__proto__" is not allowed');
     }
   }
 }

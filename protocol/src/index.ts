@@ -36,12 +36,14 @@ export {
   findUnencodable,
   isEncodable,
   isValidUtf8,
+  refusedRequestId,
   type DecodeOptions,
   type Encoding,
   type FrameData,
 } from './codec.js';
 export {
   REQUEST_TYPES,
+  clipPath,
   describeAjvError,
   extractRequestId,
   matchesSpaceSchema,

@@ -58,20 +58,31 @@ function resultValidator(type: string): ValidateFunction | undefined {
 
 export type Validation<T> = { ok: true; msg: T } | { ok: false; error: ProtocolError };
 
-/** JSON Pointer of the failing value and a short reason, from the first ajv error. */
+/** Longest `details.path` an error reply echoes (PROTOCOL.md §2): a path is built from the sender's keys. */
+export const MAX_ERROR_PATH_CHARS = 256;
+
+/**
+ * A path clipped to MAX_ERROR_PATH_CHARS (with a trailing "…"): an unknown property name is the
+ * sender's text, and echoing a 15 MiB name whole would make the reply larger than the frame limit.
+ */
+export function clipPath(path: string): string {
+  return path.length <= MAX_ERROR_PATH_CHARS ? path : `${path.slice(0, MAX_ERROR_PATH_CHARS - 1)}…`;
+}
+
+/** JSON Pointer of the failing value (clipped) and a short reason, from the first ajv error. */
 export function describeAjvError(errors: readonly ErrorObject[] | null | undefined): { path: string; reason: string } {
   const e = errors?.[0];
   if (!e) return { path: '', reason: 'invalid' };
   const p = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties' && typeof p.additionalProperty === 'string') {
-    return { path: `${e.instancePath}/${p.additionalProperty}`, reason: 'unexpected property' };
+    return { path: clipPath(`${e.instancePath}/${p.additionalProperty}`), reason: 'unexpected property' };
   }
   if (e.keyword === 'required' && typeof p.missingProperty === 'string') {
-    return { path: `${e.instancePath}/${p.missingProperty}`, reason: 'required property is missing' };
+    return { path: clipPath(`${e.instancePath}/${p.missingProperty}`), reason: 'required property is missing' };
   }
-  if (e.keyword === 'const') return { path: e.instancePath, reason: `must be ${JSON.stringify(p.allowedValue)}` };
-  if (e.keyword === 'enum') return { path: e.instancePath, reason: `must be one of ${JSON.stringify(p.allowedValues)}` };
-  return { path: e.instancePath, reason: e.message ?? e.keyword };
+  if (e.keyword === 'const') return { path: clipPath(e.instancePath), reason: `must be ${JSON.stringify(p.allowedValue)}` };
+  if (e.keyword === 'enum') return { path: clipPath(e.instancePath), reason: `must be one of ${JSON.stringify(p.allowedValues)}` };
+  return { path: clipPath(e.instancePath), reason: e.message ?? e.keyword };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
