@@ -58,7 +58,13 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const core = new ServerCore(cfg, registry, app.log, sandbox);
 
   await app.register(websocket, {
-    options: { maxPayload: cfg.max_message_bytes + payloadSlack(cfg.max_message_bytes), perMessageDeflate: false },
+    options: {
+      maxPayload: cfg.max_message_bytes + payloadSlack(cfg.max_message_bytes),
+      perMessageDeflate: false,
+      // The codec checks UTF-8 itself and answers PARSE_ERROR keeping the connection (PROTOCOL.md §1);
+      // ws would close with 1007 instead.
+      skipUTF8Validation: true,
+    },
     // Graceful shutdown: sessions closed, SHUTTING_DOWN sent, sockets closed with 1001.
     preClose: async function (this: FastifyInstance) {
       await core.shutdown();
@@ -74,9 +80,23 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   // protocol then gets a typed UNSUPPORTED_VERSION naming the majors we speak from its hello, which it
   // can report, instead of an HTTP 404 on the upgrade, which it cannot tell from a wrong host.
   for (let major = 1; major <= Math.max(...PROTOCOL_VERSIONS); major++) {
-    app.get(wsPath(major), { websocket: true }, (socket, request) => {
-      new Connection(socket, request.raw.socket, core, bearerToken(request.headers.authorization));
-    });
+    app.get(
+      wsPath(major),
+      {
+        websocket: true,
+        // Connection caps are checked before the upgrade: a refused connection costs one HTTP 503
+        // (with the CAPACITY error as its body and Retry-After), never a WebSocket.
+        preValidation: (request, reply, done) => {
+          const refusal = core.admit(request.raw.socket.remoteAddress ?? '');
+          if (refusal === null) return done();
+          core.log.debug({ address: request.raw.socket.remoteAddress, limit: refusal.details?.limit }, 'connection refused at capacity');
+          void reply.code(503).header('retry-after', '1').send({ error: refusal.toWire() });
+        },
+      },
+      (socket, request) => {
+        new Connection(socket, request.raw.socket, core, bearerToken(request.headers.authorization));
+      },
+    );
   }
   registerHttpRoutes(app, core);
   // The browser inspector (GET /inspect): static page, its bundle is built lazily on first request.

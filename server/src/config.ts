@@ -24,6 +24,25 @@ export interface ServerConfig {
   /** WebSocket ping interval; a connection that misses a pong is terminated. */
   heartbeat_ms: number;
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  // ---- connection hardening (documented in protocol/PROTOCOL.md §8) ----
+  /** A connection that has not completed hello this long after the upgrade is closed (CONNECTION_TIMEOUT, 4408). */
+  handshake_timeout_ms: number;
+  /** Bytes a connection may send before its hello succeeds (all frames and fragments together); beyond: TOO_LARGE, 1009. */
+  handshake_max_bytes: number;
+  /** A message (one frame or its fragments) left unfinished this long is refused: CONNECTION_TIMEOUT, 4408. */
+  message_timeout_ms: number;
+  /** WebSocket connections server-wide; a new upgrade beyond it gets HTTP 503 (CAPACITY). */
+  max_connections: number;
+  /** WebSocket connections per remote address; beyond it HTTP 503 (CAPACITY). */
+  max_connections_per_address: number;
+  /** Connections that have not completed hello, server-wide; beyond it HTTP 503 (CAPACITY). */
+  max_pending_handshakes: number;
+  /** Requests waiting (queued, not running) per session; beyond it CAPACITY (details.limit 'max_queued_requests'). */
+  max_queued_requests: number;
+  /** Frame bytes of the requests waiting per session; beyond it CAPACITY (details.limit 'max_queued_bytes'). */
+  max_queued_bytes: number;
+  /** Unsent reply bytes server-wide; a connection not reading its replies is terminated when the total passes it. */
+  max_buffered_output_bytes: number;
   /** Allows binding a non-loopback host without tokens. */
   insecure: boolean;
   /** Sandbox driver; unset or 'none' = no sandboxes (envs declaring one get UNSUPPORTED at make).
@@ -79,6 +98,15 @@ export const DEFAULT_CONFIG: ServerConfig = {
   idle_timeout_ms: 15 * 60_000,
   heartbeat_ms: 30_000,
   log_level: 'info',
+  handshake_timeout_ms: 10_000,
+  handshake_max_bytes: 64 * 1024,
+  message_timeout_ms: 60_000,
+  max_connections: 4096,
+  max_connections_per_address: 256,
+  max_pending_handshakes: 256,
+  max_queued_requests: 4096,
+  max_queued_bytes: 64 * 1024 * 1024,
+  max_buffered_output_bytes: 512 * 1024 * 1024,
   insecure: false,
   tasks: [],
   splits: ['train', 'eval'],
@@ -110,7 +138,9 @@ export const CONFIG_SCHEMA = {
     $schema: { type: 'string' },
     host: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
-    tokens: { type: 'array', items: { type: 'string', minLength: 1 } },
+    // A token is sent as `Authorization: Bearer <token>` or in hello: whitespace in it could never be
+    // matched from the header, and a blank one is no secret, so neither is accepted.
+    tokens: { type: 'array', items: { type: 'string', minLength: 1, pattern: '^\\S+$' } },
     fixtures: { type: 'boolean' },
     env_modules: { type: 'array', items: { type: 'string', minLength: 1 } },
     max_message_bytes: { type: 'integer', minimum: 256, maximum: 1024 * 1024 * 1024 },
@@ -122,6 +152,16 @@ export const CONFIG_SCHEMA = {
     idle_timeout_ms: posInt,
     heartbeat_ms: posInt,
     log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    handshake_timeout_ms: posInt,
+    // Room for a hello with a long token; above 1 MiB it would stop being a pre-auth budget.
+    handshake_max_bytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 },
+    message_timeout_ms: posInt,
+    max_connections: posInt,
+    max_connections_per_address: posInt,
+    max_pending_handshakes: posInt,
+    max_queued_requests: posInt,
+    max_queued_bytes: { type: 'integer', minimum: 1024, maximum: 2 ** 40 },
+    max_buffered_output_bytes: { type: 'integer', minimum: 1024 * 1024, maximum: 2 ** 40 },
     insecure: { type: 'boolean' },
     driver: { enum: ['docker', 'local', 'auto', 'none'] },
     pools: {

@@ -11,7 +11,9 @@ import {
   encodeFrame,
   extractRequestId,
   PROTOCOL_VERSIONS,
+  clipPath,
   protocolError as err,
+  refusedRequestId,
   validateRequest,
   type BatchItem,
   type HelloRequest,
@@ -49,6 +51,36 @@ function isPlainStep(msg: unknown): msg is StepRequest {
   return n === 4;
 }
 
+/** Frames of a make at most this big have their kwargs logged whole at info; larger ones by key only. */
+const MAX_LOGGED_KWARGS_FRAME = 2048;
+/** At most this many kwargs keys (each clipped) in a make's log line. */
+const MAX_LOGGED_KWARGS_KEYS = 16;
+
+/** A summary of kwargs for the info log: bounded whatever the client sent. */
+function kwargsForLog(kwargs: Record<string, unknown>, frameBytes: number): Record<string, unknown> {
+  if (frameBytes <= MAX_LOGGED_KWARGS_FRAME) return { kwargs };
+  const keys = Object.keys(kwargs);
+  return { kwargs_keys: keys.slice(0, MAX_LOGGED_KWARGS_KEYS).map((k) => (k.length > 64 ? `${k.slice(0, 63)}…` : k)), kwargs_key_count: keys.length, frame_bytes: frameBytes };
+}
+
+/**
+ * ws's frame parser state, read to tell whether a message is partly received (a frame whose payload
+ * is still arriving, or a fragmented message without its final frame). ws has no public API for it;
+ * the shape is checked, and the server-hardening tests fail if a ws upgrade changes it.
+ */
+interface ReceiverState {
+  _state: number;
+  _fragmented: number;
+}
+
+function receiverOf(ws: WebSocket): ReceiverState | null {
+  const r = (ws as unknown as { _receiver?: Partial<ReceiverState> })._receiver;
+  return r && typeof r._state === 'number' && typeof r._fragmented === 'number' ? (r as ReceiverState) : null;
+}
+
+/** ws's receiver state between frames (GET_INFO). */
+const RECEIVER_IDLE = 0;
+
 export class Connection {
   readonly sessions = new Map<string, Session>();
   private readonly closedIds = new Set<string>();
@@ -62,11 +94,22 @@ export class Connection {
   private pendingMakes = 0;
   /** All outbound frames go through it: one socket write per event-loop turn, and backpressure. */
   private readonly out: WriteCoalescer;
+  private readonly address: string;
+  /** Bytes received before hello succeeded (handshake_max_bytes); -1 once it has. */
+  private preHelloBytes = 0;
+  private handshakeTimer: NodeJS.Timeout | null = null;
+  /** Messages completed (data frames): tells one unfinished message from the next. */
+  private messagesIn = 0;
+  /** When an unfinished message was first seen (0 = none), and messagesIn then. */
+  private unfinishedSince = 0;
+  private unfinishedAt = 0;
+  private readonly receiver: ReceiverState | null;
+  private readonly onSocketData = (chunk: Buffer) => this.countPreHello(chunk.length);
 
   constructor(
     private readonly ws: WebSocket,
     /** The socket ws was upgraded on (the upgrade request's): the write coalescer corks it. */
-    socket: Socket,
+    private readonly socket: Socket,
     private readonly core: ServerCore,
     authorization: string | undefined,
   ) {
@@ -74,9 +117,19 @@ export class Connection {
     this.out = new WriteCoalescer(ws, socket, {
       // Room for a few of the largest frames the server accepts, and never below the default.
       hardLimitBytes: Math.max(DEFAULT_HARD_LIMIT_BYTES, 4 * core.config.max_message_bytes),
-      onOverflow: (bytes) => core.log.warn({ buffered_bytes: bytes, sessions: this.sessions.size }, 'client is not reading its replies; terminating the connection'),
+      onOverflow: (bytes) =>
+        core.log.warn({ buffered_bytes: bytes, server_buffered_bytes: core.output.total, sessions: this.sessions.size }, 'client is not reading its replies; terminating the connection'),
+      budget: core.output,
     });
-    core.connections.add(this);
+    this.address = socket.remoteAddress ?? '';
+    this.receiver = receiverOf(ws);
+    core.addConnection(this, this.address);
+    // Counted on the socket, before ws buffers anything: a frame announced as 15 MB, or fragments
+    // that never end, are cut off at the budget instead of being held until they complete.
+    socket.prependListener('data', this.onSocketData);
+    const hto = core.config.handshake_timeout_ms;
+    this.handshakeTimer = setTimeout(() => this.connectionTimeout('hello', hto), hto);
+    this.handshakeTimer.unref();
     ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on('pong', () => {
       this.alive = true;
@@ -94,12 +147,67 @@ export class Connection {
     }
   }
 
+  // ---- pre-auth budget and message deadline ----
+
+  private countPreHello(n: number): void {
+    if (this.preHelloBytes < 0) return;
+    this.preHelloBytes += n;
+    const max = this.core.config.handshake_max_bytes;
+    if (this.preHelloBytes <= max) return;
+    if (this.closed) {
+      // Still sending after being told to stop: drop the socket instead of reading on.
+      this.ws.terminate();
+      return;
+    }
+    this.core.log.debug({ bytes: this.preHelloBytes, limit: max }, 'handshake byte budget exceeded');
+    this.sendError(null, err('TOO_LARGE', { max_message_bytes: max }, { max_message_bytes: max, limit: 'handshake_max_bytes' }), false);
+    this.closeWith(CLOSE_CODES.TOO_LARGE, 'too many bytes before hello');
+  }
+
+  private connectionTimeout(what: 'hello' | 'message', timeoutMs: number): void {
+    if (this.closed) return;
+    this.core.log.debug({ what, timeout_ms: timeoutMs }, 'connection timed out');
+    this.sendError(null, err('CONNECTION_TIMEOUT', { what, timeout_ms: timeoutMs }, { what, timeout_ms: timeoutMs }), this.lastBinary);
+    this.closeWith(CLOSE_CODES.CONNECTION_TIMEOUT, `${what} timeout`);
+  }
+
+  /** Close with `code` and stop handling frames; a peer that never answers the close is dropped soon after. */
+  private closeWith(code: number, reason: string): void {
+    this.closed = true;
+    this.out.flush();
+    this.ws.close(code, reason);
+    setTimeout(() => this.ws.terminate(), 2000).unref();
+  }
+
+  /**
+   * Called by the server a few times per message_timeout_ms: a message (one frame's payload, or a
+   * fragmented message's frames) still unfinished after the deadline ends the connection. Time spent
+   * with reads paused for backpressure (the server's choice, not the client's) does not count.
+   */
+  checkUnfinishedMessage(now: number, timeoutMs: number): void {
+    const r = this.receiver;
+    if (r === null || this.closed) return;
+    const unfinished = (r._state !== RECEIVER_IDLE || r._fragmented !== 0) && !this.out.paused;
+    if (!unfinished) {
+      this.unfinishedSince = 0;
+      return;
+    }
+    if (this.unfinishedSince === 0 || this.unfinishedAt !== this.messagesIn) {
+      this.unfinishedSince = now;
+      this.unfinishedAt = this.messagesIn;
+      return;
+    }
+    if (now - this.unfinishedSince >= timeoutMs) this.connectionTimeout('message', timeoutMs);
+  }
+
   // ---- inbound ----
 
   private onMessage(data: RawData, isBinary: boolean): void {
     this.alive = true;
+    this.messagesIn++;
     if (this.closed) return;
     let msg: unknown;
+    const bytes = (data as Uint8Array).length;
     try {
       msg = decodeFrame(data as Uint8Array, isBinary, { maxBytes: this.core.config.max_message_bytes });
     } catch (e) {
@@ -111,7 +219,7 @@ export class Connection {
       // Fast path only for sessions we issued (their ids are schema-valid by construction); anything
       // else goes through the validator so the error is exactly what the schema says.
       if (isPlainStep(msg) && this.handshaken && this.sessions.has(msg.session)) {
-        this.enqueue(msg, msg.id, isBinary, null, 0);
+        this.enqueue(msg, msg.id, isBinary, null, 0, bytes);
         return;
       }
       const v = validateRequest(msg);
@@ -119,7 +227,7 @@ export class Connection {
         this.sendError(extractRequestId(msg), v.error, isBinary);
         return;
       }
-      this.dispatch(v.msg, isBinary);
+      this.dispatch(v.msg, isBinary, bytes);
     } catch (e) {
       this.core.log.error({ err: e }, 'internal error handling a request');
       this.sendError(extractRequestId(msg), err('INTERNAL', { reason: reasonOf(e) }), isBinary);
@@ -128,7 +236,8 @@ export class Connection {
 
   private onDecodeError(e: unknown, isBinary: boolean): void {
     if (e instanceof ProtocolError) {
-      this.sendError(null, e, isBinary);
+      // A refused value inside a readable frame is answered with the frame's id (PROTOCOL.md §2).
+      this.sendError(refusedRequestId(e), e, isBinary);
       if (e.code === 'TOO_LARGE') this.ws.close(CLOSE_CODES.TOO_LARGE, 'message too large');
       return;
     }
@@ -136,7 +245,7 @@ export class Connection {
   }
 
   /** A validated request: its type says which fields it has. */
-  private dispatch(m: Request, bin: boolean): void {
+  private dispatch(m: Request, bin: boolean, bytes: number): void {
     switch (m.type) {
       case 'ping':
         return this.sendResult(m.id, m.t === undefined ? {} : { t: m.t }, bin);
@@ -148,13 +257,13 @@ export class Connection {
       case 'step':
       case 'reset':
       case 'close':
-        return this.enqueue(m, m.id, bin, null, 0);
+        return this.enqueue(m, m.id, bin, null, 0, bytes);
       case 'batch':
-        return this.batch(m.id, m.requests, bin);
+        return this.batch(m.id, m.requests, bin, bytes);
       case 'list_envs':
         return this.sendResult(m.id, { envs: this.core.registry.specs() }, bin);
       case 'make':
-        return void this.make(m, bin);
+        return void this.make(m, bin, bytes);
       default: {
         // Unreachable: validateRequest accepts no other type, and a request schema added without a
         // case here is a type error on this line. Thrown, it would be answered as INTERNAL.
@@ -187,19 +296,24 @@ export class Connection {
       return;
     }
     this.handshaken = true;
+    // The pre-auth budget and deadline end here.
+    this.core.pendingHandshakes--;
+    this.preHelloBytes = -1;
+    this.socket.removeListener('data', this.onSocketData);
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = null;
     const hello = this.core.helloResult;
     this.sendResult(id, version === hello.version ? hello : { ...hello, version }, bin);
   }
 
   private reject(reason: string, id: number | null, bin: boolean): void {
     this.sendError(id, err('UNAUTHORIZED', { reason }, { reason }), bin);
-    this.ws.close(CLOSE_CODES.UNAUTHORIZED, 'unauthorized');
-    this.closed = true;
+    this.closeWith(CLOSE_CODES.UNAUTHORIZED, 'unauthorized');
   }
 
   // ---- make ----
 
-  private async make(m: MakeRequest, bin: boolean): Promise<void> {
+  private async make(m: MakeRequest, bin: boolean, frameBytes: number): Promise<void> {
     const { id, env_id: envId } = m;
     const kwargs = m.kwargs ?? {};
     const core = this.core;
@@ -217,8 +331,9 @@ export class Connection {
     if (entry.validateKwargs && !entry.validateKwargs(kwargs)) {
       // details.path is a JSON Pointer into kwargs ("" = kwargs itself).
       const e = entry.validateKwargs.errors?.[0];
-      const extra = e?.keyword === 'additionalProperties' ? `/${String((e.params as { additionalProperty?: string }).additionalProperty)}` : '';
-      const path = `${e?.instancePath ?? ''}${extra}`;
+      // Property names are the client's text: clipped, never echoed whole (PROTOCOL.md §2).
+      const extra = e?.keyword === 'additionalProperties' ? clipPath(`/${String((e.params as { additionalProperty?: string }).additionalProperty)}`) : '';
+      const path = clipPath(`${e?.instancePath ?? ''}${extra}`);
       const reason = e ? `${e.message ?? 'invalid'}${extra ? ` ('${extra.slice(1)}')` : ''}` : 'invalid kwargs';
       return this.sendError(id, err('INVALID_ARGUMENT', { path: path || '/', reason }, { path, reason }), bin);
     }
@@ -248,24 +363,60 @@ export class Connection {
       return;
     }
     this.sessions.set(sessionId, opened);
-    opened.logger.info({ kwargs }, 'session made');
+    // Whole kwargs only when small: a 15 MB kwargs must not become a 15 MB log line.
+    opened.logger.info(kwargsForLog(kwargs, frameBytes), 'session made');
+    if (frameBytes > MAX_LOGGED_KWARGS_FRAME) opened.logger.debug({ kwargs }, 'session kwargs');
     this.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
   }
 
   // ---- session queues ----
 
-  private enqueue(item: SessionRequest, id: number, bin: boolean, batch: BatchCollector | null, index: number): void {
+  private enqueue(item: SessionRequest, id: number, bin: boolean, batch: BatchCollector | null, index: number, bytes: number): void {
     const s = this.sessions.get(item.session);
     if (s === undefined) {
       // A second close of a session this connection closed is {}; anything else names no session.
       const closed = this.closedIds.has(item.session);
       const e = closed && item.type === 'close' ? null : closed ? sessionClosed(item.session) : err('UNKNOWN_SESSION', { session: item.session });
-      this.reply({ item, id, binary: bin, batch, index }, {}, e);
+      this.reply({ item, id, binary: bin, batch, index, bytes: 0 }, {}, e);
       return;
     }
     s.lastActive = Date.now();
-    s.queue.push({ item, id, binary: bin, batch, index });
+    const job: Job = { item, id, binary: bin, batch, index, bytes };
+    if (item.type === 'close') {
+      // A standalone close that finds a request running and none waiting abandons the running one
+      // instead of waiting behind it (PROTOCOL.md §3). Requests pipelined before the close still run
+      // first, in order (§5), and a close inside a batch keeps its place among the batch's items.
+      if (s.busy && s.queue.length === 0 && batch === null) return this.closeNow(s, job);
+    } else {
+      const full = this.queueFull(s, bytes);
+      if (full) return this.reply(job, {}, full);
+    }
+    s.queuedBytes += bytes;
+    s.queue.push(job);
     if (!s.busy) void this.drain(s);
+  }
+
+  /** CAPACITY when one more waiting request of `bytes` would pass the session's queue limits. */
+  private queueFull(s: Session, bytes: number): ProtocolError | null {
+    const c = this.core.config;
+    let limit: string | null = null;
+    let max = 0;
+    if (s.queue.length >= c.max_queued_requests) [limit, max] = ['max_queued_requests', c.max_queued_requests];
+    else if (s.queue.length > 0 && s.queuedBytes + bytes > c.max_queued_bytes) [limit, max] = ['max_queued_bytes', c.max_queued_bytes];
+    if (limit === null) return null;
+    const reason = `session queue ${limit} (${max}) reached`;
+    return err('CAPACITY', { reason }, { reason, limit, retry_after_ms: CAPACITY_RETRY_MS });
+  }
+
+  /**
+   * Close while a request runs: the session is closed at once (the env's signal aborts, the running
+   * call is abandoned and answered UNKNOWN_SESSION/closed, its sandboxes are released), the requests
+   * waiting behind it are answered the same way by the drain loop, and the close is answered when the
+   * session's close is done (bounded by Session.close's own deadline).
+   */
+  private closeNow(s: Session, job: Job): void {
+    this.forget(s, 'closed by client');
+    void s.close().then(() => this.reply(job, {}, null));
   }
 
   private async drain(s: Session): Promise<void> {
@@ -274,6 +425,7 @@ export class Connection {
     let job: Job | undefined;
     try {
       while ((job = s.queue.shift()) !== undefined) {
+        s.queuedBytes -= job.bytes;
         let result: SessionResult = {};
         let error: ProtocolError | null = null;
         try {
@@ -336,7 +488,7 @@ export class Connection {
 
   // ---- batch ----
 
-  private batch(id: number, items: BatchItem[], bin: boolean): void {
+  private batch(id: number, items: BatchItem[], bin: boolean, bytes: number): void {
     const max = this.core.config.max_batch;
     if (items.length > max) {
       const reason = `batch of ${items.length} items exceeds max_batch (${max})`;
@@ -345,7 +497,9 @@ export class Connection {
     }
     const collector: BatchCollector = { id, binary: bin, results: new Array(items.length), remaining: items.length };
     // Items are enqueued synchronously in order, so items of one session run in order.
-    items.forEach((item, i) => this.enqueue(item, id, bin, collector, i));
+    // Queue bytes: the frame's size shared among its items.
+    const share = Math.ceil(bytes / items.length);
+    items.forEach((item, i) => this.enqueue(item, id, bin, collector, i, share));
   }
 
   // ---- outbound ----
@@ -404,7 +558,10 @@ export class Connection {
 
   private onClose(): void {
     this.closed = true;
-    this.core.connections.delete(this);
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = null;
+    this.socket.removeListener('data', this.onSocketData);
+    this.core.removeConnection(this, this.address, this.handshaken);
     this.core.log.debug({ sessions: this.sessions.size }, 'connection closed');
     for (const s of [...this.sessions.values()]) {
       this.forget(s, 'connection closed');

@@ -46,6 +46,8 @@ interface Pending {
   ms: number;
   p: Promise<unknown>;
   reject: (e: unknown) => void;
+  /** Who may abandon the call early (a session, on close). */
+  owner: object | undefined;
 }
 
 /**
@@ -74,9 +76,9 @@ export class DeadlineSweeper {
     this.timer = null;
   }
 
-  race<T>(p: Promise<T>, ms: number, op: string): Promise<T> {
+  race<T>(p: Promise<T>, ms: number, op: string, owner?: object): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = { at: Date.now() + ms, op, ms, p, reject };
+      const entry: Pending = { at: Date.now() + ms, op, ms, p, reject, owner };
       this.pending.add(entry);
       p.then(
         (v) => {
@@ -87,6 +89,19 @@ export class DeadlineSweeper {
         },
       );
     });
+  }
+
+  /**
+   * Rejects `owner`'s calls still in flight with `error` now (the call itself runs on, unawaited).
+   * Linear in the calls in flight, and called only when a session closes while one of its calls runs.
+   */
+  abandon(owner: object, error: unknown): void {
+    for (const e of this.pending) {
+      if (e.owner !== owner) continue;
+      this.pending.delete(e);
+      e.p.then(swallow, swallow);
+      e.reject(error);
+    }
   }
 
   sweep(now: number): void {

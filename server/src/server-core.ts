@@ -1,6 +1,6 @@
 // State shared by all connections of one server: config, registry, limits, counters, timers.
 import type { FastifyBaseLogger } from 'fastify';
-import { PROTOCOL_VERSIONS, type HelloResult } from '../../protocol/src/index.js';
+import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '../../protocol/src/index.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
 import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
@@ -9,6 +9,10 @@ import { DeadlineSweeper } from './deadline.js';
 import type { OpLimits } from './session.js';
 import type { Readiness, SandboxService } from './sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
+import { OutputBudget } from './write-coalescer.js';
+
+/** Suggested wait before retrying a connection refused for capacity. */
+const CONNECTION_RETRY_MS = 1000;
 
 export class ServerCore {
   readonly connections = new Set<Connection>();
@@ -21,8 +25,15 @@ export class ServerCore {
   /** Step/reset/make deadlines (one sweeping timer for all sessions). */
   readonly deadlines: DeadlineSweeper;
   readonly opLimits: OpLimits;
+  /** Unsent reply bytes of all connections (max_buffered_output_bytes). */
+  readonly output: OutputBudget;
+  /** Open connections per remote address (max_connections_per_address). */
+  private readonly perAddress = new Map<string, number>();
+  /** Connections that have not completed hello yet (max_pending_handshakes). */
+  pendingHandshakes = 0;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
+  private messageTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly config: ServerConfig,
@@ -34,6 +45,7 @@ export class ServerCore {
     this.deadlines = new DeadlineSweeper(DeadlineSweeper.tickFor(config.step_timeout_ms, config.reset_timeout_ms));
     // Started here, not on listen: in-process users (tests, benchmarks) get deadlines too. unref'd.
     this.deadlines.start();
+    this.output = new OutputBudget(config.max_buffered_output_bytes);
     this.opLimits = { step_timeout_ms: config.step_timeout_ms, reset_timeout_ms: config.reset_timeout_ms, deadlines: this.deadlines };
     this.helloResult = {
       version: Math.max(...PROTOCOL_VERSIONS),
@@ -45,8 +57,43 @@ export class ServerCore {
         max_batch: config.max_batch,
         step_timeout_ms: config.step_timeout_ms,
         idle_timeout_ms: config.idle_timeout_ms,
+        max_queued_requests: config.max_queued_requests,
+        max_queued_bytes: config.max_queued_bytes,
+        message_timeout_ms: config.message_timeout_ms,
       },
     };
+  }
+
+  /**
+   * Whether a new WebSocket upgrade from `address` may proceed: null, or the CAPACITY error the
+   * upgrade is refused with (HTTP 503, before any WebSocket state exists, so a flood costs no more
+   * than an HTTP request each).
+   */
+  admit(address: string): ProtocolError | null {
+    const c = this.config;
+    let limit: string | null = null;
+    let max = 0;
+    if (this.connections.size >= c.max_connections) [limit, max] = ['max_connections', c.max_connections];
+    else if (this.pendingHandshakes >= c.max_pending_handshakes) [limit, max] = ['max_pending_handshakes', c.max_pending_handshakes];
+    else if ((this.perAddress.get(address) ?? 0) >= c.max_connections_per_address) [limit, max] = ['max_connections_per_address', c.max_connections_per_address];
+    if (limit === null) return null;
+    const reason = `${limit} (${max}) reached`;
+    return protocolError('CAPACITY', { reason }, { reason, limit, retry_after_ms: CONNECTION_RETRY_MS });
+  }
+
+  /** Books a connection (from its constructor); removeConnection undoes it once, from its close. */
+  addConnection(c: Connection, address: string): void {
+    this.connections.add(c);
+    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
+    this.pendingHandshakes++;
+  }
+
+  removeConnection(c: Connection, address: string, handshaken: boolean): void {
+    if (!this.connections.delete(c)) return;
+    const n = (this.perAddress.get(address) ?? 1) - 1;
+    if (n <= 0) this.perAddress.delete(address);
+    else this.perAddress.set(address, n);
+    if (!handshaken) this.pendingHandshakes--;
   }
 
   readiness(): Readiness {
@@ -68,13 +115,21 @@ export class ServerCore {
       for (const c of this.connections) c.reapIdle(cutoff, idle);
     }, every);
     this.idleTimer.unref();
+    // Unfinished messages (a frame or fragments that stop arriving): checked a few times per deadline.
+    const mt = this.config.message_timeout_ms;
+    this.messageTimer = setInterval(() => {
+      const now = Date.now();
+      for (const c of this.connections) c.checkUnfinishedMessage(now, mt);
+    }, Math.min(1000, Math.max(10, Math.floor(mt / 4))));
+    this.messageTimer.unref();
   }
 
   stopTimers(): void {
     this.deadlines.stop();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
-    this.heartbeatTimer = this.idleTimer = null;
+    if (this.messageTimer) clearInterval(this.messageTimer);
+    this.heartbeatTimer = this.idleTimer = this.messageTimer = null;
   }
 
   /** Close every connection with SHUTTING_DOWN / 1001 after closing its sessions. */

@@ -47,6 +47,8 @@ export interface Job {
   binary: boolean;
   batch: BatchCollector | null;
   index: number;
+  /** Frame bytes this request holds while it waits (max_queued_bytes). */
+  bytes: number;
 }
 
 export interface OpLimits {
@@ -71,6 +73,8 @@ export class Session {
   private straggler: Promise<unknown> | null = null;
   lastActive = Date.now();
   readonly queue: Job[] = [];
+  /** Sum of the waiting jobs' bytes. */
+  queuedBytes = 0;
   busy = false;
 
   private constructor(
@@ -80,6 +84,7 @@ export class Session {
     private readonly abort: AbortController,
     readonly logger: FastifyBaseLogger,
     private readonly sandboxes: SessionSandboxes | null,
+    private readonly deadlines: DeadlineSweeper,
   ) {}
 
   /**
@@ -106,7 +111,7 @@ export class Session {
       if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {
         throw new Error(`env '${entry.def.id}' create() did not return {reset, step, close}`);
       }
-      return new Session(id, entry, instance, abort, logger, sandboxes);
+      return new Session(id, entry, instance, abort, logger, sandboxes, core.deadlines);
     } catch (e) {
       abort.abort();
       if (sandboxes) void sandboxes.releaseAll().catch(() => undefined);
@@ -156,6 +161,9 @@ export class Session {
     if (this.current === 'closed') return;
     this.current = 'closed';
     this.abort.abort();
+    // A reset or step still running is abandoned now: its reply goes out (UNKNOWN_SESSION, closed)
+    // without waiting for an env that may not honour the signal.
+    if (this.busy) this.deadlines.abandon(this, sessionClosed(this.id));
     try {
       await withDeadline(Promise.resolve().then(() => this.instance.close()), CLOSE_TIMEOUT_MS, 'close');
     } catch (e) {
@@ -176,8 +184,9 @@ export class Session {
     if (bad) throw protocolError('INVALID_ACTION', { path: bad.path, reason: bad.reason }, { path: bad.path, reason: bad.reason });
     let out: EnvStepResult;
     try {
-      out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step');
+      out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step', this);
     } catch (e) {
+      if (this.isClosed()) throw sessionClosed(this.id);
       throw this.failed(e, 'step');
     }
     if (this.isClosed()) throw sessionClosed(this.id);
@@ -197,8 +206,9 @@ export class Session {
     try {
       const prior = this.straggler;
       const call = prior ? prior.then(() => this.instance.reset(seed, options)) : this.instance.reset(seed, options);
-      out = await limits.deadlines.race(call, limits.reset_timeout_ms, 'reset');
+      out = await limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this);
     } catch (e) {
+      if (this.isClosed()) throw sessionClosed(this.id);
       throw this.failed(e, 'reset');
     }
     if (this.isClosed()) throw sessionClosed(this.id);

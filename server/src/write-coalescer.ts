@@ -25,7 +25,20 @@
 //     terminates by itself. So the server holds at most hardLimitBytes + one reply per connection.
 //   - a client that stops reading entirely also stops answering pings, so the heartbeat terminates
 //     it within two heartbeat intervals; while paused its memory is bounded by the limits above.
+//   - server-wide, an OutputBudget sums what every connection holds unsent (as last seen on a send or
+//     a 'drain'). When the sum passes its limit, a connection that is itself above the high-water
+//     mark (a slow reader) is terminated on its next send: many slow readers together cannot hold
+//     more than about limit + connections x highWaterBytes, while clients that keep up are untouched.
 import type { WebSocket } from 'ws';
+
+/** Unsent bytes of all connections together (shared by every coalescer of one server). */
+export class OutputBudget {
+  /** Sum of each coalescer's last-seen unsent bytes. */
+  total = 0;
+  /** Connections terminated because the total passed the limit. */
+  overflows = 0;
+  constructor(readonly limitBytes: number) {}
+}
 
 /** Unsent bytes above which we stop reading from the client. */
 export const DEFAULT_HIGH_WATER_BYTES = 4 * 1024 * 1024;
@@ -35,8 +48,10 @@ export const DEFAULT_HARD_LIMIT_BYTES = 64 * 1024 * 1024;
 export interface WriteCoalescerOptions {
   highWaterBytes?: number;
   hardLimitBytes?: number;
-  /** Called once when the hard limit terminates the connection (for logging). */
+  /** Called once when the hard limit (or the global budget) terminates the connection (for logging). */
   onOverflow?: (bufferedBytes: number) => void;
+  /** The server-wide budget this connection's unsent bytes count against. */
+  budget?: OutputBudget;
 }
 
 /**
@@ -61,6 +76,10 @@ export class WriteCoalescer {
   /** True while reading is paused for backpressure. */
   private pausedForBackpressure = false;
   private terminated = false;
+  /** What this connection currently counts in the budget. */
+  private accounted = 0;
+  /** A 'drain' listener is registered (to resume reads and/or to update the budget). */
+  private awaitingDrain = false;
   private readonly highWater: number;
   private readonly hardLimit: number;
   private readonly flushBound = () => this.flush();
@@ -101,8 +120,37 @@ export class WriteCoalescer {
     // callback per frame would cost an allocation per reply for nothing.
     ws.send(data);
     const buffered = ws.bufferedAmount;
+    const budget = this.opts.budget;
+    if (budget) {
+      this.account(buffered);
+      if (budget.total > budget.limitBytes && buffered > this.highWater) {
+        budget.overflows++;
+        this.overflow(buffered);
+        return true;
+      }
+    }
     if (buffered > this.highWater) this.backpressure(buffered);
     return true;
+  }
+
+  /** Records this connection's unsent bytes in the budget, and asks to hear when they drain. */
+  private account(buffered: number): void {
+    const budget = this.opts.budget;
+    if (!budget) return;
+    budget.total += buffered - this.accounted;
+    this.accounted = buffered;
+    if (buffered > 0 && !this.awaitingDrain && this.sock.writableNeedDrain) {
+      this.awaitingDrain = true;
+      this.sock.once('drain', this.onDrainBound);
+    }
+  }
+
+  private overflow(buffered: number): void {
+    if (this.terminated) return;
+    this.terminated = true;
+    this.opts.onOverflow?.(buffered);
+    this.dispose();
+    this.ws.terminate();
   }
 
   /** Write out everything held for this turn (also safe to call at any time, e.g. before close). */
@@ -112,26 +160,26 @@ export class WriteCoalescer {
     const sock = this.sock;
     // Uncork exactly the one cork we took; ws's own nested cork/uncork pairs are balanced.
     if (sock.writableCorked > 0) sock.uncork();
+    // What the kernel took is no longer held: the budget sees this turn's remainder (usually 0).
+    if (this.opts.budget && this.accounted > 0) this.account(this.ws.bufferedAmount);
   }
 
   private backpressure(buffered: number): void {
-    if (this.pausedForBackpressure && buffered > this.hardLimit) {
-      if (this.terminated) return;
-      this.terminated = true;
-      this.opts.onOverflow?.(buffered);
-      this.dispose();
-      this.ws.terminate();
-      return;
-    }
+    if (this.pausedForBackpressure && buffered > this.hardLimit) return this.overflow(buffered);
     // 'drain' only fires after a write was refused (buffer above the socket's own high-water mark);
     // pausing without it would never resume, so wait for the next send to cross that mark.
     if (this.pausedForBackpressure || !this.sock.writableNeedDrain) return;
     this.pausedForBackpressure = true;
     this.ws.pause();
-    this.sock.once('drain', this.onDrainBound);
+    if (!this.awaitingDrain) {
+      this.awaitingDrain = true;
+      this.sock.once('drain', this.onDrainBound);
+    }
   }
 
   private onDrain(): void {
+    this.awaitingDrain = false;
+    if (this.opts.budget) this.account(this.ws.bufferedAmount);
     if (!this.pausedForBackpressure) return;
     this.pausedForBackpressure = false;
     if (this.ws.readyState === OPEN) this.ws.resume();
@@ -139,7 +187,11 @@ export class WriteCoalescer {
 
   private dispose(): void {
     this.flush();
-    if (this.pausedForBackpressure) this.sock.removeListener('drain', this.onDrainBound);
+    if (this.awaitingDrain) this.sock.removeListener('drain', this.onDrainBound);
+    this.awaitingDrain = false;
     this.pausedForBackpressure = false;
+    // Whatever is still unsent goes with the socket.
+    if (this.opts.budget) this.opts.budget.total -= this.accounted;
+    this.accounted = 0;
   }
 }

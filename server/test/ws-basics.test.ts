@@ -29,6 +29,9 @@ describe.each([
       max_batch: 1024,
       step_timeout_ms: 60000,
       idle_timeout_ms: 900000,
+      max_queued_requests: 4096,
+      max_queued_bytes: 64 * 1024 * 1024,
+      message_timeout_ms: 60000,
     });
     await c.close();
   });
