@@ -289,6 +289,10 @@ export class SandgymClient {
       if (typeof id === 'number' && this.abandoned.consume(id)) return; // late reply to a timed-out request
       if (error) {
         if (error.scope === 'connection') this.lastConnectionError = error;
+        // An id-null error of request or session scope answers some call whose id the server could
+        // not read (a conforming server never sends one for a frame this client encoded, PROTOCOL.md
+        // §2). Nobody can tell which call: fail every pending one rather than leave one hanging.
+        else if (id === null) this.failPending(error);
         this.emit('error', error);
       } else {
         this.emit('error', new SandgymError('INVALID_MESSAGE', `reply for unknown request id ${String(id)}`));
@@ -301,6 +305,17 @@ export class SandgymClient {
       if (error.scope === 'connection') this.lastConnectionError = error;
       entry.reject(error);
     } else entry.resolve(result ?? {});
+  }
+
+  /** Rejects every pending request with `error`; their ids stay reserved and late replies are dropped. */
+  private failPending(error: SandgymError): void {
+    const pending = [...this.pending];
+    this.pending.clear();
+    for (const [id, entry] of pending) {
+      if (entry.timer) clearTimeout(entry.timer);
+      this.abandoned.add(id);
+      entry.reject(error);
+    }
   }
 
   private handleClose(code: number | undefined, reason: string): void {

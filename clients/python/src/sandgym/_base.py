@@ -168,6 +168,13 @@ class ClientBase(Generic[T]):
             if err.scope == "connection":  # sent right before the server closes
                 self._connection_error = err
                 log.info("sandgym: server error before close: %s", err)
+            elif incoming.answers_unknown_call:
+                # The server answered a call without its id: fail every pending call (one of them is
+                # the one answered) instead of leaving that one waiting forever.
+                tokens = self._core.fail_pending()
+                log.warning("sandgym: server error with id null failed %d pending call(s): %s", len(tokens), err)
+                for token in tokens:
+                    self._finish(token, None, err)
             else:
                 log.warning("sandgym: unroutable frame from server: %s", err)
         elif isinstance(incoming, Discarded):

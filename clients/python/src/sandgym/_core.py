@@ -108,6 +108,10 @@ class Unroutable:
 
     error: SandgymError
     frame: Any = None
+    #: An error frame with ``id: null`` and request (or session) scope: it answers some call the server
+    #: could not read the id of. A conforming server never sends one for a frame this client encoded
+    #: (PROTOCOL.md §2); when one comes anyway, the pending calls are failed rather than left waiting.
+    answers_unknown_call: bool = False
 
 
 Incoming = Union[Resolved[T], Rejected[T], ServerEvent, Discarded, Unroutable]
@@ -198,7 +202,7 @@ class ProtocolCore(Generic[T]):
         if kind == "error":
             err = error_from_wire(msg.get("error"))
             if type(rid) is not int:
-                return Unroutable(err, msg)
+                return Unroutable(err, msg, answers_unknown_call=rid is None and err.scope != "connection")
             return self._route(rid, msg, err)
         return Unroutable(SandgymError(f"unknown frame type {kind!r}", code="INVALID_MESSAGE"), msg)
 
@@ -216,6 +220,14 @@ class ProtocolCore(Generic[T]):
             return Rejected(token, rid, err)
         result = msg.get("result")
         return Resolved(token, rid, result if result is not None else {})
+
+    def fail_pending(self) -> list[T]:
+        """Every pending call, given up on (its id stays reserved and a late reply is dropped): for an
+        ``id: null`` error that must answer one of them, though nobody can tell which."""
+        tokens = [tok for _, tok in self._pending.values()]
+        self._abandoned.update(self._pending)
+        self._pending.clear()
+        return tokens
 
     def connection_lost(self, exc: ConnectionClosedError) -> list[T]:
         """The connection is gone: returns every pending token (all fail at once with ``exc``)."""
