@@ -3,7 +3,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { EnvRegistry } from '../../envs/src/registry.js';
-import { PROTOCOL_VERSIONS, wsPath } from '../../protocol/src/index.js';
+import { PROTOCOL_VERSIONS, protocolError, wsPath } from '../../protocol/src/index.js';
 import { bearerToken } from './auth.js';
 import { buildRegistry } from './build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';
@@ -97,6 +97,18 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
         new Connection(socket, request.raw.socket, core, bearerToken(request.headers.authorization));
       },
     );
+  }
+  // On a server with tokens, the HTTP routes that describe what it serves (/vN/envs, /vN/schema) ask for
+  // the same bearer token as the WebSocket: an operator who set tokens expects the server closed.
+  // Liveness and readiness (/healthz, /readyz) stay open for probes; /inspect is a static page that
+  // asks for the token before it connects.
+  if (core.tokens.enabled) {
+    const unauthorized = protocolError('UNAUTHORIZED', { reason: 'a bearer token is required' }, { reason: 'a bearer token is required' }).toWire();
+    app.addHook('onRequest', (request, reply, done) => {
+      const path = request.url.split('?', 1)[0] ?? '';
+      if (!/^\/v\d+\/(envs|schema)$/.test(path) || core.tokens.check(bearerToken(request.headers.authorization))) return done();
+      void reply.code(401).header('www-authenticate', 'Bearer').send({ error: unauthorized });
+    });
   }
   registerHttpRoutes(app, core);
   // The browser inspector (GET /inspect): static page, its bundle is built lazily on first request.

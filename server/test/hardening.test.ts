@@ -345,6 +345,22 @@ describe('close abandons a running step', () => {
   });
 });
 
+describe('HTTP routes on a token-protected server', () => {
+  it('/v2/envs and /v2/schema need the bearer token; /healthz and /readyz stay open', async () => {
+    const s = await server({ tokens: [TOKEN] });
+    for (const route of ['/v2/envs', '/v2/schema']) {
+      const anon = await fetch(s.httpUrl(route));
+      expect(anon.status, route).toBe(401);
+      expect(anon.headers.get('www-authenticate')).toBe('Bearer');
+      expect(((await anon.json()) as Frame).error.code).toBe('UNAUTHORIZED');
+      expect((await fetch(s.httpUrl(route), { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      expect((await fetch(s.httpUrl(route), { headers: { authorization: `Bearer ${TOKEN}` } })).status, route).toBe(200);
+    }
+    expect((await fetch(s.httpUrl('/healthz'))).status).toBe(200);
+    expect((await fetch(s.httpUrl('/readyz'))).status).toBe(200);
+  });
+});
+
 describe('logs and config', () => {
   it('a large kwargs is logged by its keys at info, never whole', async () => {
     const lines: string[] = [];
