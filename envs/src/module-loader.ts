@@ -17,6 +17,12 @@ export class EnvModuleError extends Error {
 
 const TS_FILE = /\.(c|m)?tsx?$/;
 
+class TsxMissing extends Error {
+  constructor(cause: unknown) {
+    super('it is TypeScript and loading TypeScript needs the optional package tsx: `npm install tsx`, or compile the module to .js', { cause });
+  }
+}
+
 /**
  * A user's `my-env.ts` usually lives outside this package, often in a folder whose package.json does
  * not say `"type": "module"`: Node then treats the .ts as CommonJS and a plain import() of ESM syntax
@@ -24,8 +30,14 @@ const TS_FILE = /\.(c|m)?tsx?$/;
  */
 async function importModule(abs: string): Promise<unknown> {
   if (!TS_FILE.test(abs)) return import(pathToFileURL(abs).href);
-  const { tsImport } = await import('tsx/esm/api');
-  return tsImport(pathToFileURL(abs).href, import.meta.url);
+  // tsx is an optional peer of the published package: only TypeScript env modules need it.
+  let tsx: typeof import('tsx/esm/api');
+  try {
+    tsx = await import('tsx/esm/api');
+  } catch (e) {
+    throw new TsxMissing(e);
+  }
+  return tsx.tsImport(pathToFileURL(abs).href, import.meta.url);
 }
 
 /** A TS file compiled as CommonJS shows up as `{ default: { default: <export> } }`. */
@@ -42,6 +54,7 @@ export async function loadEnvModule(path: string, cwd = process.cwd()): Promise<
   try {
     mod = (await importModule(abs)) as { default?: unknown };
   } catch (e) {
+    if (e instanceof TsxMissing) throw new EnvModuleError(path, `cannot import: ${e.message}`);
     throw new EnvModuleError(path, `cannot import (${(e as Error).message})`);
   }
   const exported = unwrapCjsDefault(mod.default);

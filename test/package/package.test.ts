@@ -140,6 +140,22 @@ describe('the installed package with plain node', () => {
     expect((await app.text()).length).toBeGreaterThan(1000);
   });
 
+  it('loads a JavaScript --env-module; a TypeScript one without tsx fails in one line naming tsx (exit 3)', async () => {
+    const def = `{ id: 'user/coin-v0', description: 'coin', observation_space: { type: 'discrete', n: 1 }, action_space: { type: 'discrete', n: 2 }, max_episode_steps: 1, reward_range: [0, 1],
+      create: () => ({ reset: async () => ({ observation: 0 }), step: async (a) => ({ observation: 0, reward: a, terminated: true }), close: async () => {} }) }`;
+    writeFileSync(join(user, 'my-env.mjs'), `export default ${def};\n`);
+    writeFileSync(join(user, 'my-env.ts'), `const n: number = 1;\nexport default ${def};\n`);
+    const js = await run(process.execPath, ['node_modules/.bin/sandgym', 'envs', '--env-module', './my-env.mjs'], { cwd: user, timeout: 60_000 });
+    expect(js.stdout).toMatch(/^user\/coin-v0\s+coin$/m);
+    const ts = await run(process.execPath, ['node_modules/.bin/sandgym', 'envs', '--env-module', './my-env.ts'], { cwd: user, timeout: 60_000 }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(ts?.code).toBe(3);
+    expect(ts?.stderr).toMatch(/^sandgym envs: env module \.\/my-env\.ts: cannot import: it is TypeScript and loading TypeScript needs the optional package tsx: `npm install tsx`/);
+    expect(ts?.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
   it('imports sandgym, sandgym/protocol and sandgym/envs', async () => {
     const script = `
       const root = await import('sandgym');
