@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from typing import Any, SupportsFloat
 
-import gymnasium
+try:
+    import gymnasium
+    import numpy  # noqa: F401  (the spaces' gymnasium form needs it; say so here, not at first use)
+except ModuleNotFoundError as _missing:  # pragma: no cover - exercised in a subprocess by test_gym_extra
+    if _missing.name not in ("gymnasium", "numpy"):
+        raise
+    raise ImportError(
+        f"sandgym.gym needs the 'gymnasium' extra ({_missing.name} is not installed): "
+        "pip install 'sandgym[gymnasium]'",
+        name=__name__,
+    ) from _missing
 
 from . import spaces as _spaces
 from .sync import Client, Env
