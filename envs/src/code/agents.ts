@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { SandboxFailure } from '../api.js';
 import type { Sandbox } from '../sandbox-api.js';
-import type { LoadedTask } from './task-types.js';
+import type { LoadedTask, TaskSolution } from './task-types.js';
 
 /** Puts the task's initial workspace into a fresh agent sandbox (what reset does). */
 export async function seedWorkspace(sb: Sandbox, task: LoadedTask): Promise<void> {
@@ -17,7 +17,15 @@ export type ScriptedAgent = 'null' | 'reference';
 /** Applies the agent's edits to a seeded workspace. */
 export async function runScriptedAgent(sb: Sandbox, task: LoadedTask, agent: ScriptedAgent, opts: { workspace?: string; scratch?: string } = {}): Promise<void> {
   if (agent === 'null') return;
-  const sol = task.solution;
+  const exit = await applySolution(sb, task.solution, opts);
+  if (exit && exit.exit_code !== 0) throw new SandboxFailure(`${task.spec.id}: solution/solve.sh exited ${exit.exit_code}: ${exit.stderr.slice(0, 500)}`);
+}
+
+/**
+ * Applies a solution laid out like solution/ (overlay files, or solve.sh run in the workspace): the
+ * reference, a known-wrong solution (wrong/<name>/) or a mutant of the reference.
+ */
+export async function applySolution(sb: Sandbox, sol: TaskSolution, opts: { workspace?: string; scratch?: string } = {}): Promise<{ exit_code: number | null; stderr: string } | null> {
   if (sol.files.length > 0) await sb.putFiles(sol.files.map((f) => ({ path: f.path, content: f.content, mode: f.mode })));
   if (sol.kind === 'script') {
     // Outside the workspace so the script itself is not part of the submission.
@@ -25,6 +33,8 @@ export async function runScriptedAgent(sb: Sandbox, task: LoadedTask, agent: Scr
     await sb.putFiles([{ path: script, content: sol.script.content, mode: 0o500 }]);
     const res = await sb.exec({ argv: ['bash', script], cwd: opts.workspace ?? '/workspace', timeout_ms: 120_000 });
     await sb.exec({ argv: ['rm', '-f', script], timeout_ms: 10_000 });
-    if (res.exit_code !== 0) throw new SandboxFailure(`${task.spec.id}: solution/solve.sh exited ${res.exit_code}: ${res.stderr.slice(0, 500)}`);
+    // The caller decides: the reference must succeed; a wrong solution or a mutant is graded on what it left.
+    return { exit_code: res.exit_code, stderr: res.stderr };
   }
+  return null;
 }

@@ -2,14 +2,14 @@
 // when none is given), expose the configured splits, build the env. Loading is memoised per
 // (dirs) so servers built repeatedly in one process (tests) read the task files once.
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { EnvDefinition } from '../api.js';
 import { createCodeEnv, type CodeEnvOptions } from './code-env.js';
 import { loadTaskSets, TaskSet } from './task-loader.js';
 import type { LoadedTask, Split } from './task-types.js';
 
-/** The task set shipped with sandgym. */
-export const SHIPPED_TASKS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../tasks');
+import { SHIPPED_TASKS_DIR } from './shipped.js';
+
+export { SHIPPED_TASKS_DIR };
 export const ALL_SPLITS: readonly Split[] = ['train', 'eval'];
 
 const loaded = new Map<string, Promise<LoadedTask[]>>();

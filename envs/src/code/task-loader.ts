@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Rng } from '../rng.js';
 import { sha256Hex, taskContentHash } from './task-hash.js';
-import { isHarnessFormat, type LoadedTask, type Split, type TaskFile, type TaskSolution, type TaskSpec } from './task-types.js';
+import { isHarnessFormat, type EquivalentMutant, type LoadedTask, type Split, type TaskFile, type TaskSolution, type TaskSpec, type WrongSolution } from './task-types.js';
 
 const schemaPath = new URL('./task-schema.json', import.meta.url);
 const taskSchema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
@@ -16,7 +16,9 @@ const validateTaskJson = ajv.compile<TaskSpec>(taskSchema);
 
 /** Per-file cap: task files are source code, not data sets. */
 export const MAX_TASK_FILE_BYTES = 1024 * 1024;
-const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'README.md']);
+const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'wrong', 'mutants.json', 'README.md']);
+const WRONG_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+const MUTANT_ID = /^[0-9a-f]{12}(-[0-9]+)?$/;
 const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
   'pytest-harness': ['python3', '-m', 'pytest'],
   'node-harness': ['node', '--test'],
@@ -171,10 +173,76 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
     throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' || spec.test.format === 'node-harness' ? '*.test.mjs' : 'test_*.py'})`, file);
   }
-  if (solutionFiles.length === 0) throw new TaskLoadError(`${rel(path.join(dir, 'solution'))}/: empty (need overlay files or solve.sh)`, file);
-  const script = solutionFiles.find((f) => f.path === 'solve.sh');
-  const solution: TaskSolution = script ? { kind: 'script', script, files: solutionFiles.filter((f) => f !== script) } : { kind: 'overlay', files: solutionFiles };
-  return { spec, dir, set: path.resolve(setDir), workspace, tests, solution, content_hash: taskContentHash(spec.instruction, tests) };
+  const solution = toSolution(solutionFiles, path.join(dir, 'solution'), file);
+  const wrong = await loadWrong(dir, file);
+  const equivalent_mutants = await loadEquivalents(dir);
+  return { spec, dir, set: path.resolve(setDir), workspace, tests, solution, wrong, equivalent_mutants, content_hash: taskContentHash(spec.instruction, tests) };
+}
+
+function toSolution(files: TaskFile[], dir: string, file: string): TaskSolution {
+  if (files.length === 0) throw new TaskLoadError(`${rel(dir)}/: empty (need overlay files or solve.sh)`, file);
+  const script = files.find((f) => f.path === 'solve.sh');
+  return script ? { kind: 'script', script, files: files.filter((f) => f !== script) } : { kind: 'overlay', files };
+}
+
+/** wrong/<name>/: each subdirectory is one known-wrong solution, laid out like solution/. */
+async function loadWrong(dir: string, file: string): Promise<WrongSolution[]> {
+  const root = path.join(dir, 'wrong');
+  if (!(await exists(root))) return [];
+  if (!(await isDir(root))) throw new TaskLoadError(`${rel(root)}: must be a directory of wrong solutions (wrong/<name>/)`, file);
+  const out: WrongSolution[] = [];
+  for (const name of (await readdir(root)).sort()) {
+    const p = path.join(root, name);
+    if (!(await isDir(p))) throw new TaskLoadError(`${rel(p)}: expected a directory (wrong/<name>/ holds one wrong solution laid out like solution/)`, file);
+    if (!WRONG_NAME.test(name)) throw new TaskLoadError(`${rel(p)}: name must match ${WRONG_NAME.source}`, file);
+    out.push({ name, solution: toSolution(await readTree(p), p, file) });
+  }
+  return out;
+}
+
+/** mutants.json: {"equivalent": [{"id", "reason"}]}: surviving mutants the author declares equivalent. */
+async function loadEquivalents(dir: string): Promise<EquivalentMutant[]> {
+  const p = path.join(dir, 'mutants.json');
+  const file = rel(p);
+  let raw: string;
+  try {
+    raw = await readFile(p, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new TaskLoadError(`${file}: unreadable (${(err as Error).message})`, file);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(raw);
+  } catch (err) {
+    throw new TaskLoadError(`${file}: invalid JSON (${(err as Error).message})`, file);
+  }
+  const list = (doc as { equivalent?: unknown } | null)?.equivalent;
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc) || !Array.isArray(list)) throw new TaskLoadError(`${file}: expected {"equivalent": [{"id": "...", "reason": "..."}]}`, file);
+  const extra = Object.keys(doc).filter((k) => k !== 'equivalent');
+  if (extra.length > 0) throw new TaskLoadError(`${file}: /${extra[0]} is not an allowed field`, file);
+  const seen = new Set<string>();
+  return list.map((e: unknown, i: number) => {
+    const m = e as Record<string, unknown> | null;
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new TaskLoadError(`${file}: /equivalent/${i} must be an object`, file);
+    for (const k of Object.keys(m)) if (!['id', 'reason', 'diff'].includes(k)) throw new TaskLoadError(`${file}: /equivalent/${i}/${k} is not an allowed field`, file);
+    if (typeof m.id !== 'string' || !MUTANT_ID.test(m.id)) throw new TaskLoadError(`${file}: /equivalent/${i}/id must be a mutant id as the gate prints it (12 hex digits)`, file);
+    // Marking a mutant equivalent silences a test gap: it needs a reason a reviewer can check.
+    if (typeof m.reason !== 'string' || m.reason.trim().length < 10) throw new TaskLoadError(`${file}: /equivalent/${i}/reason must say why the mutant behaves like the reference (10+ characters)`, file);
+    if (m.diff !== undefined && typeof m.diff !== 'string') throw new TaskLoadError(`${file}: /equivalent/${i}/diff must be a string`, file);
+    if (seen.has(m.id)) throw new TaskLoadError(`${file}: /equivalent/${i}/id ${m.id} is listed twice`, file);
+    seen.add(m.id);
+    return { id: m.id, reason: m.reason.trim() };
+  });
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface LoadOptions {

@@ -57,6 +57,19 @@ export interface TaskFile {
 
 export type TaskSolution = { kind: 'overlay'; files: TaskFile[] } | { kind: 'script'; script: TaskFile; files: TaskFile[] };
 
+/** A known-wrong solution (wrong/<name>/): a common mistake of the task's domain that must not pass. */
+export interface WrongSolution {
+  name: string;
+  solution: TaskSolution;
+}
+
+/** A surviving mutant the author declares equivalent to the reference (mutants.json). */
+export interface EquivalentMutant {
+  /** The mutant's stable id as the gate reports it (envs/src/code/mutation/mutants.ts). */
+  id: string;
+  reason: string;
+}
+
 /** A validated task with defaults applied and its files loaded. */
 export interface LoadedTask {
   spec: TaskSpec & { max_steps: number; tags: string[]; shaping: ShapingMode; trusted: boolean; test: TaskSpec['test'] & { command: string[]; timeout_s: number; call_timeout_s: number } };
@@ -67,6 +80,10 @@ export interface LoadedTask {
   workspace: TaskFile[];
   tests: TaskFile[];
   solution: TaskSolution;
+  /** Known-wrong solutions (wrong/<name>/), checked by `tasks validate`; never shown to an agent. */
+  wrong: WrongSolution[];
+  /** Mutants of the reference marked equivalent in mutants.json (the mutation gate re-checks them). */
+  equivalent_mutants: EquivalentMutant[];
   /** sha256 over the normalised instruction and the hidden test files (see task-hash.ts). */
   content_hash: string;
 }

@@ -7,6 +7,8 @@ import type { DriverChoice, OpenSandboxProvider } from '../sandbox-api.js';
 import { checkLeakage, formatLeakageReport } from './leakage.js';
 import { loadTaskSets } from './task-loader.js';
 import type { LoadedTask } from './task-types.js';
+import { defaultCacheDir, DEFAULT_MUTATION_THRESHOLD } from './mutation/gate.js';
+import { preflightTools, type ToolInfo } from './mutation/mutants.js';
 import { formatValidation, validateTasks, type TaskValidation } from './validate.js';
 
 /** Where a command writes: results to out, progress to err. */
@@ -58,6 +60,35 @@ export interface ValidateCommandOptions {
   driver: DriverChoice;
   concurrency: number;
   json: boolean;
+  /** The mutation gate (absent: off). */
+  mutants?: {
+    threshold?: number;
+    /** Verdict cache directory; null: no cache; undefined: the default (~/.cache/sandgym/mutation). */
+    cacheDir?: string | null;
+    python?: string;
+  };
+}
+
+export function mutationSummary(results: readonly TaskValidation[]) {
+  const reports = results.flatMap((r) => (r.mutation ? [{ id: r.id, m: r.mutation }] : []));
+  if (reports.length === 0) return undefined;
+  const scores = reports.map((r) => r.m.score).filter((x): x is number => x !== null);
+  const sum = (f: (m: (typeof reports)[number]['m']) => number) => reports.reduce((a, r) => a + f(r.m), 0);
+  const mutants = sum((m) => m.mutants);
+  const killed = sum((m) => m.killed);
+  const equivalent = sum((m) => m.equivalent);
+  return {
+    tasks: reports.length,
+    mutants,
+    killed,
+    survived: sum((m) => m.survived),
+    equivalent,
+    cached: sum((m) => m.cached),
+    score: mutants - equivalent > 0 ? killed / (mutants - equivalent) : null,
+    min: scores.length ? Math.min(...scores) : null,
+    p50: scores.length ? pct(scores, 50) : null,
+    under_threshold: reports.filter((r) => r.m.score === null || r.m.score < r.m.threshold).map((r) => r.id),
+  };
 }
 
 /**
@@ -66,23 +97,45 @@ export interface ValidateCommandOptions {
  */
 export async function validateTaskList(tasks: readonly LoadedTask[], opts: ValidateCommandOptions, openSandboxProvider: OpenSandboxProvider, io: TasksIo): Promise<boolean> {
   const t0 = performance.now();
-  const handle = await openSandboxProvider(opts.driver, { maxTotal: opts.concurrency + 2 });
+  // Before any sandbox: a missing mutation tool is the machine's problem (MutationToolError), not a task's.
+  let tools: ToolInfo[] = [];
+  if (opts.mutants) tools = await preflightTools(tasks.map((t) => t.solution), opts.mutants.python !== undefined ? { python: opts.mutants.python } : {});
+  // With the gate, each task's mutant gradings run beside the next tasks' own runs.
+  const handle = await openSandboxProvider(opts.driver, { maxTotal: (opts.mutants ? 2 : 1) * opts.concurrency + 2 });
   let res: Awaited<ReturnType<typeof validateTasks>>;
   try {
     res = await validateTasks(tasks, {
       provider: handle.provider,
       concurrency: opts.concurrency,
       killStragglers: true,
+      driver: handle.driver,
+      ...(opts.mutants
+        ? {
+            mutation: {
+              threshold: opts.mutants.threshold ?? DEFAULT_MUTATION_THRESHOLD,
+              concurrency: opts.concurrency,
+              cacheDir: opts.mutants.cacheDir === undefined ? defaultCacheDir() : opts.mutants.cacheDir,
+              ...(opts.mutants.python !== undefined ? { python: opts.mutants.python } : {}),
+            },
+          }
+        : {}),
       onResult: (r) => {
-        if (!opts.json) io.err(`${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms)\n`);
+        if (opts.json) return;
+        const m = r.mutation ? `, mutants ${r.mutation.killed}/${r.mutation.mutants - r.mutation.equivalent} killed${r.mutation.score !== null ? ` (${(r.mutation.score * 100).toFixed(1)}%)` : ''}` : '';
+        const w = r.wrong?.length ? `, wrong ${r.wrong.filter((x) => x.score < 1).length}/${r.wrong.length} rejected` : '';
+        io.err(`${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms${w}${m})\n`);
       },
     });
   } finally {
     await handle.close();
   }
   const wall = Math.round(performance.now() - t0);
-  const summary = { ...validationSummary(res.results), driver: handle.driver, concurrency: opts.concurrency, wall_ms: wall };
+  const mutation = mutationSummary(res.results);
+  const summary = { ...validationSummary(res.results), driver: handle.driver, concurrency: opts.concurrency, wall_ms: wall, ...(mutation ? { mutation: { ...mutation, tools } } : {}) };
   if (opts.json) io.out(JSON.stringify({ ok: res.ok, summary, results: res.results }, null, 2) + '\n');
-  else io.out(`${formatValidation(res.results)}\ndriver ${summary.driver}, concurrency ${opts.concurrency}, wall ${(wall / 1000).toFixed(1)}s\n`);
+  else {
+    const m = mutation ? `mutation gate: ${mutation.killed} of ${mutation.mutants - mutation.equivalent} mutants killed over ${mutation.tasks} tasks (${mutation.equivalent} marked equivalent, ${mutation.cached} verdicts from cache; ${tools.map((t) => `${t.tool} ${t.version}`).join(', ')}); lowest task ${mutation.min === null ? '-' : `${(mutation.min * 100).toFixed(1)}%`}\n` : '';
+    io.out(`${formatValidation(res.results)}\n${m}driver ${summary.driver}, concurrency ${opts.concurrency}, wall ${(wall / 1000).toFixed(1)}s\n`);
+  }
   return res.ok;
 }

@@ -1,9 +1,13 @@
-// `sandgym tasks validate <dir...>`: every task must score exactly 1.0 with its reference solution
-// and below 1.0 untouched (null agent), graded exactly as in training (fresh grading sandbox).
+// `sandgym tasks validate <dir...>`: every task must score exactly 1.0 with its reference solution,
+// below 1.0 untouched (null agent) and with each known-wrong solution (wrong/<name>/), and, with
+// `mutants`, kill enough mutants of its reference (mutation/gate.ts); all graded exactly as in
+// training (fresh grading sandbox, hidden tests through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
+import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from './grade.js';
-import type { LoadedTask } from './task-types.js';
+import { runMutationGate, type MutationGateOptions, type MutationReport, type VariantGrade } from './mutation/gate.js';
+import type { LoadedTask, TaskSolution } from './task-types.js';
+import { readTar, writeTar } from './workspace-tar.js';
 
 export interface AgentRun {
   score: number;
@@ -13,6 +17,12 @@ export interface AgentRun {
   agent_ms: number;
   grade_ms: number;
   grade_timings_ms: GradeResult['timings_ms'];
+  /** The grading sandbox's image content id (reward provenance; part of the mutation cache key). */
+  image_id?: string | null;
+}
+
+export interface WrongRun extends AgentRun {
+  name: string;
 }
 
 export interface TaskValidation {
@@ -22,7 +32,15 @@ export interface TaskValidation {
   problems: string[];
   null?: AgentRun;
   reference?: AgentRun;
+  /** Each known-wrong solution (wrong/<name>/): must score below 1.0 and below the reference. */
+  wrong?: WrongRun[];
+  mutation?: MutationReport;
 }
+
+/** The mutation gate's settings for `validate` (grading and caching are filled in per task). */
+export type ValidateMutationOptions = Omit<MutationGateOptions, 'grade' | 'environment' | 'onProgress'> & {
+  onProgress?: (task: string, done: number, total: number) => void;
+};
 
 export interface ValidateOptions extends Omit<GradeOptions, 'provider' | 'requirement' | 'cache'> {
   provider: SandboxProvider;
@@ -31,46 +49,129 @@ export interface ValidateOptions extends Omit<GradeOptions, 'provider' | 'requir
   /** Parallel tasks (default 1: each task needs two sandboxes at a time at most). */
   concurrency?: number;
   onResult?: (r: TaskValidation) => void;
+  /** Run the mutation gate too (default: off). */
+  mutation?: ValidateMutationOptions;
+  /** Driver name, part of the mutation cache key (verdicts of one driver are not reused for another). */
+  driver?: string;
 }
 
 export function taskRequirement(task: LoadedTask): SandboxRequirement {
   return { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
 }
 
-async function runAgent(task: LoadedTask, agent: ScriptedAgent, opts: ValidateOptions): Promise<AgentRun> {
+/** Runs an agent in a fresh agent sandbox (as a trainer's episode would) and returns its workspace. */
+async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<Uint8Array> {
   const req = (opts.requirement ?? taskRequirement)(task);
-  const t0 = performance.now();
   const sb = await opts.provider.acquire(req);
-  let tar: Uint8Array;
   try {
     await seedWorkspace(sb, task);
-    await runScriptedAgent(sb, task, agent, { ...(opts.workspace ? { workspace: opts.workspace } : {}), ...(opts.scratch ? { scratch: opts.scratch } : {}) });
-    tar = await sb.getTar(opts.workspace ?? '/workspace');
+    const where = { ...(opts.workspace ? { workspace: opts.workspace } : {}), ...(opts.scratch ? { scratch: opts.scratch } : {}) };
+    if (typeof agent === 'string') await runScriptedAgent(sb, task, agent, where);
+    else await applySolution(sb, agent, where);
+    return await sb.getTar(opts.workspace ?? '/workspace');
   } finally {
     await opts.provider.release(sb);
   }
-  const t1 = performance.now();
-  const { concurrency: _c, onResult: _o, requirement: _r, ...gradeOpts } = opts;
-  const g = await gradeSubmission(task, tar, { ...gradeOpts, requirement: req });
+}
+
+async function grade(task: LoadedTask, tar: Uint8Array, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
+  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, ...gradeOpts } = opts;
+  const req = (opts.requirement ?? taskRequirement)(task);
+  return gradeSubmission(task, tar, { ...gradeOpts, requirement: reuse ? { ...req, reuse } : req });
+}
+
+function toRun(g: GradeResult, agentMs: number, gradeMs: number): AgentRun {
   return {
     score: g.score.total,
     ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}),
     ...(g.tests ? { tests: g.tests } : {}),
-    agent_ms: t1 - t0,
-    grade_ms: performance.now() - t1,
+    agent_ms: agentMs,
+    grade_ms: gradeMs,
     grade_timings_ms: g.timings_ms,
+    image_id: g.image_id ?? null,
   };
+}
+
+async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Uint8Array }> {
+  const t0 = performance.now();
+  const tar = await agentWorkspace(task, agent, opts);
+  const t1 = performance.now();
+  const g = await grade(task, tar, opts);
+  return { ...toRun(g, t1 - t0, performance.now() - t1), tar };
+}
+
+/**
+ * The submission of an overlay solution variant: the reference run's workspace with the variant's
+ * files in place of the reference's (what the agent sandbox would return, without starting one per mutant).
+ */
+async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts: ValidateOptions): Promise<Uint8Array> {
+  const prefix = opts.stripPrefix ? `${opts.stripPrefix.replace(/\/+$/, '')}/` : '';
+  const entries = await readTar(refTar, opts);
+  const files = new Map(variant.files.map((f) => [f.path, f]));
+  return writeTar(
+    entries
+      .filter((e) => e.type === 'file' || e.type === 'directory')
+      .map((e) => {
+        const f = files.get(e.path);
+        return e.type === 'directory' ? { path: prefix + e.path, type: 'directory' as const, mode: e.mode } : { path: prefix + e.path, content: f ? f.content : (e.content ?? new Uint8Array()), mode: e.mode };
+      }),
+  );
+}
+
+/** Floors of the mutant clock (seconds): generous next to the ~1 s a shipped reference takes. */
+export const MUTANT_TEST_TIMEOUT_MIN_S = 15;
+export const MUTANT_CALL_TIMEOUT_MIN_S = 3;
+
+/**
+ * The task as mutants are graded: the same tests, harness and limits, on a clock scaled to the
+ * reference's own run (3x + 5 s, at least 15 s for the run and 3 s per harness call, never more than
+ * the task's). Mutation tools do the same (Stryker: timeoutFactor and timeoutMS): a mutant that loops
+ * forever is killed by the clock in seconds, instead of holding a sandbox for the task's full 60 s.
+ */
+export function mutantClock(task: LoadedTask, referenceRunMs: number): LoadedTask {
+  const t = task.spec.test;
+  const timeout_s = Math.min(t.timeout_s, Math.max(MUTANT_TEST_TIMEOUT_MIN_S, Math.ceil((3 * referenceRunMs) / 1000) + 5));
+  const call_timeout_s = Math.min(t.call_timeout_s, Math.max(MUTANT_CALL_TIMEOUT_MIN_S, Math.ceil(timeout_s / 5)));
+  return { ...task, spec: { ...task.spec, test: { ...t, timeout_s, call_timeout_s } } };
 }
 
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
   try {
-    out.reference = await runAgent(task, 'reference', opts);
+    const { tar: refTar, ...refRun } = await runAgent(task, 'reference', opts);
+    out.reference = refRun;
     if (out.reference.score !== 1) out.problems.push(`reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`);
-    out.null = await runAgent(task, 'null', opts);
+    const nul = await runAgent(task, 'null', opts);
+    const { tar: _t, ...nulRun } = nul;
+    out.null = nulRun;
     // Judged on the tests too: final_state checks alone may keep an untouched workspace below 1.0.
     if (out.null.score >= 1 || out.null.tests?.passed === task.spec.test.expected_tests) {
       out.problems.push(`null agent (untouched workspace) passes every hidden test (score ${out.null.score.toFixed(3)})`);
+    }
+    out.wrong = [];
+    for (const w of task.wrong) {
+      const { tar: _w, ...run } = await runAgent(task, w.solution, opts);
+      out.wrong.push({ name: w.name, ...run });
+      if (run.score >= 1 || run.score >= out.reference.score) out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
+    }
+    // Mutants only mean something against a reference that passes.
+    if (opts.mutation && out.reference.score === 1) {
+      const m = opts.mutation;
+      const clocked = mutantClock(task, out.reference.grade_timings_ms.run);
+      out.mutation = await runMutationGate(task, {
+        ...m,
+        environment: `${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
+        onProgress: (d, t) => m.onProgress?.(task.spec.id, d, t),
+        grade: async (variant): Promise<VariantGrade> => {
+          const tar = variant.kind === 'overlay' && task.solution.kind === 'overlay' ? await patchedWorkspace(refTar, variant, opts) : await agentWorkspace(task, variant, opts);
+          // The grading sandbox is wiped in place and reused between mutants (~10 ms instead of a container
+          // creation, which caps Docker at 1-3 gradings a second): a mutant of our own reference is not
+          // adversarial. Everything else about the grading (harness, judge, limits, rubric) is training's.
+          const g = await grade(clocked, tar, opts, 'wipe');
+          return { score: g.score.total, ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}), tests: g.tests };
+        },
+      });
+      out.problems.push(...out.mutation.problems);
     }
   } catch (err) {
     out.problems.push(`error: ${(err as Error).message}`);
@@ -104,7 +205,12 @@ export function formatValidation(results: readonly TaskValidation[]): string {
   const lines = results.map((r) => {
     const ref = r.reference ? `ref ${r.reference.score.toFixed(2)} ${Math.round(r.reference.grade_ms)}ms` : 'ref -';
     const nul = r.null ? `null ${r.null.score.toFixed(2)} ${Math.round(r.null.grade_ms)}ms` : 'null -';
-    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}`;
+    const wrong = r.wrong?.length ? `, wrong ${r.wrong.map((w) => `${w.name} ${w.score.toFixed(2)}`).join(' ')}` : '';
+    const m = r.mutation;
+    const mut = m ? `, mutants ${m.score === null ? '-' : `${(m.score * 100).toFixed(1)}%`} (${m.killed} killed, ${m.survived} survived, ${m.equivalent} equivalent of ${m.mutants})` : '';
+    // Surviving mutants as diffs: what the author reads to write the missing test (or to mark it equivalent).
+    const survivors = (m?.outcomes ?? []).filter((o) => o.status !== 'equivalent' && o.diff).map((o) => `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`);
+    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${survivors.join('')}`;
   });
   const grades = results.flatMap((r) => [r.reference?.grade_ms, r.null?.grade_ms]).filter((x): x is number => x !== undefined);
   const failed = results.filter((r) => !r.ok).length;

@@ -3,34 +3,58 @@
 // (run.ts, the composition root), so neither this module nor envs/ picks a sandbox layer.
 import { listTasks, checkTasks, validateTaskList } from '../../../envs/src/code/tasks-cli.js';
 import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
+import { MutationToolError } from '../../../envs/src/code/mutation/mutants.js';
+import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
 import type { OpenSandboxProvider } from '../../../envs/src/sandbox-api.js';
-import { choiceValue, intValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
+import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 
-export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> <dir...> [options]
+export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> [dir...] [options]
 
-  list <dir...> [--json]                 list the tasks of one or more task sets
-  check <dir...> [--threshold X] [--json]
+  Without a directory, the shipped task set (envs/tasks, what \`serve\` loads by default).
+
+  list [dir...] [--json]                 list the tasks of one or more task sets
+  check [dir...] [--threshold X] [--json]
                                          leakage check: fails (exit 1) when a task is in both
                                          train and eval by id or content, or near-duplicates
                                          straddle the splits on test code or instruction
                                          (per-channel thresholds; --threshold X sets all three)
-  validate <dir...> [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
-                                         run the null and the reference agent on every task in
-                                         real sandboxes; fails (exit 1) unless every reference
-                                         scores 1.0 and every null agent below 1.0
+  validate [dir...] [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
+           [--mutants [--mutation-threshold X] [--mutation-cache DIR|none] [--mutation-python PATH]]
+                                         run the null agent, the reference and every known-wrong
+                                         solution (wrong/<name>/) of each task in real sandboxes;
+                                         fails (exit 1) unless every reference scores 1.0 and the
+                                         null agent and every wrong solution below it.
+                                         --mutants adds the mutation gate: every mutant of the
+                                         reference (Cosmic Ray for Python, Stryker for JS, our own
+                                         for shell) is graded like a submission; a task fails under
+                                         X killed (default 0.95, after mutants.json's equivalents)
+                                         and prints its surviving mutants as diffs. Verdicts are
+                                         cached in DIR (default ~/.cache/sandgym/mutation) keyed
+                                         by every input; Python mutants need cosmic-ray in PATH's
+                                         python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
 Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
-4 no sandbox driver (validate).`;
+4 no sandbox driver or mutation tool (validate).`;
 
-const DIRS = { name: '<dir...> (at least one task-set directory)', min: 1, max: Infinity };
+const DIRS = { name: '[dir...] (task-set directories; default the shipped set)', min: 0, max: Infinity };
+const dirsOr = (dirs: string[]) => (dirs.length > 0 ? dirs : [SHIPPED_TASKS_DIR]);
 
 const LIST = { name: 'tasks list', help: TASKS_HELP, options: { json: { type: 'boolean' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
 const CHECK = { name: 'tasks check', help: TASKS_HELP, options: { json: { type: 'boolean' }, threshold: { type: 'string' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
 const VALIDATE = {
   name: 'tasks validate',
   help: TASKS_HELP,
-  options: { json: { type: 'boolean' }, driver: { type: 'string' }, concurrency: { type: 'string' }, only: { type: 'string' } },
+  options: {
+    json: { type: 'boolean' },
+    driver: { type: 'string' },
+    concurrency: { type: 'string' },
+    only: { type: 'string' },
+    mutants: { type: 'boolean' },
+    'mutation-threshold': { type: 'string' },
+    'mutation-cache': { type: 'string' },
+    'mutation-python': { type: 'string' },
+  },
   positionals: DIRS,
 } as const satisfies CommandDef<OptionDefs>;
 
@@ -50,20 +74,29 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
   switch (picked.sub) {
     case 'list': {
       const p = parseCommand(LIST, picked.argv);
-      return p === null ? help() : verdict(await listTasks(p.positionals, { json: p.values.json ?? false }, io));
+      return p === null ? help() : verdict(await listTasks(dirsOr(p.positionals), { json: p.values.json ?? false }, io));
     }
     case 'check': {
       const p = parseCommand(CHECK, picked.argv);
       if (p === null) return help();
       const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
-      return verdict(await checkTasks(p.positionals, { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+      return verdict(await checkTasks(dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
     }
     case 'validate': {
       const p = parseCommand(VALIDATE, picked.argv);
       if (p === null) return help();
       const driver = p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'auto'] as const, VALIDATE.name);
       const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, VALIDATE.name);
-      let tasks = await loadTaskSets(p.positionals);
+      const v = p.values;
+      const mutationFlags = (['mutation-threshold', 'mutation-cache', 'mutation-python'] as const).filter((k) => v[k] !== undefined);
+      if (!v.mutants && mutationFlags.length > 0) throw new UsageError(`--${mutationFlags[0]} needs --mutants`, VALIDATE.name);
+      const threshold = v['mutation-threshold'] === undefined ? undefined : numberValue('mutation-threshold', v['mutation-threshold'], { gt: 0, max: 1 }, VALIDATE.name);
+      const cache = v['mutation-cache'] === undefined ? undefined : nonEmptyValue('mutation-cache', v['mutation-cache'], VALIDATE.name);
+      const python = v['mutation-python'] === undefined ? undefined : nonEmptyValue('mutation-python', v['mutation-python'], VALIDATE.name);
+      const mutants = v.mutants
+        ? { ...(threshold !== undefined ? { threshold } : {}), ...(cache !== undefined ? { cacheDir: cache === 'none' ? null : cache } : {}), ...(python !== undefined ? { python } : {}) }
+        : undefined;
+      let tasks = await loadTaskSets(dirsOr(p.positionals));
       if (p.values.only !== undefined) {
         const ids = p.values.only.split(',').map((s) => s.trim()).filter(Boolean);
         const unknown = ids.filter((id) => !tasks.some((t) => t.spec.id === id));
@@ -77,7 +110,12 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
           throw new UnavailableError(`cannot open a sandbox driver (--driver ${kind}): ${(e as Error).message}`, { cause: e });
         }
       };
-      return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false }, open, io));
+      try {
+        return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false, ...(mutants ? { mutants } : {}) }, open, io));
+      } catch (e) {
+        if (e instanceof MutationToolError) throw new UnavailableError(`mutation gate: ${e.message}`, { cause: e });
+        throw e;
+      }
     }
   }
 }
