@@ -76,7 +76,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['^clients/ts/dist/', '^envs/tasks/', '^clients/python/'] },
+    exclude: { path: ['^clients/ts/dist/', '^(server|envs|protocol|sandbox-contract)/dist/', '^envs/tasks/', '^clients/python/'] },
     // Type-only imports are dependencies of the design too (a type from server/ in envs/ couples them).
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

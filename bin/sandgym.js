@@ -34,7 +34,7 @@ function compiledIsCurrent() {
 }
 
 if (compiledIsCurrent()) {
-  await import(compiled.href);
+  await import('../server/dist/cli/main.js');
 } else {
   let register;
   try {
@@ -44,5 +44,5 @@ if (compiledIsCurrent()) {
     process.exit(5);
   }
   register();
-  await import(source.href);
+  await import('../server/src/cli/main.ts');
 }
