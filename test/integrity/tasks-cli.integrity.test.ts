@@ -1,7 +1,8 @@
-// `sandgym tasks validate` (through the CLI's main, with the server's sandbox provider injected) over the whole shipped set on the real docker driver (null + reference
-// agents, fresh grading sandboxes), and `sandgym tasks check` over it. Skipped with the reason when
+// `sandgym tasks validate --mutants` (through the CLI's main, with the server's sandbox provider injected)
+// over the whole shipped set on the real docker driver (null, reference and wrong/ agents, fresh grading
+// sandboxes, then the mutation gate), and `sandgym tasks check` over it. Skipped with the reason when
 // Docker or the sandgym/python:1 image is missing, a failure when SANDGYM_REQUIRE_DOCKER=1 (CI).
-import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
+import { dockerFacility, gate, mutationFacility } from '../../server/test/sandbox/facilities.js';
 import { describe, expect, test } from 'vitest';
 import { main } from '../../server/src/cli/run.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
@@ -10,6 +11,9 @@ const IMAGE = 'sandgym/python:1';
 
 // Throws when SANDGYM_REQUIRE_DOCKER=1 and Docker or the image is missing; else skips with the reason.
 const HAS_DOCKER = gate('docker', await dockerFacility(IMAGE));
+// Throws when SANDGYM_REQUIRE_MUTATION=1 and Cosmic Ray is missing; else skips with the reason.
+const MUTATION = await mutationFacility();
+const HAS_MUTATION = gate('mutation', MUTATION);
 
 function capture() {
   const out: string[] = [];
@@ -26,24 +30,42 @@ test('tasks check: the shipped set has no leakage finding at all', async () => {
   expect(report.findings).toEqual([]);
 });
 
-describe.skipIf(!HAS_DOCKER)('tasks validate on docker', () => {
-  test('every shipped task: reference scores 1.0, null below 1.0', async () => {
+describe.skipIf(!HAS_DOCKER || !HAS_MUTATION)('tasks validate --mutants on docker', () => {
+  test('every shipped task: reference 1.0, null and every wrong/ solution below it, mutation score >= 95%', async () => {
     const c = capture();
-    const code = await main(['tasks', 'validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json'], c.io);
+    // The whole set, every mutant (no sampling); verdicts come from ~/.cache/sandgym/mutation when every
+    // input of a grading is unchanged since a previous run on this machine (docs/TASKS.md, "Cache").
+    const code = await main(['tasks', 'validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json', '--mutants', '--mutation-python', MUTATION.python], c.io);
     const res = JSON.parse(c.out.join('')) as {
       ok: boolean;
-      summary: { tasks: number; failed: number; driver: string; grade_ms: { p50: number; p95: number }; wall_ms: number };
-      results: { id: string; ok: boolean; problems: string[]; reference?: { score: number }; null?: { score: number } }[];
+      summary: {
+        tasks: number;
+        failed: number;
+        driver: string;
+        grade_ms: { p50: number; p95: number };
+        wall_ms: number;
+        mutation: { tasks: number; mutants: number; killed: number; equivalent: number; cached: number; score: number; min: number; under_threshold: string[] };
+      };
+      results: { id: string; ok: boolean; problems: string[]; reference?: { score: number }; null?: { score: number }; wrong?: { name: string; score: number }[]; mutation?: { score: number | null; mutants: number; threshold: number } }[];
     };
     const bad = res.results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.problems.join('; ')}`);
     expect(bad).toEqual([]);
     expect(code).toBe(0);
     expect(res.summary.driver).toBe('docker');
     expect(res.summary.tasks).toBeGreaterThanOrEqual(30);
+    expect(res.summary.mutation.tasks).toBe(res.summary.tasks);
+    expect(res.summary.mutation.under_threshold).toEqual([]);
     for (const r of res.results) {
       expect(r.reference?.score, r.id).toBe(1);
       expect(r.null?.score, r.id).toBeLessThan(1);
+      expect(r.wrong?.length ?? 0, `${r.id}: at least one wrong/ solution`).toBeGreaterThan(0);
+      for (const w of r.wrong ?? []) expect(w.score, `${r.id} wrong/${w.name}`).toBeLessThan(1);
+      expect(r.mutation?.mutants ?? 0, `${r.id}: mutants generated`).toBeGreaterThan(0);
+      expect(r.mutation?.score ?? 0, r.id).toBeGreaterThanOrEqual(0.95);
     }
-    console.info(`[integrity] tasks validate: ${res.summary.tasks} tasks, grading p50 ${res.summary.grade_ms.p50} ms p95 ${res.summary.grade_ms.p95} ms, wall ${(res.summary.wall_ms / 1000).toFixed(1)} s`);
-  }, 600_000);
+    const m = res.summary.mutation;
+    console.info(
+      `[integrity] tasks validate --mutants: ${res.summary.tasks} tasks, ${m.mutants} mutants (${m.killed} killed, ${m.equivalent} equivalent, ${m.cached} cached), score ${(m.score * 100).toFixed(1)}% (lowest task ${(m.min * 100).toFixed(1)}%), grading p50 ${res.summary.grade_ms.p50} ms, wall ${(res.summary.wall_ms / 1000).toFixed(1)} s`,
+    );
+  }, 3_600_000);
 });

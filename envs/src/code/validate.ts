@@ -118,20 +118,24 @@ async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts:
   );
 }
 
-/** Floors of the mutant clock (seconds): generous next to the ~1 s a shipped reference takes. */
-export const MUTANT_TEST_TIMEOUT_MIN_S = 15;
-export const MUTANT_CALL_TIMEOUT_MIN_S = 3;
+/** The mutant clock's steps (seconds): the smallest that covers 3x the reference's run + 5 s. */
+export const MUTANT_CLOCK_STEPS_S = [15, 30, 60, 120, 240] as const;
 
 /**
  * The task as mutants are graded: the same tests, harness and limits, on a clock scaled to the
- * reference's own run (3x + 5 s, at least 15 s for the run and 3 s per harness call, never more than
- * the task's). Mutation tools do the same (Stryker: timeoutFactor and timeoutMS): a mutant that loops
- * forever is killed by the clock in seconds, instead of holding a sandbox for the task's full 60 s.
+ * reference's own run, as mutation tools do (Stryker: timeoutFactor and timeoutMS): the test run gets
+ * the smallest step of MUTANT_CLOCK_STEPS_S covering 3x the reference's run + 5 s, each harness call a
+ * fifth of that, never more than the task's own limits. A mutant that loops forever is killed by the
+ * clock in seconds instead of holding a sandbox for the task's full timeout. Steps rather than the raw
+ * figure: the clock is part of the verdict cache key, and a reference that ran 1.1 s instead of 1.0 s
+ * must not invalidate every cached verdict.
  */
 export function mutantClock(task: LoadedTask, referenceRunMs: number): LoadedTask {
   const t = task.spec.test;
-  const timeout_s = Math.min(t.timeout_s, Math.max(MUTANT_TEST_TIMEOUT_MIN_S, Math.ceil((3 * referenceRunMs) / 1000) + 5));
-  const call_timeout_s = Math.min(t.call_timeout_s, Math.max(MUTANT_CALL_TIMEOUT_MIN_S, Math.ceil(timeout_s / 5)));
+  const need = (3 * referenceRunMs) / 1000 + 5;
+  const step: number = MUTANT_CLOCK_STEPS_S.find((s) => s >= need) ?? 240;
+  const timeout_s = Math.min(t.timeout_s, step);
+  const call_timeout_s = Math.min(t.call_timeout_s, Math.max(3, Math.ceil(timeout_s / 5)));
   return { ...task, spec: { ...task.spec, test: { ...t, timeout_s, call_timeout_s } } };
 }
 

@@ -1,6 +1,9 @@
-// Detects Docker / bubblewrap for the sandbox suites. A missing facility skips with the reason, unless
-// SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 asks for a failure instead (CI sets both).
+// Detects Docker / bubblewrap / the mutation tools for the suites that need them. A missing facility
+// skips with the reason, unless SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 /
+// SANDGYM_REQUIRE_MUTATION=1 asks for a failure instead (CI sets all three).
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
 
@@ -39,10 +42,30 @@ export async function bwrapFacility(): Promise<Facility> {
   return { ok: true, reason: '' };
 }
 
+/**
+ * The Python the mutation gate generates mutants with: $SANDGYM_MUTATION_PYTHON, else the repo's
+ * .venv-mutation (what .ci/run installs from scripts/mutation-requirements.txt), else python3.
+ */
+export function mutationPython(): string {
+  if (process.env.SANDGYM_MUTATION_PYTHON) return process.env.SANDGYM_MUTATION_PYTHON;
+  const venv = fileURLToPath(new URL('../../../.venv-mutation/bin/python', import.meta.url));
+  return existsSync(venv) ? venv : 'python3';
+}
+
+/** cosmic-ray importable by mutationPython(). */
+export async function mutationFacility(): Promise<Facility & { python: string }> {
+  const python = mutationPython();
+  const r = await sh(python, ['-c', 'import cosmic_ray']);
+  if (r.code !== 0) return { ok: false, python, reason: `${python} cannot import cosmic_ray; pip install -r scripts/mutation-requirements.txt (or set SANDGYM_MUTATION_PYTHON)` };
+  return { ok: true, python, reason: '' };
+}
+
+const REQUIRE_FLAG = { docker: 'SANDGYM_REQUIRE_DOCKER', bwrap: 'SANDGYM_REQUIRE_BWRAP', mutation: 'SANDGYM_REQUIRE_MUTATION' } as const;
+
 /** Throws when the facility is required but missing; returns whether to run. */
-export function gate(name: 'docker' | 'bwrap', f: Facility): boolean {
-  const required = process.env[name === 'docker' ? 'SANDGYM_REQUIRE_DOCKER' : 'SANDGYM_REQUIRE_BWRAP'] === '1';
-  if (!f.ok && required) throw new Error(`${name} is required (SANDGYM_REQUIRE_${name.toUpperCase()}=1) but unavailable: ${f.reason}`);
+export function gate(name: 'docker' | 'bwrap' | 'mutation', f: Facility): boolean {
+  const required = process.env[REQUIRE_FLAG[name]] === '1';
+  if (!f.ok && required) throw new Error(`${name} is required (${REQUIRE_FLAG[name]}=1) but unavailable: ${f.reason}`);
   if (!f.ok) console.warn(`[sandbox tests] skipping ${name} suites: ${f.reason}`);
   return f.ok;
 }
