@@ -12,8 +12,12 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/server.js';
+
+const CHROMIUM = process.env.SANDGYM_CHROMIUM ?? '/usr/bin/chromium';
+const NO_BROWSER = existsSync(CHROMIUM) || process.env.SANDGYM_REQUIRE_BROWSER === '1' ? null : `no Chromium at ${CHROMIUM}`;
 
 const run = promisify(execFile);
 const work = mkdtempSync(join(tmpdir(), 'sandgym-package-'));
@@ -154,6 +158,37 @@ describe('the installed package with plain node', () => {
     expect(ts?.code).toBe(3);
     expect(ts?.stderr).toMatch(/^sandgym envs: env module \.\/my-env\.ts: cannot import: it is TypeScript and loading TypeScript needs the optional package tsx: `npm install tsx`/);
     expect(ts?.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it.skipIf(NO_BROWSER !== null)(`the packed browser build runs an episode in Chromium${NO_BROWSER ? ` (skipped: ${NO_BROWSER})` : ''}`, async () => {
+    expect(url, 'the server of the previous test').not.toBe('');
+    const bundle = readFileSync(join(user, 'node_modules/sandgym/clients/ts/dist/browser.js'), 'utf8');
+    const profile = mkdtempSync(join(work, 'chromium-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      // A string, not a function: vitest would rewrite a dynamic import() inside a function body.
+      const out = await page.evaluate(`(async () => {
+        const mod = await import('data:text/javascript;base64,' + btoa(unescape(encodeURIComponent(${JSON.stringify(bundle)}))));
+        const client = await mod.connect(${JSON.stringify(url)}, { encoding: 'msgpack' });
+        const env = await client.make('wordle-v0');
+        await env.reset({ seed: 7 });
+        const r = await env.step('crane');
+        await env.close();
+        await client.close();
+        return { observation: r.observation, components: Object.keys(r.info.reward_components).sort() };
+      })()`);
+      expect(errors).toEqual([]);
+      expect(out).toEqual({ observation: expect.stringMatching(/^crane -> /), components: ['information', 'invalid_guess', 'solve'] });
+    } finally {
+      await context.close();
+    }
   });
 
   it('imports sandgym, sandgym/protocol and sandgym/envs', async () => {
