@@ -11,14 +11,14 @@ const compiled = new URL('server/dist/cli/main.js', root);
 const source = new URL('server/src/cli/main.ts', root);
 const SOURCE_TREES = ['protocol/src', 'envs/src', 'server/src', 'sandbox-contract', 'clients/ts/src'];
 
-/** Newest mtime (ms) of the .ts files under dir. */
+/** Newest mtime (ms) of the files under dir: the TypeScript and the assets the build copies next to it. */
 function newest(dir) {
   let max = 0;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     if (e.name === 'dist' || e.name === 'node_modules') continue;
     const p = `${dir}/${e.name}`;
     if (e.isDirectory()) max = Math.max(max, newest(p));
-    else if (e.name.endsWith('.ts')) max = Math.max(max, statSync(p).mtimeMs);
+    else max = Math.max(max, statSync(p).mtimeMs);
   }
   return max;
 }
