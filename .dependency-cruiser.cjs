@@ -60,7 +60,8 @@ module.exports = {
       name: 'no-unlisted-package',
       comment:
         'Product code uses only npm packages listed in package.json dependencies (not dev-only ones, not transitive ones), ' +
-        'or an optional peer (tsx, esbuild: needed only to run from the TypeScript sources or to load a .ts --env-module, ' +
+        'or an optional peer (tsx, esbuild: needed only to run from the TypeScript sources or to load a .ts --env-module; ' +
+        '@stryker-mutator/instrumenter: only for the JS mutants of tasks validate --mutants; ' +
         'imported lazily on that path; also devDependencies so the repo has them).',
       severity: 'error',
       from: { path: PRODUCT },
