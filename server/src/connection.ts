@@ -477,13 +477,16 @@ export class Connection {
     s.logger.info({ reason: why }, 'session closed');
   }
 
-  /** Server-initiated close (idle, sandbox died, shutdown): event + close. */
-  serverClose(sessionId: string, reason: string, code: string): Promise<void> {
+  /**
+   * Server-initiated close (idle, sandbox died, shutdown): event + close. A request still running is
+   * answered with `code` (SHUTTING_DOWN, SANDBOX_ERROR: what the client should act on), not as closed.
+   */
+  serverClose(sessionId: string, reason: string, code: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): Promise<void> {
     const s = this.sessions.get(sessionId);
     if (!s) return Promise.resolve();
     this.forget(s, reason);
     if (!this.closed) this.sendEvent('session_closed', s.id, { reason, code });
-    return s.close();
+    return s.close(err(code, { reason, op: 'step' }, { reason }));
   }
 
   // ---- batch ----

@@ -19,7 +19,7 @@ import {
 import type { EnvContext, EnvInstance, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
 import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
-import { mapEnvError, sessionClosed, type EnvOp, type ProtocolError } from './errors.js';
+import { mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
 import type { ServerCore } from './server-core.js';
 
@@ -154,16 +154,17 @@ export class Session {
   }
 
   /**
-   * Abort the env's signal first (so a hung step can stop), then env.close() bounded by a deadline,
-   * then release its sandboxes. Idempotent; never throws.
+   * Abort the env's signal first (so a hung step can stop), answer a running reset/step with
+   * `abandonWith` without waiting for it, then env.close() bounded by a deadline, then release its
+   * sandboxes. Idempotent; never throws.
    */
-  async close(): Promise<void> {
+  async close(abandonWith: ProtocolError = sessionClosed(this.id)): Promise<void> {
     if (this.current === 'closed') return;
     this.current = 'closed';
     this.abort.abort();
     // A reset or step still running is abandoned now: its reply goes out (UNKNOWN_SESSION, closed)
     // without waiting for an env that may not honour the signal.
-    if (this.busy) this.deadlines.abandon(this, sessionClosed(this.id));
+    if (this.busy) this.deadlines.abandon(this, abandonWith);
     try {
       await withDeadline(Promise.resolve().then(() => this.instance.close()), CLOSE_TIMEOUT_MS, 'close');
     } catch (e) {
@@ -186,7 +187,7 @@ export class Session {
     try {
       out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step', this);
     } catch (e) {
-      if (this.isClosed()) throw sessionClosed(this.id);
+      if (this.isClosed()) throw e instanceof ProtocolError ? e : sessionClosed(this.id);
       throw this.failed(e, 'step');
     }
     if (this.isClosed()) throw sessionClosed(this.id);
@@ -208,7 +209,7 @@ export class Session {
       const call = prior ? prior.then(() => this.instance.reset(seed, options)) : this.instance.reset(seed, options);
       out = await limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this);
     } catch (e) {
-      if (this.isClosed()) throw sessionClosed(this.id);
+      if (this.isClosed()) throw e instanceof ProtocolError ? e : sessionClosed(this.id);
       throw this.failed(e, 'reset');
     }
     if (this.isClosed()) throw sessionClosed(this.id);

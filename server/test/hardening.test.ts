@@ -330,6 +330,17 @@ describe('close abandons a running step', () => {
     expect(s.sessionCount()).toBe(0);
   });
 
+  it('a step running when the server shuts down is answered SHUTTING_DOWN (retryable), not as closed', async () => {
+    const s = await startServer({ fixtures: true, port: 0 });
+    const c = await connect(s.url());
+    const session = await c.make('test/slow-v0', { delay_ms: 60_000 });
+    await c.ok('reset', { session });
+    const step = c.request('step', { session, action: 0 });
+    await until(() => [...s.core.connections].some((conn) => conn.sessions.get(session)?.busy === true), 10_000, 'the step to run');
+    await s.stop();
+    expect((await step).error).toMatchObject({ code: 'SHUTTING_DOWN', retryable: true });
+  });
+
   it('requests pipelined before the close still run in order', async () => {
     const s = await server();
     const c = await connect(s.url());

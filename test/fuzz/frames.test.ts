@@ -125,7 +125,12 @@ const bigFrame = fc.tuple(fc.integer({ min: 10_000, max: MAX_MESSAGE_BYTES - 1_0
   frameOf(`big frame ${size} B`, { id, type: 'step', session: 'x'.repeat(size) }, binary, true),
 );
 
-const malformedJson = fc.constantFrom('', '{', '{"id":1,', '[]', 'null', '1', '"str"', '{"id":1,"type":"ping"}}', '{"id":99999999999999999999,"type":"ping"}', '{"id":1,"type":"ping","t":1e400}', 'NaN', '{"id":1,"type":"ping","t":NaN}', '\u0000').map((s): FuzzFrame => ({ label: `malformed json ${JSON.stringify(s).slice(0, 40)}`, data: s, expectId: { oneOf: [null] } }));
+const malformedJson = fc.constantFrom('', '{', '{"id":1,', '[]', 'null', '1', '"str"', '{"id":1,"type":"ping"}}', '{"id":99999999999999999999,"type":"ping"}', '{"id":1,"type":"ping","t":1e400}', 'NaN', '{"id":1,"type":"ping","t":NaN}', '\u0000').map((s): FuzzFrame => ({
+  label: `malformed json ${JSON.stringify(s).slice(0, 40)}`,
+  data: s,
+  // A refused value in a well-formed frame keeps the frame's id (PROTOCOL.md §2); the rest have none.
+  expectId: s === '{"id":1,"type":"ping","t":1e400}' ? 1 : { oneOf: [null] },
+}));
 const malformedMsgpack = fc.constantFrom('', 'c1', '81', '82a1', 'c4026869', 'd6ff00000001', 'cf0020000000000000', 'cb7ff8000000000000', '81a2696401a474797065a470696e67c0', '81a269640100').map((hex): FuzzFrame => ({ label: `malformed msgpack ${hex || '(empty)'}`, data: new Uint8Array(Buffer.from(hex, 'hex')), expectId: { oneOf: [null] } }));
 
 // ------------------------------------------------------------------ harness
