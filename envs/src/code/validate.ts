@@ -5,6 +5,7 @@
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from './grade.js';
+import { GRADER_VERSION } from './grader-plan.js';
 import { runMutationGate, type MutationGateOptions, type MutationReport, type VariantGrade } from './mutation/gate.js';
 import type { LoadedTask, TaskSolution } from './task-types.js';
 import { readTar, writeTar } from './workspace-tar.js';
@@ -162,7 +163,9 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
       const clocked = mutantClock(task, out.reference.grade_timings_ms.run);
       out.mutation = await runMutationGate(task, {
         ...m,
-        environment: `${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
+        // What a verdict depends on besides the task and the mutant (gate.ts hashes those): the grader
+        // (GRADER_VERSION hashes the harness and runner sources), the driver, the image's content, the clock.
+        environment: `${GRADER_VERSION}:${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
         onProgress: (d, t) => m.onProgress?.(task.spec.id, d, t),
         grade: async (variant): Promise<VariantGrade> => {
           const tar = variant.kind === 'overlay' && task.solution.kind === 'overlay' ? await patchedWorkspace(refTar, variant, opts) : await agentWorkspace(task, variant, opts);
