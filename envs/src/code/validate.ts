@@ -125,14 +125,12 @@ export const MUTANT_CALL_TIMEOUT_S = 5;
 
 /**
  * The task as mutants are graded: the same tests, harness and limits, on a shorter clock, as mutation
- * tools do (Stryker's timeoutMS): a mutant that loops forever is killed in seconds instead of holding a
- * sandbox for the task's full timeout. The clock is fixed, not measured, because it is part of the
- * verdict cache key; a reference slower than a third of it (under 2 s for every shipped task) keeps
- * the task's own clock, so a slow task's mutants are never killed by the clock alone.
+ * tools do (Stryker's timeoutMS): a mutant that loops forever is killed within 30 s instead of holding a
+ * sandbox for the task's full timeout. The clock comes from the task alone, never from a measured run:
+ * it is part of the verdict cache key, and a verdict must not depend on how loaded the machine was.
  */
-export function mutantClock(task: LoadedTask, referenceRunMs: number): LoadedTask {
+export function mutantClock(task: LoadedTask): LoadedTask {
   const t = task.spec.test;
-  if (referenceRunMs > (MUTANT_TEST_TIMEOUT_S * 1000) / 3) return task;
   const timeout_s = Math.min(t.timeout_s, MUTANT_TEST_TIMEOUT_S);
   const call_timeout_s = Math.min(t.call_timeout_s, MUTANT_CALL_TIMEOUT_S);
   return { ...task, spec: { ...task.spec, test: { ...t, timeout_s, call_timeout_s } } };
@@ -160,7 +158,11 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
     // Mutants only mean something against a reference that passes.
     if (opts.mutation && out.reference.score === 1) {
       const m = opts.mutation;
-      const clocked = mutantClock(task, out.reference.grade_timings_ms.run);
+      const clocked = mutantClock(task);
+      // A reference close to the mutant clock would let the clock, not the tests, kill mutants.
+      if (out.reference.grade_timings_ms.run > (clocked.spec.test.timeout_s * 1000) / 3) {
+        out.problems.push(`reference run took ${(out.reference.grade_timings_ms.run / 1000).toFixed(1)} s, over a third of the mutant clock (${clocked.spec.test.timeout_s} s): mutant verdicts would be the clock's; make the tests faster`);
+      }
       out.mutation = await runMutationGate(task, {
         ...m,
         // What a verdict depends on besides the task and the mutant (gate.ts hashes those): the grader
