@@ -52,3 +52,35 @@ def test_sliding_lazy():
 def test_sliding_validates():
     with pytest.raises(ValueError):
         chunks.sliding([1], 0)
+
+
+def test_chunked_n_one_and_larger_than_input():
+    # n = 1 is the smallest valid size; an n larger than the input gives one short chunk
+    assert items(chunks.chunked("abc", 1)) == [["a"], ["b"], ["c"]]
+    assert items(chunks.chunked([1, 2, 3], 10)) == [[1, 2, 3]]
+
+
+def test_sliding_edges():
+    assert items(chunks.sliding("abc", 1)) == [("a",), ("b",), ("c",)]
+    assert items(chunks.sliding([1, 2, 3], 3)) == [(1, 2, 3)]
+    assert items(chunks.sliding([], 2)) == []
+
+
+def test_sliding_one_shot_iterator():
+    it = iter([1, 2, 3, 4, 5])
+    assert items(chunks.sliding(it, 3)) == [(1, 2, 3), (2, 3, 4), (3, 4, 5)]
+
+
+@pytest.mark.parametrize("n", [-1, 2.0, "2", None])
+def test_sliding_validates_eagerly(n):
+    with pytest.raises(ValueError):
+        chunks.sliding([1, 2, 3], n)
+
+
+@pytest.mark.parametrize("fn", ["chunked", "sliding"])
+def test_size_one_is_valid_and_zero_is_not(fn):
+    # the boundary of "positive": 1 is accepted, 0 is refused
+    f = getattr(chunks, fn)
+    assert len(items(f([1, 2], 1))) == 2
+    with pytest.raises(ValueError):
+        f([1, 2], 0)
