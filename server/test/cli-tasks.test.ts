@@ -35,7 +35,8 @@ afterAll(async () => {
 test('list prints every task and the split counts; --json is machine-readable', async () => {
   const text = await tasks(['list', TASKS_DIR]);
   expect(text.code).toBe(0);
-  expect(text.out).toMatch(/py-slugify\s+train\s+easy\s+python\s+10 tests/);
+  const slug = JSON.parse(await readFile(path.join(TASKS_DIR, 'py-slugify', 'task.json'), 'utf8')) as { test: { expected_tests: number } };
+  expect(text.out).toMatch(new RegExp(`py-slugify\\s+train\\s+easy\\s+python\\s+${slug.test.expected_tests} tests`));
   expect(text.out).toMatch(/^32 tasks \(train 22, eval 10\)$/m);
   const json = await tasks(['list', TASKS_DIR, '--json']);
   expect(json.code).toBe(0);
@@ -64,7 +65,6 @@ test('check passes on the shipped set and fails (exit 1) on a copied task in the
 test.each([
   [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate\)/],
   [['--json'], 'tasks', /expected a subcommand/],
-  [['list'], 'tasks list', /missing <dir\.\.\.>/],
   [['list', TASKS_DIR, '--bogus'], 'tasks list', /unknown option '--bogus'/],
   [['check', TASKS_DIR, '--threshold'], 'tasks check', /option '--threshold' needs a value/],
   [['check', TASKS_DIR, '--threshold', '2'], 'tasks check', /--threshold must be a number in \(0, 1\], got '2'/],
@@ -72,6 +72,9 @@ test.each([
   [['validate', TASKS_DIR, '--driver', 'vm'], 'tasks validate', /--driver must be one of docker, local, auto, got 'vm'/],
   [['validate', TASKS_DIR, '--concurrency', '0'], 'tasks validate', /--concurrency must be an integer in 1\.\.64/],
   [['validate', TASKS_DIR, '--only', 'nope'], 'tasks validate', /--only: unknown task id\(s\) nope/],
+  [['validate', '--mutation-cache', '/tmp/x'], 'tasks validate', /--mutation-cache needs --mutants/],
+  [['validate', '--mutants', '--mutation-threshold', '0'], 'tasks validate', /--mutation-threshold must be a number in \(0, 1\], got '0'/],
+  [['validate', '--mutants', '--mutation-python', ''], 'tasks validate', /--mutation-python/],
 ])('usage error %j exits 2 and points to the right --help', async (argv, command, message) => {
   const r = await tasks(argv);
   expect(r.code).toBe(2);
@@ -91,6 +94,41 @@ test('a broken task set exits 3 naming file and field', async () => {
     expect(r.code, sub).toBe(3);
     expect(r.err).toMatch(/py-slugify\/task\.json: \/test\/expected_tests must be integer/);
   }
+});
+
+test('without a directory, list / check / validate use the shipped set (what serve loads by default)', async () => {
+  const r = await tasks(['list', '--json']);
+  expect(r.code).toBe(0);
+  const rows = JSON.parse(r.out) as { id: string }[];
+  const viaDir = JSON.parse((await tasks(['list', TASKS_DIR, '--json'])).out) as { id: string }[];
+  expect(rows.map((x) => x.id)).toEqual(viaDir.map((x) => x.id));
+  expect(rows.length).toBeGreaterThanOrEqual(30);
+  const c = capture();
+  const asked: unknown[] = [];
+  await runTasks(['validate', '--only', 'py-slugify'], c.io, {
+    openSandboxProvider: async (kind) => {
+      asked.push(kind);
+      throw new Error('no driver here');
+    },
+  }).catch(() => {});
+  expect(asked).toEqual(['auto']);
+});
+
+test('validate --mutants: a missing mutation tool is exit 4 before any sandbox is asked for', async () => {
+  const c = capture();
+  const asked: unknown[] = [];
+  const error = await runTasks(['validate', '--only', 'py-slugify', '--mutants', '--mutation-python', '/nonexistent/python3'], c.io, {
+    openSandboxProvider: async (kind) => {
+      asked.push(kind);
+      throw new Error('unexpected');
+    },
+  }).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(asked).toEqual([]);
+  expect(exitCodeFor(error)).toBe(EXIT.UNAVAILABLE);
+  expect((error as Error).message).toMatch(/^mutation gate: cannot run \/nonexistent\/python3 for Python mutants/);
 });
 
 test('help: tasks --help and each subcommand exit 0; no subcommand prints the help and exits 2', async () => {
