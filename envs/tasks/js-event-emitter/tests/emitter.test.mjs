@@ -86,3 +86,67 @@ test('errors do not stop other listeners', () => {
   assert.throws(() => e.emit('x'), /first/);
   assert.equal(ran, true);
 });
+
+test('events without listeners', () => {
+  const e = new emitter.Emitter();
+  assert.equal(e.listenerCount('none'), 0);
+  const fn = () => {};
+  e.off('none', fn); // nothing registered: harmless
+  e.on('x', () => {});
+  e.off('x', fn); // fn was never registered for x: nothing removed
+  assert.equal(e.listenerCount('x'), 1);
+  assert.equal(e.listenerCount('none'), 0);
+  assert.equal(e.emit('x'), 1);
+});
+
+test('events are independent', () => {
+  const e = new emitter.Emitter();
+  const got = [];
+  const fn = (v) => got.push(v);
+  e.on('a', fn);
+  e.on('b', fn);
+  e.off('a', fn);
+  assert.equal(e.listenerCount('a'), 0);
+  assert.equal(e.listenerCount('b'), 1);
+  assert.equal(e.emit('a', 1), 0);
+  assert.equal(e.emit('b', 2), 1);
+  assert.deepEqual(got, [2]);
+});
+
+test('emit counts every listener called, in registration order', () => {
+  const e = new emitter.Emitter();
+  const order = [];
+  e.on('x', () => order.push(1));
+  e.once('x', () => order.push(2));
+  e.on('x', () => order.push(3));
+  assert.equal(e.listenerCount('x'), 3);
+  assert.equal(e.emit('x'), 3);
+  assert.equal(e.emit('x'), 2);
+  assert.deepEqual(order, [1, 2, 3, 1, 3]);
+  assert.equal(e.listenerCount('x'), 2);
+});
+
+test('unsubscribing a once listener before it fires', () => {
+  const e = new emitter.Emitter();
+  let n = 0;
+  const off = e.once('x', () => n++);
+  off();
+  assert.equal(e.emit('x'), 0);
+  assert.equal(n, 0);
+  off();
+  assert.equal(e.listenerCount('x'), 0);
+});
+
+test('a throwing listener is still counted and others still run', () => {
+  const e = new emitter.Emitter();
+  const order = [];
+  e.on('x', () => order.push('a'));
+  e.on('x', () => {
+    order.push('b');
+    throw new TypeError('boom');
+  });
+  e.on('x', () => order.push('c'));
+  assert.throws(() => e.emit('x'), TypeError);
+  assert.deepEqual(order, ['a', 'b', 'c']);
+  assert.equal(e.listenerCount('x'), 3);
+});
