@@ -1,6 +1,6 @@
 // The server's side of the error registry: the one mapping of a failed env call to its wire error,
 // and the errors more than one place builds. Errors themselves are the protocol's ProtocolError.
-import { ProtocolError, protocolError as err } from '../../protocol/src/index.js';
+import { clipPath, ProtocolError, protocolError as err } from '../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
 import { DeadlineExceeded } from './deadline.js';
 
@@ -18,6 +18,24 @@ export function isSandboxFailure(e: unknown): e is Error {
 
 export function isInvalidArgument(e: unknown): e is InvalidArgument {
   return e instanceof InvalidArgument || (e instanceof Error && e.name === 'InvalidArgument');
+}
+
+/** Longest `details.reason` of an invalid-input error: reasons quote the sender's keys and values. */
+const MAX_REASON_CHARS = 1024;
+
+/** A reason clipped to MAX_REASON_CHARS (with a trailing "…"), so an error never echoes a huge input. */
+export function clipReason(reason: string): string {
+  return reason.length <= MAX_REASON_CHARS ? reason : `${reason.slice(0, MAX_REASON_CHARS - 1)}…`;
+}
+
+/**
+ * INVALID_ACTION / INVALID_ARGUMENT with the path and reason clipped (PROTOCOL.md §2). `emptyPathAs`
+ * is what the message shows for the empty path (the whole value).
+ */
+export function invalidInput(code: 'INVALID_ACTION' | 'INVALID_ARGUMENT', path: string, reason: string, emptyPathAs = ''): ProtocolError {
+  const p = clipPath(path);
+  const r = clipReason(reason);
+  return err(code, { path: p || emptyPathAs, reason: r }, { path: p, reason: r });
 }
 
 /** The text of a thrown value; always a string, so error replies built from it stay encodable. */
@@ -40,8 +58,7 @@ export function mapEnvError(e: unknown, op: EnvOp): ProtocolError {
   if (isInvalidArgument(e)) {
     // Strings only: an env in plain JS may put anything in path or message; the reply must stay encodable.
     const path = typeof e.path === 'string' ? e.path : '';
-    const reason = String(e.message);
-    return err(op === 'step' ? 'INVALID_ACTION' : 'INVALID_ARGUMENT', { path: path || '/', reason }, { path, reason });
+    return invalidInput(op === 'step' ? 'INVALID_ACTION' : 'INVALID_ARGUMENT', path, String(e.message), '/');
   }
   const reason = reasonOf(e);
   if (isSandboxFailure(e)) return err('SANDBOX_ERROR', { reason }, { reason });

@@ -19,7 +19,7 @@ import {
 import type { EnvContext, EnvInstance, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
 import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
-import { mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
+import { invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
 import type { ServerCore } from './server-core.js';
 
@@ -182,7 +182,8 @@ export class Session {
   private async step(action: unknown, limits: OpLimits, binary: boolean): Promise<StepResult> {
     if (this.current !== 'running') throw this.resetNeeded();
     const bad = checkSpace(this.env.def.action_space, action);
-    if (bad) throw protocolError('INVALID_ACTION', { path: bad.path, reason: bad.reason }, { path: bad.path, reason: bad.reason });
+    // Paths and reasons quote the action's own keys: clipped, never echoed whole.
+    if (bad) throw invalidInput('INVALID_ACTION', bad.path, bad.reason);
     let out: EnvStepResult;
     try {
       out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step', this);

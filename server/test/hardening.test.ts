@@ -243,6 +243,20 @@ describe('every request whose id can be read gets its reply', () => {
     expect(String(r.error.details.path).length).toBeLessThanOrEqual(256);
     expect(JSON.stringify(r).length).toBeLessThan(2048);
   });
+
+  it('an invalid action quoting a huge key is answered clipped (path 256, reason 1024 characters)', async () => {
+    const s = await server();
+    const c = await connect(s.url());
+    const session = await c.make('test/tools-v0');
+    await c.ok('reset', { session });
+    const big = 'k'.repeat(1024 * 1024);
+    for (const action of [{ [big]: 1, name: 'echo', arguments: { text: 'a' } }, { name: 'echo', arguments: { text: 'a', [big]: 1 } }, { name: big, arguments: {} }]) {
+      const r = await c.request('step', { session, action });
+      expect(r.error.code).toBe('INVALID_ACTION');
+      expect(String(r.error.details.path).length).toBeLessThanOrEqual(256);
+      expect(JSON.stringify(r).length).toBeLessThan(4096);
+    }
+  });
 });
 
 describe('bounded queues and output', () => {
