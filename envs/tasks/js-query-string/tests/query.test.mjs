@@ -43,3 +43,25 @@ test('roundtrip', async () => {
   assert.deepEqual(plain(await parseQuery(s)), o);
   assert.equal(await stringifyQuery(o), s);
 });
+
+test('well-formed escapes next to malformed ones', async () => {
+  // Every hex digit class (0-9, A-F, a-f, both ends of each range) inside a value that also holds malformed escapes.
+  const r = plain(await parseQuery('v=%30%39%2F%2f%C3%A9%c3%af%E2%82%AC%e2%82%ac+%zz%41+100%&w=50%+off%21'));
+  assert.deepEqual(r, { v: '09//éï€€ %zzA 100%', w: '50% off!' });
+  assert.deepEqual(plain(await parseQuery('%+=a%&b%3d=%')), { '% ': 'a%', 'b=': '%' });
+});
+
+test('escapes that are not valid UTF-8 stay literal', async () => {
+  assert.deepEqual(plain(await parseQuery('a=%FF&b=%E2%82&c=x%C3')), { a: '%FF', b: '%E2%82', c: 'x%C3' });
+});
+
+test('repeated keys keep multi-character values whole', async () => {
+  assert.deepEqual(plain(await parseQuery('tag=red&tag=green&tag=blue&k=v')), { tag: ['red', 'green', 'blue'], k: 'v' });
+  assert.deepEqual(plain(await parseQuery('a=&a&a=x')), { a: ['', '', 'x'] });
+});
+
+test('stringify encodes keys and skips only undefined', async () => {
+  assert.equal(await stringifyQuery({}), '');
+  assert.equal(await stringifyQuery({ 'a b': 'c d', 'x&y': ['', 'z'], n: 0, f: false, e: '' }), 'a+b=c+d&x%26y=&x%26y=z&n=0&f=false&e=');
+  assert.equal(await stringifyQuery({ only: null, u: undefined }), 'only');
+});

@@ -1,0 +1,47 @@
+// WRONG: "+" is left as a literal plus and stringify percent-encodes spaces as %20.
+function decode(s) {
+  const spaced = s;
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    // Decode the well-formed escapes and keep malformed ones literally.
+    return spaced.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+      try {
+        return decodeURIComponent(m);
+      } catch {
+        return m;
+      }
+    });
+  }
+}
+
+export function parseQuery(qs) {
+  const out = Object.create(null);
+  const s = qs.startsWith('?') ? qs.slice(1) : qs;
+  for (const pair of s.split('&')) {
+    if (pair === '') continue;
+    const i = pair.indexOf('=');
+    const key = decode(i < 0 ? pair : pair.slice(0, i));
+    const value = i < 0 ? '' : decode(pair.slice(i + 1));
+    if (Object.prototype.hasOwnProperty.call(out, key)) {
+      const prev = out[key];
+      out[key] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+const enc = (s) => encodeURIComponent(String(s));
+
+export function stringifyQuery(obj) {
+  const parts = [];
+  for (const [k, v] of Object.entries(obj)) {
+    if (v === undefined) continue;
+    if (v === null) parts.push(enc(k));
+    else if (Array.isArray(v)) for (const x of v) parts.push(`${enc(k)}=${enc(x)}`);
+    else parts.push(`${enc(k)}=${enc(v)}`);
+  }
+  return parts.join('&');
+}
