@@ -46,3 +46,22 @@ def test_parse_env():
 def test_layered():
     out = load.layered({"a": 1, "b": {"c": 1}}, {"b": {"d": 2}}, {"a": None})
     assert out == {"b": {"c": 1, "d": 2}}
+
+
+def test_dict_and_scalar_replace_each_other():
+    out = merge.deep_merge(BASE, {"debug": {"level": 2}, "db": "sqlite:///x"})
+    assert out == {"db": "sqlite:///x", "debug": {"level": 2}}
+    out = merge.deep_merge({"a": {"b": 1}}, {"a": ["list"]})
+    assert out == {"a": ["list"]}
+
+
+def test_merge_into_empty_and_with_empty():
+    assert merge.deep_merge({}, {"a": {"c": 1}, "b": None}) == {"a": {"c": 1}}
+    assert merge.deep_merge(BASE, {}) == BASE
+    assert merge.deep_merge({"a": 1}, {"b": {"c": 2}}) == {"a": 1, "b": {"c": 2}}
+
+
+def test_parse_env_levels_and_whitespace():
+    lines = ["  # indented comment", "   ", "A__B__C__D = deep ", "A__B__E=x=", "A__F=", "Solo=Case Kept"]
+    assert load.parse_env(lines) == {"a": {"b": {"c": {"d": "deep"}, "e": "x="}, "f": ""}, "solo": "Case Kept"}
+    assert load.parse_env([]) == {}
