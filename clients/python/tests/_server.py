@@ -38,8 +38,8 @@ class ServerProcess:
         self.url = ""
         self.stdout_lines: list[str] = []
 
-    def start(self) -> "ServerProcess":
-        self._stderr = open(self.stderr_path, "w")
+    def start(self) -> ServerProcess:
+        self._stderr = open(self.stderr_path, "w")  # noqa: SIM115 - open for the process's life, closed in stop()
         self.proc = subprocess.Popen(
             self.args, cwd=REPO, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
         )

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _server import REPO, ServerFactory, ServerProcess  # noqa: E402
+from _server import REPO, ServerFactory, ServerProcess
 
 VECTORS = REPO / "protocol" / "vectors"
 

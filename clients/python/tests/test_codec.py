@@ -11,8 +11,7 @@ import subprocess
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from sandgym import codec
 
@@ -51,7 +50,7 @@ def _same(a, b) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
         return a == b or (a == 0 and b == 0)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
@@ -100,7 +99,7 @@ def test_js_number_matches_node():
         input=json.dumps(xs), capture_output=True, text=True, check=True,
     ).stdout
     expected = json.loads(out)
-    bad = [(x, e, codec.js_number(x)) for x, e in zip(xs, expected) if e != codec.js_number(x)]
+    bad = [(x, e, codec.js_number(x)) for x, e in zip(xs, expected, strict=True) if e != codec.js_number(x)]
     assert not bad, bad[:5]
 
 

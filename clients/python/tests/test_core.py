@@ -8,7 +8,7 @@ import pytest
 
 from sandgym import _core, codec
 from sandgym._core import Discarded, IdAllocator, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
-from sandgym.errors import ConnectionClosedError, ERROR_CLASSES, SandgymError
+from sandgym.errors import ERROR_CLASSES, ConnectionClosedError, SandgymError
 
 
 def test_ids_wrap_around_uint32_and_skip_in_flight():

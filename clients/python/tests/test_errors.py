@@ -6,10 +6,9 @@ import builtins
 import json
 
 import sandgym
+from _server import REPO
 from sandgym import errors
 from sandgym._errors_generated import ERRORS
-
-from _server import REPO
 
 
 def test_generated_map_matches_registry_json():

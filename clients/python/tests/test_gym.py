@@ -43,13 +43,13 @@ def test_check_env(url, specs, env_id):
 def test_gym_conversions_dict_env(url):
     env = sandgym.gym.make(url, "test/dict-v0")
     try:
-        obs, info = env.reset(seed=0)
+        obs, _info = env.reset(seed=0)
         assert list(obs) == ["position", "label"]
         assert isinstance(obs["position"], np.ndarray) and obs["position"].dtype == np.float64
         assert obs in env.observation_space
         action = {"move": np.array([0.25, -1.0]), "say": "hi"}
         assert action in env.action_space
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, reward, _terminated, _truncated, _info = env.step(action)
         np.testing.assert_allclose(obs["position"], [0.25, -1.0])
         assert reward == 1.0 and obs["label"] == "hi"
         assert env.env_spec["id"] == "test/dict-v0"

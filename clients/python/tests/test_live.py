@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-import websockets
 from websockets.asyncio.client import connect as ws_connect
 
 import sandgym
@@ -68,7 +67,7 @@ async def test_truncation_and_dict_env(url, encoding):
         assert await d.reset(seed=1) == ({"position": [0, 0], "label": ""}, {})
         import numpy as np
 
-        obs, r, term, trunc, _ = await d.step({"move": np.array([0.5, -1.0]), "say": "hi"})
+        obs, r, _term, _trunc, _ = await d.step({"move": np.array([0.5, -1.0]), "say": "hi"})
         assert obs == {"position": [0.5, -1], "label": "hi"} and r == 1.0
 
 
@@ -95,7 +94,7 @@ async def test_hundreds_of_concurrent_episodes_on_one_connection(url, encoding, 
             trace = [obs]
             done = False
             while not done:
-                obs, r, term, trunc, _ = await env.step(1)
+                obs, _r, term, trunc, _ = await env.step(1)
                 trace.append(obs)
                 done = term or trunc
             await env.close()

@@ -16,10 +16,9 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection, connect as ws_connect
 
+from conftest import load_vectors
 from sandgym import codec
 from sandgym._core import PROTOCOL_VERSION
-
-from conftest import load_vectors
 
 TRANSCRIPTS = load_vectors("transcripts")
 SCHEMA_FILES = load_vectors("schema")
@@ -35,7 +34,7 @@ class Raw:
         self.encoding = encoding
 
     @classmethod
-    async def open(cls, url: str, encoding: str) -> "Raw":
+    async def open(cls, url: str, encoding: str) -> Raw:
         return cls(await ws_connect(url, max_size=None, compression=None), encoding)
 
     async def send(self, frame: Any) -> None:
@@ -91,7 +90,7 @@ def match(expect: Any, actual: Any, caps: dict[str, Any], path: str = "") -> Non
     if isinstance(expect, list):
         if not isinstance(actual, list) or len(actual) != len(expect):
             raise Mismatch(f"{path or '/'}: expected {expect!r}, got {actual!r}")
-        for i, (e, a) in enumerate(zip(expect, actual)):
+        for i, (e, a) in enumerate(zip(expect, actual, strict=True)):
             match(e, a, caps, f"{path}/{i}")
         return
     if isinstance(expect, bool) or isinstance(actual, bool):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sandgym._core import PROTOCOL_VERSION
-
 from _server import REPO
+from sandgym._core import PROTOCOL_VERSION
 
 # The README's URL is the current major's endpoint.
 DEFAULT_URL = f"ws://127.0.0.1:8765/v{PROTOCOL_VERSION}/ws"

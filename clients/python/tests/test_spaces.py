@@ -8,8 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from sandgym import codec
-from sandgym import spaces as S
+from sandgym import codec, spaces as S
 
 BOX = {"type": "box", "shape": [2], "dtype": "float64", "low": -10, "high": 10}
 DICT = {

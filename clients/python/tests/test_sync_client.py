@@ -54,7 +54,7 @@ def test_sixteen_threads_share_one_client_with_correct_routing(url, encoding):
                         dx = (t + 1) / 32.0
                         for s in range(1, 6):  # max_episode_steps = 5
                             label = f"t{t}e{ep}s{s}"
-                            obs, r, term, trunc, _ = env.step({"move": [dx, -dx], "say": label})
+                            obs, _r, term, trunc, _ = env.step({"move": [dx, -dx], "say": label})
                             assert obs["label"] == label, (obs, label)
                             assert obs["position"] == pytest.approx([dx * s, -dx * s]), (obs, t, s)
                             assert (term, trunc) == (False, s == 5)

@@ -14,12 +14,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from _server import REPO
+from conftest import VECTORS, load_vectors
 from sandgym import codec
 from sandgym._core import PROTOCOL_VERSION
 from sandgym.spaces import check_space, to_gym_space, validate_space_definition
-
-from _server import REPO
-from conftest import VECTORS, load_vectors
 
 CODEC = json.loads((VECTORS / "codec" / "codec.json").read_text("utf-8"))
 SPACES = json.loads((VECTORS / "spaces" / "spaces.json").read_text("utf-8"))
@@ -33,7 +32,7 @@ def _same(a, b) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
@@ -176,7 +175,7 @@ def test_schema_vector(direction, case):
         if ok and op:
             result_schema = _validator(f"result-{op.replace('_', '-')}.json")
             ok = result_schema.is_valid(frame.get("result"))
-    assert ok is case["valid"], (case, list(e.message for e in (REQUEST if direction == "request" else SERVER).iter_errors(frame))[:3])
+    assert ok is case["valid"], (case, [e.message for e in (REQUEST if direction == "request" else SERVER).iter_errors(frame)][:3])
 
 
 def test_float_formatting_is_in_vectors():

@@ -133,7 +133,8 @@ def normalise(frames: list[str | bytes], encoding: str) -> list[str | bytes]:
     order of first use) and ping's timestamp. Everything else must match to the byte."""
     sessions: dict[str, str] = {}
     out: list[str | bytes] = []
-    for data in frames:
+    for frame in frames:
+        data = frame
         msg = sandgym.codec.decode(data)
         for sid in _session_ids(msg):
             sessions.setdefault(sid, f"session-{len(sessions):02d}")

@@ -9,32 +9,30 @@ spaces. Errors live in :mod:`sandgym.errors` (one class per protocol code, re-ex
 from ._version import __version__
 from .client import AsyncClient, AsyncEnv, StepResult
 from .errors import (  # one exception class per protocol error code (tests check this list)
-    ParseError,
-    InvalidMessageError,
+    ERROR_CLASSES,
+    CapacityError,
+    ConnectionClosedError,
+    ConnectionTimeoutError,
+    EnvError,
     HandshakeRequiredError,
-    UnsupportedVersionError,
-    UnknownTypeError,
-    UnsupportedError,
+    InternalError,
+    InvalidActionError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    ParseError,
+    RequestTimeoutError,
+    ResetNeededError,
+    SandboxError,
+    SandgymError,
+    ServerTimeoutError,
+    ShuttingDownError,
+    TooLargeError,
+    UnauthorizedError,
     UnknownEnvError,
     UnknownSessionError,
-    InvalidArgumentError,
-    InvalidActionError,
-    ResetNeededError,
-    CapacityError,
-    ServerTimeoutError,
-    EnvError,
-    SandboxError,
-    UnauthorizedError,
-    TooLargeError,
-    ConnectionTimeoutError,
-    ShuttingDownError,
-    InternalError,
-)
-from .errors import (
-    ERROR_CLASSES,
-    ConnectionClosedError,
-    RequestTimeoutError,
-    SandgymError,
+    UnknownTypeError,
+    UnsupportedError,
+    UnsupportedVersionError,
     error_from_wire,
 )
 from .pool import AsyncClientPool, ClientPool
@@ -43,12 +41,12 @@ from .sync import Client, Env
 
 def connect(url: str, **kwargs: object) -> Client:
     """Blocking client: ``sandgym.connect(url)`` is ``sandgym.Client(url)`` (see Client)."""
-    return Client(url, **kwargs)  # type: ignore[arg-type]
+    return Client(url, **kwargs)
 
 
 async def connect_async(url: str, **kwargs: object) -> AsyncClient:
     """asyncio client: ``await sandgym.connect_async(url)`` is ``await AsyncClient.connect(url)``."""
-    return await AsyncClient.connect(url, **kwargs)  # type: ignore[arg-type]
+    return await AsyncClient.connect(url, **kwargs)
 
 
 __all__ = [

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import random
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 from . import _core
 from ._core import Discarded, Incoming, Op, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
@@ -145,7 +146,7 @@ class ClientBase(Generic[T]):
             items.append(item)
         return _core.batch_op(items)
 
-    def _step_many_ops(self, envs: Sequence["EnvView"], actions: Sequence[Any]) -> list[Op]:
+    def _step_many_ops(self, envs: Sequence[EnvView], actions: Sequence[Any]) -> list[Op]:
         return _core.step_many_ops([e.session for e in envs], actions, int(self.limits.get("max_batch") or 64))
 
     # ------------------------------------------------------------------ incoming

@@ -22,8 +22,9 @@ dropped, so it cannot be reused while the server may still answer it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import Any, Generic, TypeVar
 
 from . import codec
 from .errors import ConnectionClosedError, SandgymError, error_from_wire
@@ -114,7 +115,7 @@ class Unroutable:
     answers_unknown_call: bool = False
 
 
-Incoming = Union[Resolved[T], Rejected[T], ServerEvent, Discarded, Unroutable]
+Incoming = Resolved[T] | Rejected[T] | ServerEvent | Discarded | Unroutable
 
 
 class ProtocolCore(Generic[T]):
@@ -269,7 +270,7 @@ def hello_params(
 def reset_params(session: str, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
     params: dict[str, Any] = {"session": session}
     if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) and not _is_np_int(seed):
+        if isinstance(seed, bool) or (not isinstance(seed, int) and not _is_np_int(seed)):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         params["seed"] = int(seed)
     if options is not None:
@@ -312,7 +313,7 @@ def _identity(result: Any) -> Any:
 class Op:
     """One request to send (``type``, ``params``) and how its ``result`` becomes the return value."""
 
-    __slots__ = ("type", "params", "parse")
+    __slots__ = ("params", "parse", "type")
 
     def __init__(self, type_: str, params: dict[str, Any] | None, parse: Callable[[Any], Any] = _identity) -> None:
         self.type = type_
@@ -395,7 +396,7 @@ def step_many_ops(sessions: Sequence[str], actions: Sequence[Any], max_batch: in
         Op(
             "batch",
             {"requests": [{"type": "step", "session": s, "action": a}
-                          for s, a in zip(sessions[i : i + max_batch], actions[i : i + max_batch])]},
+                          for s, a in zip(sessions[i : i + max_batch], actions[i : i + max_batch], strict=True)]},
             _step_results,
         )
         for i in range(0, len(sessions), max_batch)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect as ws_connect
@@ -57,7 +58,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def connect(cls, url: str, **options: Any) -> "AsyncClient":
+    async def connect(cls, url: str, **options: Any) -> AsyncClient:
         """Open the WebSocket and perform the ``hello`` handshake.
 
         ``options`` (keywords, all optional): ``token``, ``encoding="json"|"msgpack"``,
@@ -89,15 +90,15 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         """Close the connection (sessions on it are closed by the server). Idempotent."""
         try:
             await self._ws.close()
-        except Exception:  # pragma: no cover - closing a broken socket
+        except Exception:  # noqa: BLE001  # pragma: no cover - closing a broken socket
             pass
         try:
             await asyncio.wait_for(asyncio.shield(self._reader), 5)
-        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
+        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - any end of the reader is fine here
             self._reader.cancel()
         self._fail_all(None)
 
-    async def __aenter__(self) -> "AsyncClient":
+    async def __aenter__(self) -> AsyncClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -207,7 +208,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         """The env specs the server offers (``env_spec`` dicts, see the protocol)."""
         return await self._call(_core.list_envs_op())  # type: ignore[no-any-return]
 
-    async def make(self, env_id: str, **kwargs: Any) -> "AsyncEnv":
+    async def make(self, env_id: str, **kwargs: Any) -> AsyncEnv:
         """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`AsyncEnv`."""
         return self._register(AsyncEnv(self, *await self._call(_core.make_op(env_id, kwargs))))
 
@@ -221,7 +222,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         """
         return await self._call(self._batch_op(requests))  # type: ignore[no-any-return]
 
-    async def step_many(self, envs: Sequence["AsyncEnv"], actions: Sequence[Any]) -> list[StepResult | SandgymError]:
+    async def step_many(self, envs: Sequence[AsyncEnv], actions: Sequence[Any]) -> list[StepResult | SandgymError]:
         """Step several sessions in one ``batch`` frame (chunked by the server's ``max_batch``)."""
         return [r for op in self._step_many_ops(envs, actions) for r in await self._call(op)]
 
@@ -255,7 +256,7 @@ class AsyncEnv(EnvView):
             except ConnectionClosedError:
                 pass
 
-    async def __aenter__(self) -> "AsyncEnv":
+    async def __aenter__(self) -> AsyncEnv:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import msgpack
 
@@ -188,7 +189,7 @@ def _has_special_float(v: Any) -> bool:
 class _JsEncoder(json.JSONEncoder):
     """Pure-Python path used only when a float needs ECMAScript formatting."""
 
-    def iterencode(self, o: Any, _one_shot: bool = False) -> Any:  # noqa: D401
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Any:
         def floatstr(f: float, *_: Any) -> str:
             return js_number(f)
 
@@ -385,7 +386,7 @@ def decode_msgpack(data: bytes, *, strict: bool = False, max_bytes: int | None =
         )
     except DecodeError:
         raise
-    except Exception as exc:  # msgpack raises several unrelated exception types
+    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated exception types
         raise DecodeError(f"invalid msgpack: {exc}") from None
     if strict:
         _check_strict(value, 0)

@@ -19,7 +19,8 @@ client expired; the late reply is discarded by id, so later replies are never de
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "SandgymError",
@@ -168,7 +169,7 @@ for _code, _entry in REGISTRY.items():
     _cls = _make_class(_code, _entry)
     ERROR_CLASSES[_code] = _cls
     globals()[_cls.__name__] = _cls
-    __all__.append(_cls.__name__)
+    __all__.append(_cls.__name__)  # noqa: PYI056 - the classes are made from the registry at import
 
 
 def error_from_wire(error: Any) -> SandgymError:

@@ -38,7 +38,7 @@ class SandgymEnv(gymnasium.Env[Any, Any]):
     ``close()`` also closes that connection. ``close()`` may be called any number of times.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - declared as gymnasium.Env declares it
 
     def __init__(self, remote: Env, *, owns_client: Client | None = None) -> None:
         super().__init__()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from typing import Any, Generic, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
 
 from .client import AsyncClient, AsyncEnv
 from .errors import ConnectionClosedError, SandgymError
@@ -95,7 +96,7 @@ class AsyncClientPool(_Placement[AsyncClient]):
         connections_per_url: int = 1,
         placement: str = "least_loaded",
         **client_kwargs: Any,
-    ) -> "AsyncClientPool":
+    ) -> AsyncClientPool:
         """Connect every slot now (fails if any connection fails)."""
         pool = cls(
             [urls] if isinstance(urls, str) else list(urls),
@@ -142,7 +143,7 @@ class AsyncClientPool(_Placement[AsyncClient]):
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._clients if c is not None), return_exceptions=True)
 
-    async def __aenter__(self) -> "AsyncClientPool":
+    async def __aenter__(self) -> AsyncClientPool:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -171,7 +172,7 @@ class ClientPool(_Placement[Client]):
             raise
 
     @classmethod
-    def connect(cls, urls: str | Sequence[str], **kwargs: Any) -> "ClientPool":
+    def connect(cls, urls: str | Sequence[str], **kwargs: Any) -> ClientPool:
         return cls(urls, **kwargs)
 
     def _client(self, i: int) -> Client:
@@ -208,10 +209,10 @@ class ClientPool(_Placement[Client]):
             if c is not None:
                 try:
                     c.close()
-                except Exception:  # pragma: no cover - closing a broken connection
+                except Exception:  # noqa: BLE001  # pragma: no cover - closing a broken connection
                     pass
 
-    def __enter__(self) -> "ClientPool":
+    def __enter__(self) -> ClientPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -26,7 +26,8 @@ import inspect
 import logging
 import threading
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import websockets
 from websockets.protocol import State
@@ -61,7 +62,7 @@ class _Call:
     """One pending request (the core's token). ``cond`` is created only when the caller has to wait
     while another thread reads; the thread that reads never needs one."""
 
-    __slots__ = ("done", "result", "error", "cond")
+    __slots__ = ("cond", "done", "error", "result")
 
     def __init__(self) -> None:
         self.done = False
@@ -102,7 +103,7 @@ class Client(ClientBase[_Call]):
             raise cause from exc
 
     @classmethod
-    def connect(cls, url: str, **kwargs: Any) -> "Client":
+    def connect(cls, url: str, **kwargs: Any) -> Client:
         return cls(url, **kwargs)
 
     # ------------------------------------------------------------------ lifecycle
@@ -114,7 +115,7 @@ class Client(ClientBase[_Call]):
         then fail with :class:`ConnectionClosedError`."""
         try:
             self._ws.close()
-        except Exception:  # pragma: no cover - closing a broken socket
+        except Exception:  # noqa: BLE001  # pragma: no cover - closing a broken socket
             pass
         if self._closed_exc is None:
             try:
@@ -124,7 +125,7 @@ class Client(ClientBase[_Call]):
         with self._lock:
             self._fail_all(None)
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -357,7 +358,7 @@ class Client(ClientBase[_Call]):
         """The env specs the server offers (``env_spec`` dicts, see the protocol)."""
         return self._call(_core.list_envs_op())  # type: ignore[no-any-return]
 
-    def make(self, env_id: str, **kwargs: Any) -> "Env":
+    def make(self, env_id: str, **kwargs: Any) -> Env:
         """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`Env`."""
         return self._register(Env(self, *self._call(_core.make_op(env_id, kwargs))))
 
@@ -366,7 +367,7 @@ class Client(ClientBase[_Call]):
         entry per item: its result dict or the :class:`SandgymError` instance (not raised)."""
         return self._call(self._batch_op(requests))  # type: ignore[no-any-return]
 
-    def step_many(self, envs: Sequence["Env"], actions: Sequence[Any]) -> list[StepResult | SandgymError]:
+    def step_many(self, envs: Sequence[Env], actions: Sequence[Any]) -> list[StepResult | SandgymError]:
         """Step several sessions in one ``batch`` frame (chunked by the server's ``max_batch``)."""
         return [r for op in self._step_many_ops(envs, actions) for r in self._call(op)]
 
@@ -395,7 +396,7 @@ class Env(EnvView):
             except ConnectionClosedError:
                 pass
 
-    def __enter__(self) -> "Env":
+    def __enter__(self) -> Env:
         return self
 
     def __exit__(self, *exc: object) -> None:

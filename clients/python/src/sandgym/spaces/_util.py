@@ -4,10 +4,11 @@ dtype ranges and box bounds."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 #: ``None`` when a value (or definition) is fine, else ``{"path": JSON pointer, "reason": text}``
-Issue = Optional[dict[str, str]]
+Issue = dict[str, str] | None
 
 INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),
@@ -88,7 +89,7 @@ def walk_array(
     if len(v) != dims[0]:
         return issue(p, f"expected length {dims[0]}, got {len(v)}")
     for i, x in enumerate(v):
-        r = walk_array(x, dims[1:], ptr(p, i), leaf, index + (i,))
+        r = walk_array(x, dims[1:], ptr(p, i), leaf, (*index, i))
         if r:
             return r
     return None

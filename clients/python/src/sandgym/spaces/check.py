@@ -4,9 +4,22 @@ order of checks, hence the same ``path``) as the server applies to actions."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ._util import FLOAT_RANGES, INT_RANGES, Issue, bound_at, codepoints, fmt, is_integer, is_number, issue, ptr, walk_array
+from ._util import (
+    FLOAT_RANGES,
+    INT_RANGES,
+    Issue,
+    bound_at,
+    codepoints,
+    fmt,
+    is_integer,
+    is_number,
+    issue,
+    ptr,
+    walk_array,
+)
 from .json_schema import is_json_value, validate_json_schema
 
 __all__ = ["check_space", "SPACE_TYPES"]
@@ -67,7 +80,7 @@ def _check_multi_discrete(space: Mapping[str, Any], value: Any, path: str) -> Is
                 return issue(p, f"expected an array of length {len(nv)}")
             if len(v) != len(nv):
                 return issue(p, f"expected length {len(nv)}, got {len(v)}")
-            for i, (n_i, x) in enumerate(zip(nv, v)):
+            for i, (n_i, x) in enumerate(zip(nv, v, strict=True)):
                 r = walk(n_i, st[i] if isinstance(st, list) else 0, x, ptr(p, i))
                 if r:
                     return r
@@ -136,7 +149,7 @@ def _check_tuple(space: Mapping[str, Any], value: Any, path: str) -> Issue:
         return issue(path, f"expected an array of length {len(subs)}")
     if len(value) != len(subs):
         return issue(path, f"expected length {len(subs)}, got {len(value)}")
-    for i, (s, v) in enumerate(zip(subs, value)):
+    for i, (s, v) in enumerate(zip(subs, value, strict=True)):
         r = check_space(s, v, ptr(path, i))
         if r:
             return r

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._util import FLOAT_RANGES, INT_RANGES, SAFE_INT, Issue, bound_at, fmt, int_in, is_number, issue, ptr
 from .json_schema import schema_problem

@@ -4,7 +4,8 @@ works without it (the functions then raise ImportError)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._util import INT_RANGES, bound
 from .check import SPACE_TYPES, check_space
@@ -44,7 +45,7 @@ def _require_gym() -> None:
 if _HAVE_GYM:
     _SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127))
 
-    class UnicodeText(_gs.Text):
+    class UnicodeText(_gs.Text):  # noqa: PLW1641 - unhashable, as gymnasium's own spaces
         """A ``Text`` space without a charset restriction: ``contains`` accepts any characters
         (length in code points); ``sample`` draws printable ASCII."""
 
@@ -57,14 +58,14 @@ if _HAVE_GYM:
         def __repr__(self) -> str:
             return f"UnicodeText({self.min_length}, {self.max_length})"
 
-        def __eq__(self, other: Any) -> bool:
+        def __eq__(self, other: object) -> bool:
             return (
                 isinstance(other, UnicodeText)
                 and self.min_length == other.min_length
                 and self.max_length == other.max_length
             )
 
-    class JsonSpace(_gs.Space):  # type: ignore[type-arg]
+    class JsonSpace(_gs.Space):  # type: ignore[type-arg]  # noqa: PLW1641 - unhashable, as gymnasium's spaces
         """Any JSON value valid under ``schema`` (Python types: dict, list, str, int, float, bool,
         None). ``sample`` draws simple values for common schema shapes (not every schema)."""
 
@@ -85,10 +86,10 @@ if _HAVE_GYM:
         def __repr__(self) -> str:
             return f"JsonSpace({self.schema!r})"
 
-        def __eq__(self, other: Any) -> bool:
+        def __eq__(self, other: object) -> bool:
             return isinstance(other, JsonSpace) and self.schema == other.schema
 
-    class ToolCallSpace(_gs.Space):  # type: ignore[type-arg]
+    class ToolCallSpace(_gs.Space):  # type: ignore[type-arg]  # noqa: PLW1641 - unhashable, as gymnasium's spaces
         """A tool call ``{"name": str, "arguments": dict}`` naming one of ``tools`` (each
         ``{"name", "description", "parameters": JSON Schema}``; the list an LLM is shown)."""
 
@@ -115,7 +116,7 @@ if _HAVE_GYM:
         def __repr__(self) -> str:
             return f"ToolCallSpace({self.tool_names!r})"
 
-        def __eq__(self, other: Any) -> bool:
+        def __eq__(self, other: object) -> bool:
             return isinstance(other, ToolCallSpace) and self.tools == other.tools
 
 
@@ -234,7 +235,7 @@ def from_wire(space: Mapping[str, Any], value: Any) -> Any:
     if t == "dict":
         return {e["key"]: from_wire(e["space"], value[e["key"]]) for e in space["spaces"]}
     if t == "tuple":
-        return tuple(from_wire(s, v) for s, v in zip(space["spaces"], value))
+        return tuple(from_wire(s, v) for s, v in zip(space["spaces"], value, strict=False))
     if t == "sequence":
         items = tuple(from_wire(space["space"], v) for v in value)
         if space.get("stack"):
@@ -255,7 +256,7 @@ def to_wire(space: Mapping[str, Any], value: Any) -> Any:
     if t == "dict":
         return {e["key"]: to_wire(e["space"], value[e["key"]]) for e in space["spaces"]}
     if t == "tuple":
-        return [to_wire(s, v) for s, v in zip(space["spaces"], value)]
+        return [to_wire(s, v) for s, v in zip(space["spaces"], value, strict=False)]
     if t == "sequence":
         return [to_wire(space["space"], v) for v in value]
     if t == "one_of":

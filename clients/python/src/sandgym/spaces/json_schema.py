@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._util import SAFE_INT, Issue, codepoints, int_in, is_integer, is_number, issue, ptr
 
@@ -115,7 +116,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if is_number(a) and is_number(b):
         return bool(a == b)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
