@@ -12,7 +12,7 @@ import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
 const run = promisify(execFile);
 
 /** The first fenced block of `lang` after the heading `heading`. */
-export function snippetAfter(markdown: string, heading: string, lang: string): string {
+function snippetAfter(markdown: string, heading: string, lang: string): string {
   const at = markdown.indexOf(heading);
   if (at < 0) throw new Error(`README has no heading ${heading}`);
   const fence = '```' + lang + '\n';

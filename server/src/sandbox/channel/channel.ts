@@ -116,7 +116,7 @@ export class CommandChannel {
 
   constructor(
     private readonly input: Writable,
-    private readonly output: Readable,
+    output: Readable,
     private readonly opts: ChannelOptions,
   ) {
     this.prefix = `${this.nonce} `;
