@@ -14,6 +14,7 @@ def test_run_sh():
 
 def test_version():
     assert workspace.read_text("src/__init__.py").strip() == '__version__ = "0.1.0"'
+    assert workspace.read_text("src/__init__.py").rstrip("\n") == '__version__ = "0.1.0"', "exactly one line"
 
 
 def test_readme():
@@ -21,8 +22,8 @@ def test_readme():
 
 
 def test_gitignore():
-    lines = workspace.read_text(".gitignore").split()
-    assert "__pycache__/" in lines and "*.log" in lines
+    lines = [line.strip() for line in workspace.read_text(".gitignore").splitlines()]
+    assert "__pycache__/" in lines and "*.log" in lines, "one entry per line"
 
 
 def test_todo_removed_notes_kept():
