@@ -51,3 +51,36 @@ def test_self_loop():
 
 def test_empty_graph():
     assert algo.has_cycle(graph.Graph()) is False
+
+
+def test_path_named_nodes():
+    # Multi-character names: nodes are compared by value, whatever objects carry them.
+    gr = g(("home", "station"), ("station", "office"), ("home", "park"), ("park", "lake"), ("lake", "office"))
+    assert algo.shortest_path(gr, "home", "office") == ["home", "station", "office"]
+    assert algo.shortest_path(gr, "office", "home") is None
+
+
+def test_path_fewest_edges_not_first_found():
+    # A search that expands the most recently discovered node first finds a-y-x-w-e.
+    gr = g(("a", "b"), ("b", "e"), ("a", "y"), ("y", "x"), ("x", "w"), ("w", "e"))
+    assert algo.shortest_path(gr, "a", "e") == ["a", "b", "e"]
+
+
+def test_cycle_not_through_first_node():
+    assert algo.has_cycle(g(("a", "b"), ("b", "c"), ("c", "d"), ("d", "b"))) is True
+    assert algo.has_cycle(g(("a", "b"), ("c", "d"), ("d", "c"))) is True
+    assert algo.has_cycle(g(("a", "b"), ("c", "d"), ("b", "d"))) is False
+
+
+def test_long_dag_of_diamonds_is_fast():
+    # 40 diamonds in a row: 2**40 paths, 121 nodes. A search that re-explores finished nodes never ends. The edges
+    # are added from the sink back, so the nodes nearest the sink are met first (and finished) when scanning adj.
+    edges = []
+    for i in reversed(range(40)):
+        edges += [(f"l{i}", f"n{i + 1}"), (f"r{i}", f"n{i + 1}"), (f"n{i}", f"l{i}"), (f"n{i}", f"r{i}")]
+    gr = g(*edges)
+    # One call each, under the harness's per-call deadline (a linear search needs about a millisecond).
+    assert algo.has_cycle(gr) is False
+    assert len(algo.shortest_path(gr, "n0", "n40")) == 81
+    gr.add_edge("n40", "n0")
+    assert algo.has_cycle(gr) is True
