@@ -61,3 +61,51 @@ def test_fee_always_accepted():
     l = ledger.Ledger()
     l.record(ledger.Transaction("a", "fee", D("3")))
     assert l.balance("a") == D("-3")
+
+
+def test_named_accounts_are_separate():
+    # Account names are compared by value, whatever objects carry them.
+    l = ledger.Ledger()
+    l.record(ledger.Transaction("alice", "deposit", D("40")))
+    l.record(ledger.Transaction("bob", "deposit", D("7")))
+    l.transfer("alice", "bob", D("12.50"))
+    l.record(ledger.Transaction("bob", "fee", D("0.50")))
+    assert (l.balance("alice"), l.balance("bob"), l.balance("carol")) == (D("27.50"), D("19.00"), D("0"))
+
+
+def test_small_and_negative_amounts():
+    l = ledger.Ledger()
+    l.record(ledger.Transaction("a", "deposit", D("1")))
+    l.record(ledger.Transaction("a", "deposit", D("0.01")))
+    l.record(ledger.Transaction("a", "withdrawal", D("1.01")))
+    assert l.balance("a") == D("0")
+    for kind in ("deposit", "withdrawal", "fee"):
+        with pytest.raises(ValueError):
+            l.record(ledger.Transaction("a", kind, D("-1")))
+    assert l.balance("a") == D("0")
+
+
+def test_overdraft_limit_with_prior_balance():
+    l = ledger.Ledger(overdraft_limit=D("20"))
+    l.record(ledger.Transaction("a", "deposit", D("10")))
+    l.record(ledger.Transaction("a", "withdrawal", D("25")))
+    l.record(ledger.Transaction("a", "fee", D("5")))
+    assert l.balance("a") == D("-20")
+    with pytest.raises(ValueError):
+        l.record(ledger.Transaction("a", "withdrawal", D("0.01")))
+    l.record(ledger.Transaction("a", "fee", D("1")))
+    assert l.balance("a") == D("-21")
+    l.record(ledger.Transaction("a", "deposit", D("1.01")))
+    l.record(ledger.Transaction("a", "withdrawal", D("0.01")))
+    assert l.balance("a") == D("-20")
+
+
+def test_recorded_transactions_are_immutable():
+    # The API's Transaction is a frozen dataclass: a recorded transaction cannot be edited behind the ledger's back.
+    l = ledger.Ledger()
+    tx = ledger.Transaction("acct", "deposit", D("5"))
+    l.record(tx)
+    with pytest.raises(AttributeError):
+        tx.amount = D("500")
+    assert tx.amount == D("5")
+    assert l.balance("acct") == D("5")
