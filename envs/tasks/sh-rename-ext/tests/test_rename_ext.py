@@ -46,5 +46,18 @@ def test_conflict():
 
 def test_usage():
     d = workspace.tmpdir()
-    assert sh(d, "a").exit_code == 2
-    assert sh(d + "/missing", "a", "b").exit_code == 2
+    for args in [(d, "a"), (d, "a", "b", "c"), (), (d + "/missing", "a", "b")]:
+        r = sh(*args)
+        assert r.exit_code == 2 and r.stderr.strip(), "wrong usage must print a usage message to stderr and exit 2"
+
+
+def test_only_the_final_extension_of_the_file_name():
+    d = workspace.tmpdir()
+    workspace.mkdir(d + "/x.jpeg")
+    for name in ["x.jpeg/y.jpeg", "x.jpeg/z.jpeg.jpeg", "jpeg", "ajpeg", "w.jpegx"]:
+        workspace.write_file(d + "/" + name, name)
+    r = sh(d, "jpeg", "jpg")
+    assert r.exit_code == 0
+    assert tree(d) == ["ajpeg", "jpeg", "w.jpegx", "x.jpeg", "x.jpeg/y.jpg", "x.jpeg/z.jpeg.jpg"]
+    assert workspace.read_text(d + "/x.jpeg/z.jpeg.jpg") == "x.jpeg/z.jpeg.jpeg"
+    assert r.stdout.strip().splitlines()[-1] == "2"
