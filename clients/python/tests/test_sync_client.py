@@ -272,10 +272,15 @@ def test_sync_server_shutdown_fails_pending_with_cause(servers):
         env = client.make("test/slow-v0", delay_ms=8000)
         env.reset()
         threading.Timer(0.2, srv.proc.terminate).start()  # SIGTERM: graceful shutdown
-        with pytest.raises(sandgym.ConnectionClosedError) as ei:
+        # The step the shutdown abandons is answered with its id (PROTOCOL.md §2: every readable id gets
+        # one reply): SHUTTING_DOWN, retryable, before the connection closes with 1001.
+        with pytest.raises(sandgym.ShuttingDownError) as ei:
             env.step(0)
-        assert ei.value.close_code == 1001
-        assert isinstance(ei.value.cause_error, sandgym.ShuttingDownError)
+        assert ei.value.retryable
+        # then the connection closes (1001) with the shutdown as its cause
+        closed = client.wait_closed(timeout=15)
+        assert closed is not None and closed.close_code == 1001
+        assert isinstance(closed.cause_error, sandgym.ShuttingDownError)
         assert client.shutting_down and any(e.event == "shutdown" for e in events)
         assert env.closed and client.closed
         client.close()
