@@ -1,0 +1,27 @@
+# WRONG: recursing into an empty nested dict yields nothing, so {"a": {}} loses "a"
+def flatten(d: dict, sep: str = ".") -> dict:
+    out = {}
+
+    def walk(node, prefix):
+        for k, v in node.items():
+            key = f"{prefix}{sep}{k}" if prefix is not None else str(k)
+            if isinstance(v, dict):
+                walk(v, key)
+            else:
+                if key in out:
+                    raise ValueError(f"duplicate flat key {key!r}")
+                out[key] = v
+
+    walk(d, None)
+    return out
+
+
+def unflatten(d: dict, sep: str = ".") -> dict:
+    out = {}
+    for key, value in d.items():
+        parts = key.split(sep)
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return out
