@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { mulberry32, PROTOCOL_VERSION, PROTOCOL_VERSIONS, sampleSpace, type Space } from '../../../protocol/src/index.js';
+import { mulberry32, PROTOCOL_VERSION, PROTOCOL_VERSIONS, sampleSpace, wsPath, type Space } from '../../../protocol/src/index.js';
 import { fromJsonl, toJsonl } from '../../src/play/trajectory.js';
 import { browserRequired, browserUnavailable, launchBrowser, startInspectServer, waitOps, type BrowserSession, type InspectServer } from './harness.js';
 import { ARTIFACT_PNG, playScreenshotEpisode } from './screenshot.js';
@@ -377,5 +377,107 @@ describe.skipIf(why !== null)(`web inspector against a token-protected server${w
     // The token travels in hello (browsers cannot set headers on WebSocket upgrades).
     const hello = await page.evaluate(() => JSON.parse(window.__sandgymInspector.frames[0]?.text ?? '{}') as { token?: string });
     expect(hello.token).toBe('s3cret-token');
+  });
+});
+
+describe.skipIf(why !== null)(`web inspector and other origins${why ? ` (skipped: ${why})` : ''}`, () => {
+  // The page's own server and a second, token-protected one standing in for a host a crafted
+  // ?url= link points at. Different ports on 127.0.0.1 are different origins.
+  let own: InspectServer;
+  let foreign: InspectServer;
+  let browser: BrowserSession;
+  /** TCP connections the foreign server accepted: the page fetches nothing there but its WebSocket. */
+  let foreignConnections = 0;
+  const wsUrl = (base: string) => `${base.replace(/^http/, 'ws')}${wsPath()}`;
+
+  beforeAll(async () => {
+    own = await startInspectServer();
+    foreign = await startInspectServer({ tokens: ['s3cret-token'] });
+    foreign.sg.app.server.on('connection', () => foreignConnections++);
+    browser = await launchBrowser({ width: 1280, height: 800 });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await own?.close();
+    await foreign?.close();
+  });
+
+  it('asks before connecting to another origin from ?url=, and sends nothing there until the user says yes', async () => {
+    const page = browser.page;
+    const foreignUrl = wsUrl(foreign.base);
+    const foreignOrigin = foreignUrl.replace(/\/v\d+\/ws$/, '');
+    await page.goto(`${own.base}/inspect?env=test/counter-v0&url=${encodeURIComponent(foreignUrl)}`);
+    await waitOps(page, 1);
+    // Nothing went to the other origin: the page shows it and waits.
+    expect(foreignConnections).toBe(0);
+    expect(await inspector(page, (s) => [s.connected, s.url, s.pendingOrigin, s.frames.length])).toEqual([false, null, foreignOrigin, 0]);
+    expect(await page.isVisible('#origin-confirm')).toBe(true);
+    expect(await page.textContent('#origin-confirm-text')).toContain(`another origin, ${foreignOrigin}, not at the server this page came from (${own.base})`);
+    expect(await page.textContent('#origin-accept')).toBe(`Connect to ${foreignOrigin}`);
+    expect(await page.textContent('#status')).toBe(`not connected: confirm ${foreignOrigin}`);
+
+    // A token typed and Connect clicked (the link prefilled the field): still asked, still nothing sent.
+    await page.fill('#token', 's3cret-token');
+    await page.click('#connect');
+    await waitOps(page, 2);
+    expect(foreignConnections).toBe(0);
+    expect(await inspector(page, (s) => [s.connected, s.pendingOrigin, s.frames.length])).toEqual([false, foreignOrigin, 0]);
+
+    // "Use this server instead": the page's own server, the foreign one never contacted.
+    await page.click('#origin-reject');
+    await waitOps(page, 3);
+    expect(await page.inputValue('#url')).toBe(wsUrl(own.base));
+    expect(await inspector(page, (s) => [s.connected, s.url, s.pendingOrigin])).toEqual([true, wsUrl(own.base), null]);
+    expect(await page.isHidden('#origin-confirm')).toBe(true);
+    expect(foreignConnections).toBe(0);
+
+    // Typing another origin into the field asks too; the current connection stays as it is meanwhile.
+    await page.fill('#url', foreignUrl);
+    await page.click('#connect');
+    await waitOps(page, 4);
+    expect(await inspector(page, (s) => [s.connected, s.url, s.pendingOrigin])).toEqual([true, wsUrl(own.base), foreignOrigin]);
+    expect(foreignConnections).toBe(0);
+    expect(browser.errors).toEqual([]);
+  });
+
+  it('connects to another origin once the user confirms it, and keeps that yes for reconnects', async () => {
+    const page = browser.page;
+    const foreignUrl = wsUrl(foreign.base);
+    const before = foreignConnections;
+    await page.goto(`${own.base}/inspect?url=${encodeURIComponent(foreignUrl)}`);
+    await waitOps(page, 1);
+    expect(foreignConnections).toBe(before);
+    await page.click('#origin-accept');
+    await waitOps(page, 2);
+    // It went there (with no token: none was typed), and the foreign server asks for one.
+    expect(foreignConnections).toBe(before + 1);
+    expect(await page.textContent('#status')).toBe('unauthorized: enter the token');
+    expect(await inspector(page, (s) => s.pendingOrigin)).toBe(null);
+    await page.fill('#token', 's3cret-token');
+    await page.click('#connect');
+    await waitOps(page, 3);
+    expect(await inspector(page, (s) => [s.connected, s.url, s.pendingOrigin])).toEqual([true, foreignUrl, null]);
+    expect(await page.textContent('#status')).toMatch(/^connected/);
+    // The token went in the confirmed origin's hello, and no second question was asked for the reconnect.
+    expect(await page.evaluate(() => (JSON.parse(window.__sandgymInspector.frames[0]?.text ?? '{}') as { token?: string }).token)).toBe('s3cret-token');
+    expect(await page.isHidden('#origin-confirm')).toBe(true);
+    expect(foreignConnections).toBe(before + 2);
+  });
+
+  it('connects to its own origin without asking, also when ?url= names it', async () => {
+    const page = browser.page;
+    const before = foreignConnections;
+    await page.goto(`${own.base}/inspect?url=${encodeURIComponent(wsUrl(own.base))}`);
+    await waitOps(page, 1);
+    expect(await inspector(page, (s) => [s.connected, s.url, s.pendingOrigin])).toEqual([true, wsUrl(own.base), null]);
+    expect(await page.isHidden('#origin-confirm')).toBe(true);
+    // Not a WebSocket URL at all: a typed error, no connection anywhere.
+    await page.fill('#url', 'javascript:alert(1)');
+    await page.click('#connect');
+    await waitOps(page, 2);
+    expect(await inspector(page, (s) => s.lastError?.code)).toBe('BAD_INPUT');
+    expect(await page.textContent('#status')).toBe('bad server URL');
+    expect(foreignConnections).toBe(before);
   });
 });

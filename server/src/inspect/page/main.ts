@@ -13,10 +13,15 @@ import { chartData, renderChart, type ChartData } from './chart.js';
 import { byId, h } from './dom.js';
 import { discreteEditor, jsonEditor, templateFor, textEditor, toolCallEditor, type Editor } from './forms.js';
 import { FramesPane, type FrameView } from './frames.js';
+import { classifyTarget } from './origin.js';
 import { Transcript, type ErrorView } from './transcript.js';
 
 interface InspectorState {
   connected: boolean;
+  /** The URL of the current connection (null: none). */
+  url: string | null;
+  /** Another origin waiting for the user's yes before the page connects to it (null: none). */
+  pendingOrigin: string | null;
   envs: string[];
   envId: string | null;
   session: string | null;
@@ -68,6 +73,10 @@ const el = {
   frames: byId('frames'),
   frameCount: byId('frame-count'),
   clearFrames: byId<HTMLButtonElement>('clear-frames'),
+  originConfirm: byId('origin-confirm'),
+  originText: byId('origin-confirm-text'),
+  originAccept: byId<HTMLButtonElement>('origin-accept'),
+  originReject: byId<HTMLButtonElement>('origin-reject'),
 };
 
 const transcript = new Transcript(el.transcript);
@@ -80,9 +89,15 @@ let handleKwargs: Record<string, unknown> | undefined;
 let editor: Editor | null = null;
 let traj: Trajectory | null = null;
 let queue: Promise<unknown> = Promise.resolve();
+/** The page's own server: connected to without asking. */
+const ownUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${wsPath()}`;
+/** Other origins the user said yes to, for the life of the page (a reconnect does not ask again). */
+const confirmedOrigins = new Set<string>();
 
 const state: InspectorState = {
   connected: false,
+  url: null,
+  pendingOrigin: null,
   envs: [],
   envId: null,
   session: null,
@@ -213,11 +228,41 @@ function showActionError(text: string): void {
   if (p) p.textContent = text;
 }
 
-async function doConnect(): Promise<void> {
+function hideOriginConfirm(): void {
+  state.pendingOrigin = null;
+  el.originConfirm.hidden = true;
+}
+
+/** Asks before the first connection to another origin: nothing (no hello, no token) goes there until the user says yes. */
+function askOrigin(origin: string): void {
+  state.pendingOrigin = origin;
+  el.originText.textContent =
+    `The server field points at another origin, ${origin}, not at the server this page came from (${location.origin}). ` +
+    'Connecting sends it the token in the token field and everything you do here. Connect only if you trust it.';
+  el.originAccept.textContent = `Connect to ${origin}`;
+  el.originConfirm.hidden = false;
+  setStatus(`not connected: confirm ${origin}`, 'idle');
+  el.originReject.focus();
+}
+
+/** Connects to the server field's URL; false when that is another origin the user has not confirmed (nothing was sent). */
+async function doConnect(): Promise<boolean> {
+  const url = el.url.value.trim();
+  const target = classifyTarget(url, location);
+  if (!target.ok) {
+    setStatus('bad server URL', 'error');
+    throw Object.assign(new Error(target.error), { code: 'BAD_INPUT' });
+  }
+  if (!target.own && !confirmedOrigins.has(target.origin)) {
+    askOrigin(target.origin);
+    return false;
+  }
+  hideOriginConfirm();
   if (client) {
     const old = client;
     client = null;
     handle = null;
+    state.url = null;
     await old.close().catch(() => undefined);
   }
   state.connected = false;
@@ -225,7 +270,7 @@ async function doConnect(): Promise<void> {
   framesPane.clear();
   const token = el.token.value.trim();
   try {
-    client = await connect(el.url.value.trim(), {
+    client = await connect(url, {
       encoding: el.encoding.value === 'msgpack' ? 'msgpack' : 'json',
       clientName: 'sandgym-inspector',
       onFrame: (f) => framesPane.add(f),
@@ -240,6 +285,7 @@ async function doConnect(): Promise<void> {
   c.on('close', (err) => {
     if (client !== c) return;
     state.connected = false;
+    state.url = null;
     handle = null;
     state.session = null;
     const e = asError(err);
@@ -255,6 +301,7 @@ async function doConnect(): Promise<void> {
       refreshButtons();
     }
   });
+  state.url = url;
   specs = await c.listEnvs();
   state.envs = specs.map((s) => s.id);
   state.connected = true;
@@ -264,6 +311,7 @@ async function doConnect(): Promise<void> {
   if (wanted && specs.some((s) => s.id === wanted)) el.envSelect.value = wanted;
   const spec = currentSpec();
   if (spec) describeSpec(spec);
+  return true;
 }
 
 function readResetParams(): { seed?: number; options: Record<string, unknown> } | string {
@@ -413,7 +461,8 @@ function download(): void {
 // --- wiring -----------------------------------------------------------------------------------
 
 const params = new URLSearchParams(location.search);
-el.url.value = params.get('url') ?? `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${wsPath()}`;
+// A ?url= of another origin only fills the field: doConnect asks before connecting there.
+el.url.value = params.get('url') ?? ownUrl;
 if (params.get('encoding') === 'msgpack') el.encoding.value = 'msgpack';
 if (params.get('seed')) el.seed.value = params.get('seed') ?? '';
 if (params.get('task')) el.task.value = params.get('task') ?? '';
@@ -421,7 +470,28 @@ if (params.get('options')) el.options.value = params.get('options') ?? '';
 
 el.form.addEventListener('submit', (ev) => {
   ev.preventDefault();
-  void run('connect', doConnect);
+  void run('connect', async () => {
+    await doConnect();
+  });
+});
+el.originAccept.addEventListener('click', () => {
+  const origin = state.pendingOrigin;
+  if (origin === null) return;
+  // The yes holds for the origin shown, and only while the field still points there (checked again in doConnect).
+  confirmedOrigins.add(origin);
+  hideOriginConfirm();
+  void run('connect', connectFromLink);
+});
+el.originReject.addEventListener('click', () => {
+  hideOriginConfirm();
+  el.url.value = ownUrl;
+  void run('connect', connectFromLink);
+});
+// Editing the field withdraws a pending question: the next Connect asks about what the field says then.
+el.url.addEventListener('input', () => {
+  if (state.pendingOrigin === null) return;
+  hideOriginConfirm();
+  setStatus('not connected', 'idle');
 });
 el.envSelect.addEventListener('change', () => {
   const spec = currentSpec();
@@ -472,25 +542,26 @@ el.clearFrames.addEventListener('click', () => framesPane.clear());
 
 updateChart();
 refreshButtons();
-// Connect straight away unless told not to: against a token-less local server the page is ready at once.
-if (params.get('connect') !== '0') {
-  void run('connect', async () => {
-    try {
-      await doConnect();
-    } catch (err) {
-      // A token-protected server: say so in the status line, not as a transcript error.
-      if (asError(err).code === 'UNAUTHORIZED' || client === null) {
-        el.token.focus();
-        return;
-      }
-      throw err;
+/** The page's first connection (and the one after an origin question): the link's env and autoreset apply. */
+async function connectFromLink(): Promise<void> {
+  try {
+    if (!(await doConnect())) return;
+  } catch (err) {
+    // A token-protected server: say so in the status line, not as a transcript error.
+    if (asError(err).code === 'UNAUTHORIZED' || (client === null && asError(err).code !== 'BAD_INPUT')) {
+      el.token.focus();
+      return;
     }
-    if (params.get('env') && params.get('autoreset') === '1') {
-      const p = readResetParams();
-      if (typeof p !== 'string') {
-        await doMake(el.envSelect.value, undefined);
-        await doReset(p);
-      }
+    throw err;
+  }
+  if (params.get('env') && params.get('autoreset') === '1') {
+    const p = readResetParams();
+    if (typeof p !== 'string') {
+      await doMake(el.envSelect.value, undefined);
+      await doReset(p);
     }
-  });
+  }
 }
+
+// Connect straight away unless told not to: against a token-less local server the page is ready at once.
+if (params.get('connect') !== '0') void run('connect', connectFromLink);
