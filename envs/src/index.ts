@@ -2,6 +2,7 @@
 export * from './api.js';
 export type * from './sandbox-api.js';
 export { Rng, randomSeed } from './rng.js';
+export { refuseUnknownOptions, splitOption } from './options.js';
 export { EnvRegistry, EnvDefinitionError, checkDefinition, type RegisteredEnv } from './registry.js';
 export { loadEnvModule, EnvModuleError } from './module-loader.js';
 export { builtinEnvs } from './builtin/index.js';

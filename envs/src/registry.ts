@@ -6,8 +6,8 @@ import type { EnvDefinition } from './api.js';
 
 export interface RegisteredEnv {
   def: EnvDefinition;
-  /** null when the env takes no kwargs schema (any object accepted). */
-  validateKwargs: ValidateFunction | null;
+  /** The env's kwargs_schema, compiled; without one, NO_KWARGS (an env that declares no kwargs takes none). */
+  validateKwargs: ValidateFunction;
   /** The wire env_spec, built once. */
   spec: EnvSpec;
 }
@@ -78,14 +78,26 @@ function buildSpec(def: EnvDefinition): EnvSpec {
   return spec;
 }
 
+/**
+ * The kwargs validator of an env without kwargs_schema: unknown kwargs are refused (INVALID_ARGUMENT
+ * naming the key) rather than silently ignored, the same rule as reset options (envs/src/options.ts).
+ * Compiled lazily, once per process: only a registry with such an env pays for it.
+ */
+let noKwargs: ValidateFunction | undefined;
+function noKwargsValidator(): ValidateFunction {
+  noKwargs ??= compileUserSchema({ type: 'object', properties: {}, additionalProperties: false });
+  return noKwargs;
+}
+
 export class EnvRegistry {
   private readonly envs = new Map<string, RegisteredEnv>();
 
   register(def: EnvDefinition): RegisteredEnv {
     checkDefinition(def);
     if (this.envs.has(def.id)) throw new EnvDefinitionError(`env '${def.id}' is already registered`);
-    let validateKwargs: ValidateFunction | null = null;
-    if (def.kwargs_schema) {
+    let validateKwargs: ValidateFunction;
+    if (!def.kwargs_schema) validateKwargs = noKwargsValidator();
+    else {
       try {
         validateKwargs = compileUserSchema(def.kwargs_schema);
       } catch (err) {

@@ -39,6 +39,16 @@ describe('EnvRegistry', () => {
     expect(r.get('test/slow-v0')!.validateKwargs!({ delay_ms: -5 })).toBe(false);
   });
 
+  it('an env without kwargs_schema takes no kwargs: an unknown one is refused, naming it; the wire spec stays without a schema', () => {
+    const r = new EnvRegistry();
+    r.registerAll(fixtureEnvs);
+    const counter = r.get('test/counter-v0')!;
+    expect(counter.spec.kwargs_schema).toBeUndefined();
+    expect(counter.validateKwargs({})).toBe(true);
+    expect(counter.validateKwargs({ size: 3 })).toBe(false);
+    expect(counter.validateKwargs.errors?.[0]).toMatchObject({ keyword: 'additionalProperties', params: { additionalProperty: 'size' } });
+  });
+
   it('the wire spec of a sandbox env carries image and limits only', async () => {
     const { validateEnvSpec } = await import('../../protocol/src/index.js');
     const r = new EnvRegistry();

@@ -77,7 +77,11 @@ async def run_async(url: str, encoding: str) -> list[Any]:
         a = await client.make("test/counter-v0")
         b = await client.make("test/slow-v0", delay_ms=1)
         out.append((a.env_id, b.env_id, a.action_space))
-        out.append(await a.reset(seed=3, options={"k": 1}))
+        try:  # an option the env does not know is refused, the same way by both clients
+            await a.reset(seed=3, options={"k": 1})
+        except sandgym.SandgymError as exc:
+            out.append((type(exc).__name__, exc.code, exc.details))
+        out.append(await a.reset(seed=3, options={}))
         out.append(await b.reset())
         out.append(await a.step(1))
         try:
@@ -102,7 +106,11 @@ def run_sync(url: str, encoding: str) -> list[Any]:
         a = client.make("test/counter-v0")
         b = client.make("test/slow-v0", delay_ms=1)
         out.append((a.env_id, b.env_id, a.action_space))
-        out.append(a.reset(seed=3, options={"k": 1}))
+        try:  # an option the env does not know is refused, the same way by both clients
+            a.reset(seed=3, options={"k": 1})
+        except sandgym.SandgymError as exc:
+            out.append((type(exc).__name__, exc.code, exc.details))
+        out.append(a.reset(seed=3, options={}))
         out.append(b.reset())
         out.append(a.step(1))
         try:
@@ -172,13 +180,14 @@ def test_async_and_sync_clients_send_identical_frames(relay, encoding):
 
     types = [sandgym.codec.decode(f)["type"] for f in async_frames]
     # every operation of both APIs went over the wire (close only once per session)
-    assert types == ["hello", "list_envs", "list_envs", "make", "make", "reset", "reset", "step", "step",
+    assert types == ["hello", "list_envs", "list_envs", "make", "make", "reset", "reset", "reset", "step", "step",
                      "batch", "batch", "ping", "close", "close"]
     assert normalise(async_frames, encoding) == normalise(sync_frames, encoding)
     assert comparable(async_out) == comparable(sync_out)
+    assert async_out[3] == ("InvalidArgumentError", "INVALID_ARGUMENT", {"path": "/k", "reason": async_out[3][2]["reason"]})
     # the replies were read alike too, and they are what the fixtures return
-    assert async_out[3] == (0, {}) and async_out[5] == (1, 1.0, False, False, {})
-    assert async_out[6][0] == "InvalidActionError"
-    batch = async_out[7]
+    assert async_out[4] == (0, {}) and async_out[6] == (1, 1.0, False, False, {})
+    assert async_out[7][0] == "InvalidActionError"
+    batch = async_out[8]
     assert batch[0]["observation"] == 2 and isinstance(batch[2], sandgym.UnknownSessionError)
-    assert async_out[8][0] == (3, 1.0, True, False, {})
+    assert async_out[9][0] == (3, 1.0, True, False, {})
