@@ -11,8 +11,8 @@ import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure, type EnvContext, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
-import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { bashTool } from '../tools/bash-tool.js';
+import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
@@ -103,13 +103,7 @@ function requirementOf(task: LoadedTask): SandboxRequirement {
   return { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
 }
 
-/** Keeps the head and the tail of long output, with a marker saying how much was cut. */
-export function capText(s: string, max: number): string {
-  if (s.length <= max) return s;
-  const head = Math.floor(max * 0.6);
-  const tail = max - head;
-  return `${s.slice(0, head)}\n[... ${s.length - head - tail} characters truncated ...]\n${s.slice(s.length - tail)}`;
-}
+export { capText };
 
 /**
  * Maps an agent-supplied path onto the sandbox workspace, or null when it leaves it. Relative
@@ -121,23 +115,6 @@ export function confinePath(p: string, root: string): { abs: string; rel: string
   if (virt !== WORKSPACE && !virt.startsWith(`${WORKSPACE}/`)) return null;
   const rel = virt === WORKSPACE ? '' : virt.slice(WORKSPACE.length + 1).replace(/\/+$/, '');
   return { abs: rel ? `${root}/${rel}` : root, rel };
-}
-
-function formatExec(r: ExecResult, cap: number, timeoutS?: number): string {
-  // The agent's own faults (deadline, memory limit, kill -1) are observations; the episode goes on.
-  const oom = r.oom_killed && (r.timed_out || !r.signal) ? '; memory limit exceeded: a process was killed' : '';
-  const head = r.timed_out
-    ? `timed out after ${timeoutS ?? '?'}s (killed)`
-    : r.oom_killed
-      ? `killed: memory limit exceeded (${r.signal ?? 'a process was killed'})`
-      : r.exit_code !== null
-        ? `exit_code: ${r.exit_code}`
-        : `killed by signal ${r.signal ?? 'unknown'}`;
-  const parts = [head + oom];
-  if (r.stdout) parts.push(`--- stdout ---\n${capText(r.stdout.replace(/\n$/, ''), cap)}`);
-  if (r.stderr) parts.push(`--- stderr ---\n${capText(r.stderr.replace(/\n$/, ''), cap)}`);
-  if (r.truncated) parts.push('[output truncated by the sandbox]');
-  return parts.join('\n');
 }
 
 class CodeEnvInstance implements EnvInstance {
@@ -325,9 +302,9 @@ class CodeEnvInstance implements EnvInstance {
     const sb = this.sb as Sandbox;
     switch (name) {
       case 'bash': {
-        const timeoutS = Math.min(MAX_BASH_TIMEOUT_S, typeof args.timeout_s === 'number' ? args.timeout_s : DEFAULT_BASH_TIMEOUT_S);
+        const timeoutS = bashTimeoutS(args, DEFAULT_BASH_TIMEOUT_S, MAX_BASH_TIMEOUT_S);
         const r = await sb.exec({ argv: ['bash', '-c', String(args.command ?? '')], cwd: this.agentRoot, timeout_ms: timeoutS * 1000, max_output_bytes: 4 * this.cap });
-        return formatExec(r, this.cap, timeoutS);
+        return formatBashResult(r, timeoutS, this.cap);
       }
       case 'read_file': {
         const p = confinePath(String(args.path ?? ''), this.agentRoot);

@@ -1,8 +1,10 @@
 // The `bash` tool every sandboxed env offers, declared once: shell-v0 and code-v0 used to declare it
 // separately and the two schemas drifted (fractional vs integer timeouts, different wording). An env
 // passes what really differs (its shell, command size and timeout limits, output caps) and gets the
-// tool spec for its tool_call action space. The env still runs the command itself; this is the contract.
+// tool spec for its tool_call action space, and formats a command's result as the one observation format
+// (`formatBashResult`). The env still runs the command itself (its shell, its workdir); this is the contract.
 import type { ToolCallSpace } from '../../../protocol/src/index.js';
+import type { ExecResult } from '../sandbox-api.js';
 
 export type ToolSpec = ToolCallSpace['tools'][number];
 
@@ -45,4 +47,40 @@ export function bashTool(p: BashToolParams): ToolSpec {
       additionalProperties: false,
     },
   };
+}
+
+/** The timeout of one call in whole seconds: the call's `timeout_s` (the schema made it an integer in range), else the default, never above `limitS`. */
+export function bashTimeoutS(args: { timeout_s?: unknown }, defaultTimeoutS: number, limitS: number): number {
+  return Math.min(limitS, typeof args.timeout_s === 'number' ? args.timeout_s : defaultTimeoutS);
+}
+
+/** Keeps the head and the tail of long text, with a marker saying how much was cut. */
+export function capText(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const head = Math.floor(max * 0.6);
+  const tail = max - head;
+  return `${s.slice(0, head)}\n[... ${s.length - head - tail} characters truncated ...]\n${s.slice(s.length - tail)}`;
+}
+
+/**
+ * The observation of one `bash` call, the same in every sandboxed env: a status line (`exit code: N`,
+ * `timed out after N s (killed)`, `killed: memory limit exceeded (...)`, `killed by SIG...`), then
+ * `stdout:` and `stderr:` blocks as the command wrote them (each capped at `maxChars`, head and tail
+ * kept), then a note when the sandbox cut the output. Faults the agent causes (its deadline, the memory
+ * limit, kill -1) are observations: the episode goes on.
+ */
+export function formatBashResult(r: ExecResult, timeoutS: number, maxChars: number): string {
+  const oom = r.oom_killed && (r.timed_out || !r.signal) ? '; memory limit exceeded: a process was killed' : '';
+  const head = r.timed_out
+    ? `timed out after ${timeoutS} s (killed)`
+    : r.oom_killed
+      ? `killed: memory limit exceeded (${r.signal ?? 'a process was killed'})`
+      : r.exit_code !== null
+        ? `exit code: ${r.exit_code}`
+        : `killed by ${r.signal ?? 'a signal'}`;
+  const parts = [head + oom];
+  if (r.stdout) parts.push(`stdout:\n${capText(r.stdout, maxChars)}`);
+  if (r.stderr) parts.push(`stderr:\n${capText(r.stderr, maxChars)}`);
+  if (r.truncated) parts.push('[output truncated by the sandbox]');
+  return parts.join('\n');
 }

@@ -187,8 +187,9 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const inst = await instance(env, { shaping: 'none' });
     await inst.reset(undefined, { task_id: 'py-fix-inventory' });
     const obs = async (name: string, args: Record<string, unknown> = {}) => String((await inst.step(call(name, args))).observation);
-    expect(await obs('bash', { command: 'echo out; echo err >&2; exit 3' })).toBe('exit_code: 3\n--- stdout ---\nout\n--- stderr ---\nerr');
-    expect(await obs('bash', { command: 'sleep 5', timeout_s: 1 })).toMatch(/^timed out after 1s/);
+    // The one bash output format of the sandboxed envs (envs/src/tools/bash-tool.ts, formatBashResult).
+    expect(await obs('bash', { command: 'echo out; echo err >&2; exit 3' })).toBe('exit code: 3\nstdout:\nout\n\nstderr:\nerr\n');
+    expect(await obs('bash', { command: 'sleep 5', timeout_s: 1 })).toMatch(/^timed out after 1 s \(killed\)/);
     expect(await obs('bash', { command: 'head -c 100000 /dev/zero | tr "\\0" x' })).toMatch(/characters truncated/);
     expect(await obs('write_file', { path: 'notes/a.txt', content: 'l1\nl2\nl3\n' })).toBe('wrote 9 bytes to /workspace/notes/a.txt');
     expect(await obs('read_file', { path: 'notes/a.txt' })).toBe('l1\nl2\nl3\n');
