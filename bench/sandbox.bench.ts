@@ -153,7 +153,8 @@ async function shellEpisodes(driverKind: 'docker' | 'local', reuse: 'replace' | 
     for (let i = 0; i < N_EPISODES + 2; i++) {
       while (idle() < 1) await new Promise((r) => setTimeout(r, 10));
       const t0 = performance.now();
-      const env = await client.make<string>('shell-v0', { reuse });
+      // every_step: the task's check after every command is part of what this bench measures.
+      const env = await client.make<string>('shell-v0', { reuse, shaping: 'every_step' });
       await env.reset({ options: { task_id: 'create-file' } });
       const cmds = ['ls -la', 'cat hello.txt 2>/dev/null || echo missing', 'echo draft > hello.txt', 'wc -c hello.txt', "echo 'hello world' > hello.txt"];
       let last = 0;

@@ -42,12 +42,12 @@ describe('math-v0', () => {
     }
   });
 
-  it('reward = 0.9 correctness + 0.1 format', async () => {
+  it('reward = 0.9 correctness + 0.1 format; reward_components are the two weighted parts', async () => {
     const boxed = await episode(7, (x) => `Let me think... so the answer is \\boxed{${x}}`);
-    expect(boxed.s).toMatchObject({ reward: 1, terminated: true, info: { reward_components: { correctness: 1, format: 1 } } });
+    expect(boxed.s).toMatchObject({ reward: 1, terminated: true, info: { reward_components: { correctness: 0.9, format: 0.1 } } });
     const plain = await episode(7, (x) => `The answer is ${x}.`);
     expect(plain.s.reward).toBeCloseTo(0.9);
-    expect(plain.s.info!.reward_components).toEqual({ correctness: 1, format: 0 });
+    expect(plain.s.info!.reward_components).toEqual({ correctness: 0.9, format: 0 });
     const wrongBoxed = await episode(7, (x) => `\\boxed{${x + 1}}`);
     expect(wrongBoxed.s.reward).toBeCloseTo(0.1);
     const nothing = await episode(7, () => 'no idea');
@@ -57,7 +57,7 @@ describe('math-v0', () => {
 
   it('the last number wins when nothing is boxed; the last box wins when several are', async () => {
     const r = await episode(11, (x) => `first I guessed 3, then ${x}`);
-    expect(r.s.info!.reward_components).toMatchObject({ correctness: 1 });
+    expect(r.s.info!.reward_components).toMatchObject({ correctness: 0.9 });
     const two = await episode(11, (x) => `\\boxed{${x + 5}} no wait \\boxed{${x}}`);
     expect(two.s.reward).toBe(1);
   });

@@ -78,31 +78,38 @@ describe('wordle-v0', () => {
     const s1 = await env.step('react');
     // react vs crane: YYGY- -> 1 new green + 4 new letters (r, e, a, c) x 0.5 -> information 3
     expect(s1.info!.feedback).toBe('YYGY-');
-    expect(s1.info!.reward_components).toEqual({ solve: 0, information: 3, invalid_guess: 0 });
+    // Components are the weighted contributions (1.0 solve, 0.1 information, -0.1 invalid_guess): they sum to the reward.
+    expect(s1.info!.reward_components).toEqual({ solve: 0, information: 0.1 * 3, invalid_guess: 0 });
     expect(s1.reward).toBeCloseTo(0.3);
     expect(s1.terminated).toBe(false);
     const s2 = await env.step('xyzzy');
-    expect(s2.info!.reward_components).toEqual({ solve: 0, information: 0, invalid_guess: 1 });
+    expect(s2.info!.reward_components).toEqual({ solve: 0, information: 0, invalid_guess: -0.1 });
     expect(s2.reward).toBeCloseTo(-0.1);
     expect(s2.observation).toContain('not in word list');
     const s3 = await env.step('hi');
-    expect(s3.info!.reward_components).toMatchObject({ invalid_guess: 1 });
+    expect(s3.info!.reward_components).toMatchObject({ invalid_guess: -0.1 });
     const s4 = await env.step('My guess is CRANE.');
     expect(s4.terminated).toBe(true);
     // 4 new greens (a was already green) + 1 new letter (n) x 0.5 -> information 4.5
-    expect(s4.info!.reward_components).toEqual({ solve: 1, information: 4.5, invalid_guess: 0 });
+    expect(s4.info!.reward_components).toEqual({ solve: 1, information: 0.1 * 4.5, invalid_guess: 0 });
     expect(s4.reward).toBeCloseTo(1.45);
+    for (const s of [s1, s2, s3, s4]) expect(s.reward).toBe(Object.values(s.info!.reward_components as Record<string, number>).reduce((a, b) => a + b, 0));
     expect(s4.info!.answer).toBe('crane');
   });
 
-  it('six unsolved guesses end the episode (truncated) and reveal the word', async () => {
+  it('six unsolved guesses lose the game: terminated (a rule of the game, not a cut), and the word is revealed', async () => {
     const env = await wordleEnv.create(testCtx(), {});
     await env.reset(0, { word: 'zebra' });
     let s;
     for (let i = 0; i < 6; i++) s = await env.step('crane');
-    expect(s).toMatchObject({ terminated: false, truncated: true });
+    expect(s).toMatchObject({ terminated: true, truncated: false });
     expect(s!.info!.answer).toBe('zebra');
     expect(s!.observation).toContain('zebra');
+  });
+
+  it('refuses an unknown reset option', async () => {
+    const env = await wordleEnv.create(testCtx(), {});
+    await expect(env.reset(0, { wrod: 'crane' })).rejects.toMatchObject({ name: 'InvalidArgument', path: '/wrod' });
   });
 
   it('rejects an unknown forced word', async () => {

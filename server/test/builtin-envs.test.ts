@@ -1,5 +1,6 @@
-// Every built-in env over the wire: seeded determinism, rewards with reward_components matching the
-// rubric, action-space enforcement, episode ends.
+// Every built-in env over the wire: seeded determinism, rewards whose reward_components are the weighted
+// contributions of the rubric (they sum to the reward), action-space enforcement, episode ends (a game
+// rule terminates), unknown kwargs and reset options refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, type TestServer } from './helpers/server.js';
@@ -41,7 +42,7 @@ describe('built-in envs over the wire', () => {
     for (const e of envs) expect(e.rubric!.length).toBeGreaterThan(0);
   });
 
-  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])('%s: same seed and actions -> same transitions; reward = sum(weight x component)', async (envId) => {
+  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])('%s: same seed and actions -> same transitions; reward = sum of the weighted components', async (envId) => {
     const envs = (await c.ok('list_envs')).envs;
     const rubric = rubricOf(envId, envs);
     const actions =
@@ -58,9 +59,22 @@ describe('built-in envs over the wire', () => {
     for (const step of a.steps) {
       const comps = step.info.reward_components as Record<string, number>;
       expect(Object.keys(comps).sort()).toEqual(rubric.map((r) => r.name).sort());
-      const sum = rubric.reduce((acc, r) => acc + r.weight * comps[r.name]!, 0);
+      const sum = rubric.reduce((acc, r) => acc + comps[r.name]!, 0);
       expect(step.reward).toBeCloseTo(sum, 9);
     }
+    // math (format 0.1) and wordle (information 0.1 per unit) score a non-zero part here, so the sum above is not
+    // vacuous and would fail for unweighted components; calculator-tools' one weight is 1.
+    if (envId !== 'calculator-tools-v0') expect(a.steps.some((st) => Object.values(st.info.reward_components as Record<string, number>).some((v) => v !== 0))).toBe(true);
+  });
+
+  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])('%s refuses an unknown kwarg and an unknown reset option with INVALID_ARGUMENT; the session survives', async (envId) => {
+    const made = await c.fails('make', { env_id: envId, kwargs: { difficulty_level: 'easy' } });
+    expect(made).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/difficulty_level' } });
+    const s = await c.make(envId);
+    const reset = await c.fails('reset', { session: s, seed: 1, options: { split: 'test' } });
+    expect(reset).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/split' } });
+    await c.ok('reset', { session: s, seed: 1 });
+    await c.ok('close', { session: s });
   });
 
   it('math-v0 is single-turn and grades a correct boxed answer 1.0', async () => {
@@ -79,12 +93,12 @@ describe('built-in envs over the wire', () => {
     expect((await c.fails('step', { session: s, action: 'x'.repeat(9000) })).code).toBe('INVALID_ACTION');
   });
 
-  it('wordle-v0 truncates after 6 guesses and solves with the revealed word', async () => {
+  it('wordle-v0: six wrong guesses lose the game (terminated, not truncated); it solves with the revealed word', async () => {
     const s = await c.make('wordle-v0');
     await c.ok('reset', { session: s, seed: 77 });
     let last;
     for (let i = 0; i < 6; i++) last = await c.ok('step', { session: s, action: 'crane' });
-    expect(last).toMatchObject({ truncated: true, terminated: false });
+    expect(last).toMatchObject({ terminated: true, truncated: false });
     const word = last!.info.answer as string;
     expect((await c.fails('step', { session: s, action: 'crane' })).code).toBe('RESET_NEEDED');
     await c.ok('reset', { session: s, seed: 77 });
@@ -106,5 +120,7 @@ describe('built-in envs over the wire', () => {
     await c.ok('reset', { session: s, seed: 3 });
     const good = await c.ok('step', { session: s, action: { name: 'submit', arguments: { answer: bad.info.expected } } });
     expect(good).toMatchObject({ reward: 1, terminated: true, info: { reward_components: { correctness: 1 } } });
+    // A wrong submit still terminates: submit is how the agent ends the episode.
+    expect(bad.info.reward_components).toEqual({ correctness: 0 });
   });
 });

@@ -73,7 +73,8 @@ for (const drv of DRIVERS) {
 
     /** A fresh episode on a task (replace mode: a fresh sandbox from the pool). */
     async function episode(taskId: string, kwargs: Record<string, unknown> = {}): Promise<{ env: EnvHandle<string, Action>; sandbox: string }> {
-      const env = await client.make<string, Action>('shell-v0', kwargs);
+      // every_step: the check runs after every command, so every attack below meets a live check.
+      const env = await client.make<string, Action>('shell-v0', { shaping: 'every_step', ...kwargs });
       const r = await env.reset({ seed: 0, options: { task_id: taskId } });
       return { env, sandbox: (r.info as Info).sandbox! };
     }
@@ -86,7 +87,10 @@ for (const drv of DRIVERS) {
     }
     async function solves(env: EnvHandle<string, Action>, command = SOLVE_CREATE_FILE): Promise<void> {
       const s = (await env.step(bash(command))) as unknown as Step;
-      expect({ reward: s.reward, terminated: s.terminated, obs: s.observation }).toMatchObject({ reward: 1, terminated: true });
+      // Solving never ends the episode (the agent does, with submit); submit then confirms the check.
+      expect({ reward: s.reward, terminated: s.terminated, obs: s.observation }).toMatchObject({ reward: 1, terminated: false });
+      const end = (await env.step({ name: 'submit', arguments: {} })) as unknown as Step;
+      expect({ reward: end.reward, terminated: end.terminated, obs: end.observation }).toEqual({ reward: 0, terminated: true, obs: 'submitted: solved' });
     }
 
     it('state-dir / io-dir fill is refused; every agent tmpfs filled to ENOSPC scores 0; a normal solve still scores 1', async () => {
@@ -341,7 +345,7 @@ for (const drv of DRIVERS) {
       const c1 = await connect(server.url);
       const c2 = await connect(server.url);
       try {
-        const a = await c1.make<string, Action>('shell-v0', { reuse: 'wipe' });
+        const a = await c1.make<string, Action>('shell-v0', { reuse: 'wipe', shaping: 'every_step' });
         const ra = await a.reset({ options: { task_id: 'count-rows' } });
         const sandboxA = (ra.info as Info).sandbox!;
         const plant = [
@@ -360,7 +364,7 @@ line"; mkfifo $d/fifo; ln -s /run/sandgym $d/link; chmod 000 $d/.hidden/deep; do
         }
         await a.close();
 
-        const b = await c2.make<string, Action>('shell-v0', { reuse: 'wipe' });
+        const b = await c2.make<string, Action>('shell-v0', { reuse: 'wipe', shaping: 'every_step' });
         const rb = await b.reset({ options: { task_id: 'create-file' } });
         expect((rb.info as Info).sandbox, 'the pool (max_total 1) hands B the sandbox A released').toBe(sandboxA);
         const look = (await b.step(

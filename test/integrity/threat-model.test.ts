@@ -65,7 +65,7 @@ for (const drv of DRIVERS) {
     beforeAll(async () => {
       server = await startServer({ driver: drv.name, fixtures: false, pools: { min_idle: 1, max_total: 4 } });
       client = await connect(server.url);
-      env = await client.make<string, Action>('shell-v0');
+      env = await client.make<string, Action>('shell-v0', { shaping: 'every_step' });
       await env.reset({ options: { task_id: 'create-file' } });
     }, 90_000);
     afterAll(async () => {

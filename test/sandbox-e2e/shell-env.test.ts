@@ -44,7 +44,7 @@ for (const drv of DRIVERS) {
       await server?.close();
     }, 60_000);
 
-    it('solves every task (reward 1, terminated, reward_components) and replaces the sandbox between episodes', async () => {
+    it('solves every task (submit: reward 1, terminated, reward_components) and replaces the sandbox between episodes', async () => {
       const env = await client.make<Obs>('shell-v0');
       expect(env.spec.sandbox).toMatchObject({ image: 'sandgym/busybox:1' });
       const seen = new Set<string>();
@@ -55,8 +55,10 @@ for (const drv of DRIVERS) {
         expect(seen.has(info.sandbox!), 'replace mode hands out a fresh sandbox each episode').toBe(false);
         seen.add(info.sandbox!);
         const s = await env.step(bash(task.solution));
-        expect({ task: task.id, reward: s.reward, terminated: s.terminated, obs: s.observation }).toMatchObject({ task: task.id, reward: 1, terminated: true });
-        expect((s.info as Info).reward_components).toEqual({ solved: 1 });
+        expect({ task: task.id, reward: s.reward, terminated: s.terminated }).toMatchObject({ task: task.id, reward: 0, terminated: false });
+        const end = await env.step(submit);
+        expect({ task: task.id, reward: end.reward, terminated: end.terminated, obs: end.observation }).toMatchObject({ task: task.id, reward: 1, terminated: true, obs: 'submitted: solved' });
+        expect((end.info as Info).reward_components).toEqual({ solved: 1 });
       }
       await env.close();
     }, 120_000);
@@ -104,7 +106,8 @@ for (const drv of DRIVERS) {
       // The setsid escapee did not survive its command (background policy 'kill').
       const ps = await env.step(bash('ps -o user,comm | grep -v "^root" | grep -c "sleep" || true'));
       expect(ps.observation).toMatch(/stdout:\n0\n/);
-      expect((await env.step(bash("echo 'hello world' > hello.txt"))).reward).toBe(1);
+      await env.step(bash("echo 'hello world' > hello.txt"));
+      expect((await env.step(submit)).reward).toBe(1);
       await env.close();
     }, 60_000);
 
@@ -155,7 +158,8 @@ describe.skipIf(!HAS_DOCKER)('shell-v0: exhausting memory is the agent\'s fault,
     expect(s).toMatchObject({ reward: 0, terminated: false });
     expect((s.info as Info & { oom_killed?: boolean }).oom_killed).toBe(true);
     expect(s.observation).toMatch(/memory limit exceeded/);
-    const solved = await env.step(bash("echo 'hello world' > hello.txt"));
+    await env.step(bash("echo 'hello world' > hello.txt"));
+    const solved = await env.step(submit);
     expect(solved.reward).toBe(1);
     expect(events.some((e) => e.event === 'session_closed')).toBe(false);
     await client.close();

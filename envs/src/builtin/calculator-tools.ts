@@ -3,6 +3,7 @@
 // exactly against the seeded problem's answer.
 import type { ToolCallSpace } from '../../../protocol/src/index.js';
 import { defineEnv } from '../api.js';
+import { refuseUnknownOptions } from '../options.js';
 import { randomSeed, Rng } from '../rng.js';
 import { numbersEqual } from './answer-parse.js';
 import { ArithError, evaluate, formatNumber } from './arith-parser.js';
@@ -44,7 +45,8 @@ export const calculatorToolsEnv = defineEnv({
     let problem: CalcProblem | null = null;
     let calls = 0;
     return {
-      async reset(seed) {
+      async reset(seed, options) {
+        refuseUnknownOptions(options, []);
         const s = seed ?? randomSeed();
         problem = generateCalcProblem(new Rng(s));
         calls = 0;

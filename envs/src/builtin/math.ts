@@ -1,6 +1,8 @@
 // math-v0: one seeded arithmetic/algebra word problem per episode, answered in one text action.
-// reward = 0.9 * correctness + 0.1 * format (answer inside \boxed{}).
+// reward = 0.9 * correctness + 0.1 * format (answer inside \boxed{}); info.reward_components holds the two
+// weighted contributions (they sum to the reward). The one step always terminates: answering is the rule.
 import { defineEnv } from '../api.js';
+import { refuseUnknownOptions } from '../options.js';
 import { randomSeed, Rng } from '../rng.js';
 import { numbersEqual, parseAnswer } from './answer-parse.js';
 import { generateMathProblem, type Difficulty, type MathProblem } from './math-problems.js';
@@ -30,7 +32,8 @@ export const mathEnv = defineEnv<{ difficulty?: Difficulty }>({
     const difficulty = kwargs.difficulty ?? 'medium';
     let problem: MathProblem | null = null;
     return {
-      async reset(seed) {
+      async reset(seed, options) {
+        refuseUnknownOptions(options, []);
         const s = seed ?? randomSeed();
         problem = generateMathProblem(new Rng(s), difficulty);
         return {
@@ -43,12 +46,13 @@ export const mathEnv = defineEnv<{ difficulty?: Difficulty }>({
         const parsed = parseAnswer(action as string);
         const correctness = parsed.value !== null && numbersEqual(parsed.value, p.answer) ? 1 : 0;
         const format = parsed.boxed ? 1 : 0;
-        const reward = 0.9 * correctness + 0.1 * format;
+        const components = { correctness: 0.9 * correctness, format: 0.1 * format };
+        const reward = components.correctness + components.format;
         return {
           observation: correctness ? 'Correct.' : `Incorrect. The answer was ${p.answer}.`,
           reward,
           terminated: true,
-          info: { reward_components: { correctness, format }, expected: p.answer, parsed: parsed.value },
+          info: { reward_components: components, expected: p.answer, parsed: parsed.value },
         };
       },
       async close() {},

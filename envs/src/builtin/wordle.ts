@@ -3,7 +3,10 @@
 // (newly confirmed green positions) + 0.5 * (newly discovered letters of the answer).
 // An invalid guess (not 5 letters, or not in the word list) is a valid action: it gets feedback,
 // scores invalid_guess = 1 and uses up the turn (so the 6-step limit always means 6 turns).
+// info.reward_components holds the weighted contributions (they sum to the reward). The game ends by its
+// rules: solved, or lost after the 6th guess; both are `terminated` (a lost game is not cut short).
 import { InvalidArgument, defineEnv } from '../api.js';
+import { refuseUnknownOptions } from '../options.js';
 import { randomSeed, Rng } from '../rng.js';
 import { scoreGuess, type Mark } from './wordle-feedback.js';
 import { WORDLE_WORD_SET, WORDLE_WORDS } from './wordle-words.js';
@@ -45,6 +48,7 @@ export const wordleEnv = defineEnv({
     const known = new Set<string>();
     return {
       async reset(seed, options) {
+        refuseUnknownOptions(options, ['word']);
         const s = seed ?? randomSeed();
         const forced = options.word;
         if (forced !== undefined) {
@@ -89,18 +93,20 @@ export const wordleEnv = defineEnv({
           line = `${guess} -> ${marks.join(' ')}`;
         }
         board.push(line);
-        const terminated = solve === 1;
-        const truncated = !terminated && left === 0;
-        const reward = 1.0 * solve + 0.1 * information - 0.1 * invalid;
-        let tail = terminated ? `Solved in ${turn} ${turn === 1 ? 'guess' : 'guesses'}!` : `Guesses left: ${left}`;
-        if (truncated) tail = `Out of guesses. The word was ${answer}.`;
+        const solved = solve === 1;
+        const lost = !solved && left === 0;
+        const terminated = solved || lost;
+        // (invalid_guess: -0.1 or 0, never -0, so a message encodes the same in JSON and msgpack.)
+        const components = { solve: 1.0 * solve, information: 0.1 * information, invalid_guess: invalid ? -0.1 : 0 };
+        const reward = components.solve + components.information + components.invalid_guess;
+        const tail = solved ? `Solved in ${turn} ${turn === 1 ? 'guess' : 'guesses'}!` : lost ? `Out of guesses. The word was ${answer}.` : `Guesses left: ${left}`;
         const info: Record<string, unknown> = {
-          reward_components: { solve, information, invalid_guess: invalid },
+          reward_components: components,
           guesses_left: left,
           feedback: marks ? marks.join('') : null,
         };
-        if (terminated || truncated) info.answer = answer;
-        return { observation: `${board.join('\n')}\n${tail}`, reward, terminated, truncated, info };
+        if (terminated) info.answer = answer;
+        return { observation: `${board.join('\n')}\n${tail}`, reward, terminated, truncated: false, info };
       },
       async close() {},
     };

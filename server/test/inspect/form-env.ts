@@ -51,7 +51,8 @@ const formEnv: EnvDefinition = {
           observation: JSON.stringify(call.arguments),
           reward: done ? 1 * 1 - 0.5 * 0 : 0.5 - 0.5 * 1,
           terminated: done,
-          info: { reward_components: done ? { progress: 1, penalty: 0 } : { progress: 0.5, penalty: 1 } },
+          // The weighted contributions (progress x 1, penalty x -0.5): they sum to the reward.
+          info: { reward_components: done ? { progress: 1, penalty: 0 } : { progress: 0.5, penalty: -0.5 } },
         };
       },
       async close() {},

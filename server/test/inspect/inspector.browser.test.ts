@@ -200,7 +200,7 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     ]);
     expect(chart.steps.map((s) => [s.reward, s.contributions])).toEqual([
       [0, { progress: 0.5, penalty: -0.5 }],
-      [1, { progress: 1, penalty: -0 }],
+      [1, { progress: 1, penalty: 0 }],
     ]);
     const trajectory = await inspector(page, (s) => s.trajectoryJsonl());
     expect(fromJsonl(trajectory ?? '').reset).toMatchObject({ env_id: 'inspect/forms-v0', seed: 9, kwargs: { difficulty: 'hard' }, options: { task_id: 't-2', split: 'eval' } });
@@ -216,11 +216,12 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
       ['information', 0.1],
       ['invalid_guess', -0.1],
     ]);
+    // As reported: the weighted contributions (information x 0.1, invalid_guess x -0.1).
     expect(chart.steps.map((s) => s.components)).toEqual([
-      { solve: 0, information: 3, invalid_guess: 0 },
-      { solve: 0, information: 0, invalid_guess: 1 },
-      { solve: 0, information: 2, invalid_guess: 0 },
-      { solve: 1, information: 2.5, invalid_guess: 0 },
+      { solve: 0, information: 0.1 * 3, invalid_guess: 0 },
+      { solve: 0, information: 0, invalid_guess: -0.1 },
+      { solve: 0, information: 0.1 * 2, invalid_guess: 0 },
+      { solve: 1, information: 0.1 * 2.5, invalid_guess: 0 },
     ]);
     // Weighted contributions sum to each step's reward.
     for (const s of chart.steps) {

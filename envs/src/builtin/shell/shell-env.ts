@@ -1,15 +1,19 @@
 // shell-v0: a tool_call env over a sandbox. The agent gets a file-manipulation task and a `bash`
 // tool (really /bin/sh: busybox ash in sandgym/busybox:1) that runs one command in the task's
-// workspace; `submit` ends the episode. After every command the task's check runs inside the same
-// sandbox; the episode terminates with reward 1 as soon as it passes, and `submit` ends it with
-// reward 1 or 0. What the agent causes (a command's deadline, the memory limit, kill -1) is an
+// workspace; the agent ends the episode with `submit` (terminated), or the step limit cuts it short
+// (truncated). The task's check of the filesystem runs at the end (submit, or the step that reaches
+// the limit), and after every command only with kwarg shaping: 'every_step'. Rewards are
+// potential-based over the check (0 or 1), so an episode's rewards always sum to the check of its final
+// state, whatever the shaping; a command that makes the check pass never ends the episode by itself
+// (the prompt and the submit tool say the agent ends it). What the agent causes (a command's deadline, the memory limit, kill -1) is an
 // observation and the episode goes on; only infrastructure faults (a dead sandbox) propagate as
 // SandboxFailure (-> SANDBOX_ERROR). The check runs exclusive (docs/SANDBOX.md, threat model).
 import type { ToolCallSpace } from '../../../../protocol/src/index.js';
 import { defineEnv, InvalidArgument, SandboxFailure, type EnvContext } from '../../api.js';
+import { refuseUnknownOptions, splitOption } from '../../options.js';
 import { randomSeed, Rng } from '../../rng.js';
-import type { ExecResult, Sandbox, SandboxProvider, SandboxRequirement } from '../../sandbox-api.js';
-import { bashTool } from '../../tools/bash-tool.js';
+import type { Sandbox, SandboxProvider, SandboxRequirement } from '../../sandbox-api.js';
+import { bashTimeoutS, bashTool, formatBashResult } from '../../tools/bash-tool.js';
 import { findTask, SHELL_TASKS, type ShellTask } from './tasks.js';
 
 const MAX_STEPS = 20;
@@ -53,40 +57,32 @@ const TOOLS: ToolCallSpace['tools'] = [
   },
 ];
 
-const RUBRIC = [{ name: 'solved', weight: 1, description: "1 when the task's check of the final filesystem state passes" }];
+const RUBRIC = [{ name: 'solved', weight: 1, description: "1 when the task's check of the filesystem passes; per step, the change since the last check (the sum over an episode is the check of its final state)" }];
+
+type Shaping = 'none' | 'every_step';
 
 interface Kwargs extends Record<string, unknown> {
   reuse?: 'replace' | 'wipe';
-}
-
-function formatResult(r: ExecResult, timeoutS: number): string {
-  // Faults the agent causes (its deadline, the memory limit, kill -1) are observations: the episode goes on.
-  const oom = r.oom_killed && (r.timed_out || !r.signal) ? '; memory limit exceeded: a process was killed' : '';
-  const head = r.timed_out
-    ? `timed out after ${timeoutS} s (killed)`
-    : r.oom_killed
-      ? `killed: memory limit exceeded (${r.signal ?? 'a process was killed'})`
-      : r.signal
-        ? `killed by ${r.signal}`
-        : `exit code: ${String(r.exit_code)}`;
-  const parts = [head + oom];
-  if (r.stdout) parts.push(`stdout:\n${r.stdout}`);
-  if (r.stderr) parts.push(`stderr:\n${r.stderr}`);
-  const text = parts.join('\n');
-  return text.length > OBS_MAX ? `${text.slice(0, OBS_MAX - 40)}\n[observation truncated]` : text;
+  shaping?: Shaping;
 }
 
 class ShellEpisode {
   private sb: Sandbox | null = null;
   private task: ShellTask | null = null;
+  private steps = 0;
+  /** The last check's result (0 or 1): the potential the next checked step's reward is measured from. */
+  private potential = 0;
 
   constructor(
     private readonly provider: SandboxProvider,
     private readonly requirement: SandboxRequirement,
     private readonly maxTimeoutS: number,
+    private readonly shaping: Shaping,
   ) {}
 
   async reset(seed: number | undefined, options: Record<string, unknown>) {
+    refuseUnknownOptions(options, ['task_id', 'split']);
+    splitOption(options, ['train'], 'train');
     const taskId = options.task_id;
     if (taskId !== undefined && typeof taskId !== 'string') throw new InvalidArgument('task_id must be a string', '/task_id');
     const s = seed ?? randomSeed();
@@ -99,6 +95,8 @@ class ShellEpisode {
       await this.provider.release(old);
     }
     this.task = null;
+    this.steps = 0;
+    this.potential = 0;
     this.sb = await this.provider.acquire(this.requirement);
     await this.sb.putFiles(task.files);
     this.task = task;
@@ -122,17 +120,21 @@ class ShellEpisode {
   async step(action: unknown) {
     if (!this.sb || !this.task) throw new Error('step before a successful reset');
     const call = action as { name: string; arguments: { command?: string; timeout_s?: number } };
+    this.steps += 1;
     if (call.name === 'submit') {
-      const solved = await this.check();
-      return { observation: solved ? 'submitted: solved' : 'submitted: not solved', reward: solved ? 1 : 0, terminated: true, info: { task_id: this.task.id, reward_components: { solved: solved ? 1 : 0 } } };
+      const reward = await this.checked();
+      return { observation: this.potential ? 'submitted: solved' : 'submitted: not solved', reward, terminated: true, info: { task_id: this.task.id, checked: true, score: this.potential, reward_components: { solved: reward } } };
     }
-    const timeoutS = Math.min(call.arguments.timeout_s ?? DEFAULT_TIMEOUT_S, this.maxTimeoutS);
-    const r = await this.sb.exec({ script: call.arguments.command as string, timeout_ms: Math.round(timeoutS * 1000), max_output_bytes: OUTPUT_CAP });
-    const solved = await this.check();
+    const timeoutS = bashTimeoutS(call.arguments, DEFAULT_TIMEOUT_S, this.maxTimeoutS);
+    const r = await this.sb.exec({ script: call.arguments.command as string, timeout_ms: timeoutS * 1000, max_output_bytes: OUTPUT_CAP });
+    // The step that reaches the limit is checked too, so a truncated episode's rewards also sum to the check of its final state.
+    const check = this.shaping === 'every_step' || this.steps >= MAX_STEPS;
+    const reward = check ? await this.checked() : 0;
+    const observation = formatBashResult(r, timeoutS, OUTPUT_CAP);
     return {
-      observation: formatResult(r, timeoutS),
-      reward: solved ? 1 : 0,
-      terminated: solved,
+      observation: observation.length > OBS_MAX ? `${observation.slice(0, OBS_MAX - 40)}\n[observation truncated]` : observation,
+      reward,
+      terminated: false,
       info: {
         task_id: this.task.id,
         exit_code: r.exit_code,
@@ -140,9 +142,19 @@ class ShellEpisode {
         oom_killed: r.oom_killed,
         truncated_output: r.truncated,
         duration_ms: r.duration_ms,
-        reward_components: { solved: solved ? 1 : 0 },
+        checked: check,
+        score: this.potential,
+        reward_components: { solved: reward },
       },
     };
+  }
+
+  /** Runs the check; returns the reward it earns (the change of the potential) and moves the potential. */
+  private async checked(): Promise<number> {
+    const now = (await this.check()) ? 1 : 0;
+    const reward = now - this.potential;
+    this.potential = now;
+    return reward;
   }
 
   async close(): Promise<void> {
@@ -154,15 +166,18 @@ class ShellEpisode {
 
 export const shellEnv = defineEnv<Kwargs>({
   id: 'shell-v0',
-  description: `File-manipulation tasks in a sandbox (${SHELL_TASKS.length} tasks): a bash tool runs commands in /workspace, reward 1 when a check of the final filesystem state passes (${MAX_STEPS} tool calls max). Reset options: {task_id}.`,
+  description: `File-manipulation tasks in a sandbox (${SHELL_TASKS.length} tasks): a bash tool runs commands in /workspace, submit ends the episode; reward 1 when a check of the final filesystem state passes (${MAX_STEPS} tool calls max, the last one checked too). Reset options: {task_id?, split? ("train")}.`,
   observation_space: { type: 'text', max_length: OBS_MAX },
   action_space: { type: 'tool_call', tools: TOOLS },
   max_episode_steps: MAX_STEPS,
-  reward_range: [0, 1],
+  reward_range: [-1, 1],
   stochastic: false,
   kwargs_schema: {
     type: 'object',
-    properties: { reuse: { enum: ['replace', 'wipe'], description: "between episodes: 'replace' (fresh pooled sandbox, default) or 'wipe' (in place)" } },
+    properties: {
+      reuse: { enum: ['replace', 'wipe'], description: "between episodes: 'replace' (fresh pooled sandbox, default) or 'wipe' (in place)" },
+      shaping: { enum: ['none', 'every_step'], description: "'none' (default): the check runs at the end only; 'every_step': after every command too, rewarding each change of its result" },
+    },
     additionalProperties: false,
   },
   rubric: RUBRIC,
@@ -171,6 +186,6 @@ export const shellEnv = defineEnv<Kwargs>({
   create(ctx: EnvContext, kwargs: Kwargs) {
     // The server answers UNSUPPORTED at make when it has no sandbox driver; this guards other hosts.
     if (!ctx.sandboxes) throw new SandboxFailure('shell-v0 needs a sandbox: start the server with --driver docker|local|auto');
-    return new ShellEpisode(ctx.sandboxes, { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' }, commandLimitS(ctx.step_timeout_ms));
+    return new ShellEpisode(ctx.sandboxes, { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' }, commandLimitS(ctx.step_timeout_ms), kwargs.shaping ?? 'none');
   },
 });

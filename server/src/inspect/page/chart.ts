@@ -1,6 +1,6 @@
 // Reward chart: one bar per step, stacked from the rubric components' weighted contributions
-// (weight × info.reward_components[name], positive parts up and negative parts down), with the step's
-// reward as a marker so a mismatch between components and reward is visible at a glance.
+// (info.reward_components[name]: envs report the weighted parts, which sum to the reward; positive parts
+// up and negative parts down), with the step's reward as a marker so a mismatch is visible at a glance.
 // Hand-drawn SVG; chartData() is pure and also what tests read through window.__sandgymInspector.
 import type { RubricItem } from '../../../../protocol/src/index.js';
 import { formatNumber } from '../../play/trajectory.js';
@@ -11,7 +11,7 @@ export interface ChartStep {
   reward: number;
   /** As reported in info.reward_components. */
   components: Record<string, number>;
-  /** weight × component (weight 1 for components missing from the rubric). */
+  /** What each bar part draws: the reported components (already weighted), or the reward when there are none. */
   contributions: Record<string, number>;
 }
 
@@ -38,7 +38,7 @@ export function chartData(rubric: RubricItem[] | undefined, steps: { step: numbe
       }
     }
     const contributions: Record<string, number> = {};
-    for (const [k, v] of Object.entries(components)) contributions[k] = (weights.get(k) ?? 1) * v;
+    for (const [k, v] of Object.entries(components)) contributions[k] = v;
     // Envs without components still get a bar: the reward itself.
     if (Object.keys(components).length === 0) contributions[NO_COMPONENTS] = st.reward;
     return { step: st.step, reward: st.reward, components, contributions };
@@ -105,7 +105,7 @@ export function renderChart(host: HTMLElement, data: ChartData, slots: number): 
       else down = to;
       g.append(
         s('rect', { x: x(st.step) - barW / 2, width: barW, y: Math.min(y(from), y(to)), height: Math.max(1, Math.abs(y(from) - y(to))), fill: colour.get(c.name) ?? '#64748b', 'data-component': c.name, 'data-value': v },
-          s('title', {}, `step ${st.step} · ${c.name}: ${formatNumber(st.components[c.name] ?? v)} × ${formatNumber(c.weight)} = ${formatNumber(v)}`)),
+          s('title', {}, `step ${st.step} · ${c.name} (weight ${formatNumber(c.weight)}): ${formatNumber(v)}`)),
       );
     }
     g.append(s('line', { x1: x(st.step) - barW / 2 - 3, x2: x(st.step) + barW / 2 + 3, y1: y(st.reward), y2: y(st.reward), class: 'reward-mark' }, s('title', {}, `step ${st.step} reward ${formatNumber(st.reward)}`)));
