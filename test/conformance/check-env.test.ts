@@ -57,7 +57,10 @@ describe('env checker', () => {
         'invalid_actions_rejected',
         'valid_action_steps',
         'episode_ends_within_limit',
+        'submit_ends_episode',
+        'unknown_arguments_refused',
         'close_idempotent',
+        'step_semantics',
       ]);
       checked.push(spec.id);
     }

@@ -7,7 +7,8 @@ import { connect, type ConnectOptions, type Encoding, type SandgymClient } from 
 import type { EnvHandle } from './env-handle.js';
 import { SandgymError } from './errors.js';
 import type { WebSocketCtor } from './socket.js';
-import type { EnvSpec, StepResult } from './types.js';
+import type { ToolCallSpace } from '../../../protocol/src/index.js';
+import type { EnvSpec, StepResult, Tool } from './types.js';
 
 export interface CheckEnvOptions {
   token?: string;
@@ -56,7 +57,22 @@ interface SessionContext {
 /** The context of the checks after the spec check: the spec make returned. */
 interface CheckContext extends SessionContext {
   spec: EnvSpec;
+  semantics: Semantics;
 }
+
+/**
+ * The env-semantics rules (envs/README.md, "Episode semantics") checked on every step any check runs:
+ * the step results the checks see anyway are the sample, so no rule needs episodes of its own.
+ */
+interface Semantics {
+  steps: number;
+  problems: string[];
+  /** Per session: steps since its last reset and the episode's step cap from the reset's info.max_steps. */
+  episodes: WeakMap<EnvHandle, { steps: number; ownCap: number | null }>;
+}
+
+/** Absolute tolerance of Σ reward_components = reward (float sums of weighted parts). */
+const SUM_TOLERANCE = 1e-6;
 
 /** Runs every check against `envId` on the server at `url`. Never throws for env faults: they are failures in the report. */
 export async function checkEnv(url: string, envId: string, options: CheckEnvOptions = {}): Promise<CheckReport> {
@@ -84,12 +100,13 @@ export async function checkEnv(url: string, envId: string, options: CheckEnvOpti
     const specOutcome = await run(() => checkSpec(base, envId, (s) => (spec = s)));
     checks.push({ name: 'spec', ...specOutcome });
     if (!specOutcome.ok || spec === undefined) return report();
-    const ctx: CheckContext = { ...base, spec };
+    const ctx: CheckContext = { ...base, spec, semantics: { steps: 0, problems: [], episodes: new WeakMap() } };
     for (const [name, check] of CHECKS) {
       checks.push({ name, ...(await run(() => check(ctx))) });
       // Each check's sessions go before the next opens more, so per-connection caps never bite.
       await closeAll(ctx);
     }
+    checks.push({ name: 'step_semantics', ...stepSemantics(ctx) });
   } finally {
     await closeAll(base);
     await client.close().catch(() => undefined);
@@ -138,8 +155,106 @@ const CHECKS: [string, Check][] = [
   ['invalid_actions_rejected', invalidActionsRejected],
   ['valid_action_steps', validActionSteps],
   ['episode_ends_within_limit', episodeEnds],
+  ['submit_ends_episode', submitEndsEpisode],
+  ['unknown_arguments_refused', unknownArgumentsRefused],
   ['close_idempotent', closeIdempotent],
 ];
+
+/** Resets through the checker so the step rules know where the episode starts and its own step cap. */
+async function reset(ctx: CheckContext, h: EnvHandle, params: { seed?: number; options?: Record<string, unknown> }) {
+  const r = await h.reset(params);
+  const cap = isObject(r.info) ? r.info.max_steps : undefined;
+  ctx.semantics.episodes.set(h, { steps: 0, ownCap: typeof cap === 'number' && Number.isInteger(cap) && cap > 0 ? cap : null });
+  return r;
+}
+
+/** Steps through the checker: every result is held to the step rules. */
+async function step(ctx: CheckContext, h: EnvHandle, action: unknown): Promise<StepResult> {
+  const r = await h.step(action as never);
+  observeStep(ctx, h, action, r);
+  return r;
+}
+
+function observeStep(ctx: CheckContext, h: EnvHandle, action: unknown, r: StepResult): void {
+  const sem = ctx.semantics;
+  sem.steps++;
+  const ep = sem.episodes.get(h);
+  if (ep) ep.steps++;
+  const at = `step ${ep ? ep.steps : '?'} (${preview(action)})`;
+  const problem = (p: string) => {
+    if (sem.problems.length < 20) sem.problems.push(`${at}: ${p}`);
+  };
+  // reward_components are the weighted contributions: they add up to the step's reward.
+  const components = isObject(r.info) ? r.info.reward_components : undefined;
+  if (components === undefined) {
+    if (ctx.spec.rubric?.length) problem('no info.reward_components although the env declares a rubric');
+  } else if (isObject(components) && Object.values(components).every((v) => typeof v === 'number' && Number.isFinite(v))) {
+    const sum = Object.values(components as Record<string, number>).reduce((a, b) => a + b, 0);
+    if (typeof r.reward === 'number' && Math.abs(sum - r.reward) > SUM_TOLERANCE) {
+      problem(`reward_components sum to ${sum}, reward is ${r.reward}: components must be the weighted contributions that sum to the reward`);
+    }
+  }
+  // Only a step cap truncates: an end by the env's own rules (a lost game) is terminated.
+  if (r.truncated && !r.terminated && ep) {
+    const caps = [ctx.spec.max_episode_steps, ep.ownCap].filter((c): c is number => typeof c === 'number');
+    if (!caps.includes(ep.steps)) {
+      problem(`truncated at step ${ep.steps}, which is no step cap (max_episode_steps ${String(ctx.spec.max_episode_steps)}${ep.ownCap !== null ? `, reset info.max_steps ${ep.ownCap}` : ''}): an end by the env's rules is terminated`);
+    }
+  }
+  // With a submit tool the agent ends the episode: submitting ends it.
+  if (isObject(action) && action.name === 'submit' && submitTool(ctx.spec) && !r.terminated) problem('a submit call did not terminate the episode');
+}
+
+function stepSemantics(ctx: CheckContext): Outcome {
+  const sem = ctx.semantics;
+  if (sem.problems.length) return { ok: false, detail: `${sem.problems.length}${sem.problems.length >= 20 ? '+' : ''} problem(s) over ${sem.steps} steps: ${sem.problems.slice(0, 5).join('; ')}` };
+  return { ok: true, detail: `${sem.steps} steps of the checks above: reward_components sum to the reward, truncated only at a step cap, submit ends the episode` };
+}
+
+function toolsOf(spec: EnvSpec): Tool[] {
+  const space = spec.action_space;
+  return space.type === 'tool_call' && Array.isArray(space.tools) ? (space as ToolCallSpace).tools : [];
+}
+
+function submitTool(spec: EnvSpec): Tool | undefined {
+  return toolsOf(spec).find((t) => t.name === 'submit');
+}
+
+async function submitEndsEpisode(ctx: CheckContext): Promise<Outcome> {
+  const tool = submitTool(ctx.spec);
+  if (!tool) return { ok: true, skipped: true, detail: 'no submit tool' };
+  const h = await open(ctx);
+  const rng = mulberry32(ctx.opts.seed + 19);
+  await reset(ctx, h, { seed: ctx.opts.seed });
+  // One other action first when there is one (the episode is under way), then a sampled submit call.
+  const [other, ...rest] = toolsOf(ctx.spec).filter((t) => t.name !== 'submit');
+  if (other && (ctx.spec.max_episode_steps ?? 2) >= 2) {
+    const first = await step(ctx, h, sampleSpace({ type: 'tool_call', tools: [other, ...rest] }, rng));
+    if (first.terminated || first.truncated) await reset(ctx, h, { seed: ctx.opts.seed });
+  }
+  const r = await step(ctx, h, sampleSpace({ type: 'tool_call', tools: [tool] }, rng));
+  return r.terminated ? { ok: true, detail: `submit -> terminated (reward ${r.reward})` } : { ok: false, detail: `submit did not terminate the episode (terminated ${String(r.terminated)}, truncated ${String(r.truncated)})` };
+}
+
+/** A name no env declares: unknown make kwargs and reset options must be refused, not ignored. */
+const UNKNOWN_KEY = 'sandgym_check_unknown';
+
+async function unknownArgumentsRefused(ctx: CheckContext): Promise<Outcome> {
+  const problems: string[] = [];
+  try {
+    const h = await ctx.client.make(ctx.envId, { ...(ctx.opts.kwargs ?? {}), [UNKNOWN_KEY]: true });
+    ctx.handles.push(h);
+    problems.push(`make accepted the unknown kwarg '${UNKNOWN_KEY}'`);
+  } catch (err) {
+    if (!(err instanceof SandgymError) || err.code !== 'INVALID_ARGUMENT') problems.push(`make with an unknown kwarg: expected INVALID_ARGUMENT, got ${describeError(err)}`);
+  }
+  const h = await open(ctx);
+  const refused = await expectError(() => h.reset({ seed: ctx.opts.seed, options: { [UNKNOWN_KEY]: true } }), 'INVALID_ARGUMENT', `reset with the unknown option '${UNKNOWN_KEY}'`);
+  if (!refused.ok) problems.push(refused.detail);
+  // The refusal loses nothing: the same session resets normally afterwards.
+  await h.reset({ seed: ctx.opts.seed });
+  return problems.length ? { ok: false, detail: problems.join('; ') } : { ok: true, detail: `unknown kwarg and reset option '${UNKNOWN_KEY}' -> INVALID_ARGUMENT; session still resets` };
+}
 
 async function resetInSpace(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
@@ -158,11 +273,11 @@ async function resetInSpace(ctx: CheckContext): Promise<Outcome> {
 async function seededResetDeterministic(ctx: CheckContext): Promise<Outcome> {
   const [a, b] = [await open(ctx), await open(ctx)];
   const seed = ctx.opts.seed;
-  const first = await a.reset({ seed });
-  const other = await b.reset({ seed });
+  const first = await reset(ctx, a, { seed });
+  const other = await reset(ctx, b, { seed });
   // Same session again, after its state moved on: a reset must not depend on history.
   await stepAny(ctx, a, 1);
-  const again = await a.reset({ seed });
+  const again = await reset(ctx, a, { seed });
   const diffs: string[] = [];
   if (canonical(first) !== canonical(other)) diffs.push(`two sessions differ: ${preview(first)} vs ${preview(other)}`);
   if (canonical(first) !== canonical(again)) diffs.push(`same session differs after stepping: ${preview(first)} vs ${preview(again)}`);
@@ -175,9 +290,9 @@ async function seededRolloutDeterministic(ctx: CheckContext): Promise<Outcome> {
   const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space, rng));
   const rollout = async () => {
     const h = await open(ctx);
-    const out: unknown[] = [await h.reset({ seed: ctx.opts.seed })];
+    const out: unknown[] = [await reset(ctx, h, { seed: ctx.opts.seed })];
     for (const action of actions) {
-      const r = await h.step(action);
+      const r = await step(ctx, h, action);
       out.push(stripTiming(r));
       if (r.terminated || r.truncated) break;
     }
@@ -195,7 +310,7 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
   const seeds = Array.from({ length: 8 }, (_, i) => ctx.opts.seed + 1000 + i);
   const resets = new Set<string>();
-  for (const seed of seeds) resets.add(canonical(await h.reset({ seed })));
+  for (const seed of seeds) resets.add(canonical(await reset(ctx, h, { seed })));
   if (resets.size > 1) return { ok: true, detail: `${resets.size} distinct resets over ${seeds.length} seeds` };
   // Same first observation for every seed is legitimate (a bandit); the randomness must then show in the dynamics.
   const steps = Math.min(ctx.spec.max_episode_steps ?? 3, 3);
@@ -203,10 +318,10 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
   const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space, rng));
   const rollouts = new Set<string>();
   for (const seed of seeds) {
-    await h.reset({ seed });
+    await reset(ctx, h, { seed });
     const trace: unknown[] = [];
     for (const action of actions) {
-      const r = await h.step(action as never);
+      const r = await step(ctx, h, action);
       trace.push(stripTiming(r));
       if (r.terminated || r.truncated) break;
     }
@@ -227,13 +342,13 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
   const samples = normalizeInvalid(makeInvalidSamples(ctx.spec.action_space));
   if (samples.length === 0) return { ok: true, skipped: true, detail: 'the action space admits no invalid samples' };
   const h = await open(ctx);
-  await h.reset({ seed: ctx.opts.seed });
+  await reset(ctx, h, { seed: ctx.opts.seed });
   const problems: string[] = [];
   for (const { label, value } of samples) {
     try {
-      const r = await h.step(value as never);
+      const r = await step(ctx, h, value);
       problems.push(`${label}: accepted (${preview(value)} -> reward ${r.reward})`);
-      if (r.terminated || r.truncated) await h.reset({ seed: ctx.opts.seed });
+      if (r.terminated || r.truncated) await reset(ctx, h, { seed: ctx.opts.seed });
     } catch (err) {
       if (!(err instanceof SandgymError) || err.code !== 'INVALID_ACTION') problems.push(`${label}: expected INVALID_ACTION, got ${describeError(err)}`);
       else if (typeof err.details?.path !== 'string' || typeof err.details?.reason !== 'string') problems.push(`${label}: INVALID_ACTION without details.path/reason`);
@@ -246,7 +361,7 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
   const rng = mulberry32(ctx.opts.seed + 3);
   try {
     for (let valid = 1; valid <= (limit ?? 1); valid++) {
-      const r = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
+      const r = await step(ctx, h, sampleSpace(ctx.spec.action_space, rng));
       if (r.terminated) break;
       if (r.truncated) {
         if (limit !== null && valid < limit) problems.push(`truncated after ${valid} valid steps (limit ${limit}): rejected actions counted toward max_episode_steps`);
@@ -264,7 +379,7 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
 async function validActionSteps(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
   const rng = mulberry32(ctx.opts.seed + 11);
-  await h.reset({ seed: ctx.opts.seed });
+  await reset(ctx, h, { seed: ctx.opts.seed });
   const problems: string[] = [];
   const n = Math.min(ctx.spec.max_episode_steps ?? 10, 10);
   let stepped = 0;
@@ -272,6 +387,7 @@ async function validActionSteps(ctx: CheckContext): Promise<Outcome> {
     const action = sampleSpace(ctx.spec.action_space, rng);
     // Raw request, not h.step: the handle normalises results and would hide extra or missing fields.
     const r = await ctx.client.request<StepResult>('step', { session: h.session, action });
+    observeStep(ctx, h, action, r);
     stepped++;
     const schema = validateResult('step', r);
     if (!schema.ok) problems.push(`step ${i + 1}: result violates the protocol schema: ${schema.error.message}`);
@@ -292,11 +408,11 @@ async function episodeEnds(ctx: CheckContext): Promise<Outcome> {
   let reachedLimit = false;
   for (let attempt = 0; attempt < ROLLOUTS_FOR_LIMIT && !reachedLimit; attempt++) {
     const rng = mulberry32(ctx.opts.seed + 13 + attempt);
-    await h.reset({ seed: ctx.opts.seed + attempt });
+    await reset(ctx, h, { seed: ctx.opts.seed + attempt });
     let last: StepResult | undefined;
     let steps = 0;
     while (steps < cap) {
-      last = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
+      last = await step(ctx, h, sampleSpace(ctx.spec.action_space, rng));
       steps++;
       if (last.terminated || last.truncated) break;
     }
@@ -382,7 +498,7 @@ async function open(ctx: SessionContext): Promise<EnvHandle> {
 async function stepAny(ctx: CheckContext, h: EnvHandle, n: number): Promise<void> {
   const rng = mulberry32(ctx.opts.seed + 5);
   for (let i = 0; i < n; i++) {
-    const r = await h.step(sampleSpace(ctx.spec.action_space, rng) as never);
+    const r = await step(ctx, h, sampleSpace(ctx.spec.action_space, rng));
     if (r.terminated || r.truncated) return;
   }
 }
