@@ -58,3 +58,80 @@ def test_bad_arguments():
     for args in [(d, "-1"), (d, "two"), (d + "/nope", "1"), (d,)]:
         assert sh(*args).exit_code == 2
     assert len(remaining(d)) == 6
+
+
+def test_keep_three_and_four():
+    d = make_backups()
+    r = sh(d, 4)
+    assert r.exit_code == 0 and r.stdout == ""
+    assert len(remaining(d)) == 6
+    r = sh(d, 3)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == ["backup-2023-12-31.tar.gz"]
+    assert remaining(d) == ["backup-2024-01-05.tar.gz", "backup-2024-01-20.tar.gz", "backup-2024-02-01.tar.gz",
+                            "backup-latest.tar.gz", "notes.txt"]
+
+
+def test_keep_one_prints_oldest_first():
+    d = make_backups()
+    r = sh(d, 1)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == ["backup-2023-12-31.tar.gz", "backup-2024-01-05.tar.gz", "backup-2024-01-20.tar.gz"]
+    assert remaining(d) == ["backup-2024-02-01.tar.gz", "backup-latest.tar.gz", "notes.txt"]
+
+
+def test_only_exact_backup_names_count():
+    d = workspace.tmpdir()
+    backups = ["backup-2020-06-01.tar.gz", "backup-2021-06-01.tar.gz"]
+    others = ["backup-2019-01-01.tar.gz.bak", "backup-2019-1-1.tar.gz", "old-backup-2018-01-01.tar.gz",
+              "backup-2017-01-01.tgz", "backup-2016-01-01.tar", "Backup-2015-01-01.tar.gz"]
+    for n in backups + others:
+        workspace.write_file(d + "/" + n, n)
+    workspace.mkdir(d + "/backup-2000-01-01.tar.gz")  # a directory, not a backup
+    r = sh(d, 1)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == ["backup-2020-06-01.tar.gz"]
+    assert remaining(d) == sorted(["backup-2000-01-01.tar.gz", "backup-2021-06-01.tar.gz"] + others)
+
+
+def test_dir_with_spaces_and_trailing_slash():
+    base = workspace.tmpdir()
+    d = base + "/my backups"
+    workspace.mkdir(d)
+    for n in NAMES:
+        workspace.write_file(d + "/" + n, n)
+    r = sh(d + "/", 3)
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == ["backup-2023-12-31.tar.gz"]
+    assert remaining(d) == sorted(NAMES[:1] + NAMES[2:])
+
+
+def test_empty_dir():
+    d = workspace.tmpdir()
+    for n in (0, 2):
+        r = sh(d, n)
+        assert r.exit_code == 0 and r.stdout == ""
+
+
+def test_bad_arguments_more():
+    d = make_backups()
+    workspace.write_file(d + "/file", "x")
+    for args in [(d + "/file", "1"), (d + "/backup-2024-01-05.tar.gz", "0"), (d, ""), (d, "+1"), (d, "1.5"),
+                 (d, " 1"), (d, "1x"), (d, "0", "extra"), ()]:
+        r = sh(*args)
+        assert r.exit_code == 2, f"arguments {len(args)} should exit 2"
+        assert r.stdout == ""
+        assert r.stderr.strip() != "", "bad arguments should print a usage message on stderr"
+    assert len(remaining(d)) == 7
+
+
+def test_backups_in_subdirectories_not_counted():
+    d = make_backups()
+    workspace.mkdir(d + "/new")
+    workspace.write_file(d + "/new/backup-2030-01-01.tar.gz", "x")
+    r = sh(d, 4)
+    assert r.exit_code == 0 and r.stdout == ""
+    assert len(remaining(d)) == 7
+    r = sh(d, 3)
+    assert r.stdout.splitlines() == ["backup-2023-12-31.tar.gz"]
+    assert workspace.exists(d + "/new/backup-2030-01-01.tar.gz")
