@@ -35,3 +35,18 @@ def test_digits_and_punctuation_split():
 
 def test_empty():
     assert words.top_words("", 3) == []
+
+
+def test_non_ascii_letters_split_words():
+    # only ASCII letters (and apostrophes) form words: "é" and "ï" separate them
+    assert words.top_words("café naïve CAF", 5) == [("caf", 2), ("na", 1), ("ve", 1)]
+
+
+def test_lone_apostrophes_are_not_words():
+    assert words.top_words("' '' don't '''", 5) == [("don't", 1)]
+
+
+def test_ties_alphabetical_not_first_seen():
+    text = "zeta yak xray yak zeta xray wolf"
+    assert words.top_words(text, 4) == [("xray", 2), ("yak", 2), ("zeta", 2), ("wolf", 1)]
+    assert words.top_words(text, 2) == [("xray", 2), ("yak", 2)]
