@@ -37,3 +37,21 @@ def test_roundtrip(s):
 def test_decode_malformed(bad):
     with pytest.raises(ValueError):
         rle.decode(bad)
+
+
+def test_counts_with_zero_digits():
+    # a 0 inside a multi-digit count is fine; only a count equal to 0 is malformed
+    assert rle.encode("a" * 10 + "b" * 100 + "c") == "10a100bc"
+    assert rle.decode("10a100bc") == "a" * 10 + "b" * 100 + "c"
+
+
+def test_whitespace_and_control_characters():
+    s = "\n\n\t x\r\r\r"
+    assert rle.encode(s) == "2\n\t x3\r"
+    assert rle.decode("2\n\t x3\r") == s
+
+
+@pytest.mark.parametrize("bad", ["00a", "a0b", "2a3"])
+def test_decode_malformed_more(bad):
+    with pytest.raises(ValueError):
+        rle.decode(bad)
