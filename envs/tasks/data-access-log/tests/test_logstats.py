@@ -47,3 +47,17 @@ def test_cli_summary():
 def test_cli_empty_input():
     out = json.loads(cli("").stdout)
     assert out == {"requests": 0, "malformed": 0, "status": {}, "top_paths": []}
+
+
+def test_cli_ties_ordered_by_path_not_first_seen():
+    req = '9.9.9.9 - - [10/Oct/2000:13:55:36 -0700] "GET {} HTTP/1.0" 200 5'
+    paths = ["/zeta", "/yak", "/xray", "/wolf", "/m?a=1", "/m?b=2"]
+    out = json.loads(cli("\n".join(req.format(p) for p in paths) + "\n").stdout)
+    assert out["top_paths"] == [["/m", 2], ["/wolf", 1], ["/xray", 1]]
+
+
+def test_cli_blank_and_malformed_lines_between_requests():
+    lines = [LINE, "", "   ", "not a log line", LINE.replace("200 2326", "404 -"), "nor this", LINE]
+    out = json.loads(cli("\n".join(lines) + "\n").stdout)
+    assert out["requests"] == 3 and out["malformed"] == 2
+    assert out["status"] == {"200": 2, "404": 1}
