@@ -77,3 +77,20 @@ def test_empty_right(tmp):
     assert join.join_csv(left, right, out, "k") == 0
     assert r(out) == [["k", "v", "w"]]
     assert join.join_csv(left, right, out, "k", how="left") == 1
+
+
+def test_outer_key_column_not_first(tmp):
+    left = w(tmp + "/l.csv", [["name", "id", "score"], ["ann", "1", "9"], ["bob", "2", "8"]])
+    right = w(tmp + "/r.csv", [["score", "id"], ["5", "3"], ["6", "1"], ["7", "4"]])
+    out = tmp + "/o.csv"
+    assert join.join_csv(left, right, out, "id", how="outer") == 4
+    assert r(out) == [["name", "id", "score", "score_right"], ["ann", "1", "9", "6"], ["bob", "2", "8", ""],
+                      ["", "3", "", "5"], ["", "4", "", "7"]]
+
+
+def test_keys_match_exactly(tmp):
+    left = w(tmp + "/l.csv", [["k", "v"], ["1", "a"], ["A", "b"], [" x", "c"]])
+    right = w(tmp + "/r.csv", [["k", "w"], ["01", "p"], ["a", "q"], ["x", "r"], ["1", "s"]])
+    out = tmp + "/o.csv"
+    assert join.join_csv(left, right, out, "k", how="left") == 3
+    assert r(out) == [["k", "v", "w"], ["1", "a", "s"], ["A", "b", ""], [" x", "c", ""]]

@@ -1,0 +1,47 @@
+# WRONG: keys are normalised (stripped, case-folded, "01" == "1") instead of matched exactly.
+import csv
+
+
+def _read(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    return (rows[0] if rows else []), rows[1:]
+
+
+def join_csv(left_path, right_path, out_path, on, how="inner"):
+    if how not in ("inner", "left", "outer"):
+        raise ValueError(f"unknown join type {how!r}")
+    lh, lrows = _read(left_path)
+    rh, rrows = _read(right_path)
+    if on not in lh or on not in rh:
+        raise KeyError(on)
+    li, ri = lh.index(on), rh.index(on)
+    rcols = [i for i in range(len(rh)) if i != ri]
+    header = lh + [rh[i] + "_right" if rh[i] in lh else rh[i] for i in rcols]
+    def norm(v):
+        v = v.strip().lower()
+        return str(int(v)) if v.isdigit() else v
+
+    by_key = {}
+    for row in rrows:
+        by_key.setdefault(norm(row[ri]), []).append(row)
+    matched = set()
+    out = []
+    for row in lrows:
+        ms = by_key.get(norm(row[li]), [])
+        for m in ms:
+            matched.add(id(m))
+            out.append(row + [m[i] for i in rcols])
+        if not ms and how in ("left", "outer"):
+            out.append(row + [""] * len(rcols))
+    if how == "outer":
+        for m in rrows:
+            if id(m) not in matched:
+                base = [""] * len(lh)
+                base[li] = m[ri]
+                out.append(base + [m[i] for i in rcols])
+    with open(out_path, "w", newline="", encoding="utf-8") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(header)
+        wr.writerows(out)
+    return len(out)
