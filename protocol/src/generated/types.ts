@@ -551,7 +551,7 @@ export interface ResetResult {
   info: Info;
 }
 /**
- * Free-form diagnostics from the env. info.reward_components ({name: number}) carries per-step reward detail matching env_spec.rubric.
+ * Free-form diagnostics from the env. info.reward_components ({name: number}) holds the step reward's weighted contributions, one per env_spec.rubric item; they sum to the reward.
  */
 export interface Info {
   [k: string]: unknown;

@@ -10,7 +10,10 @@ import type { CliIo } from './io.js';
 export const CHECK_HELP = `Usage: sandgym check <env_id> --url ws://HOST:PORT${wsPath()} [options]
 
 Check an env over the wire: spec, seeded determinism, observations in space, invalid actions
-rejected with INVALID_ACTION, episode limits, RESET_NEEDED, idempotent close.
+rejected with INVALID_ACTION, episode limits, RESET_NEEDED, idempotent close, and the episode
+semantics of envs/README.md: submit ends the episode, unknown kwargs and reset options are
+INVALID_ARGUMENT, and on every step run, reward_components sum to the reward and only a step cap
+truncates.
 
 Options:
   --url <ws-url>         the server (default: $SANDGYM_URL)
