@@ -40,3 +40,28 @@ def test_to_roman_type(n):
 def test_from_roman_invalid(s):
     with pytest.raises(ValueError):
         roman.from_roman(s)
+
+
+# every symbol on its own and in additive runs (no earlier case uses V, L, D or a lone C/M)
+SYMBOL_CASES = [(3, "III"), (5, "V"), (8, "VIII"), (10, "X"), (49, "XLIX"), (50, "L"), (99, "XCIX"),
+                (100, "C"), (444, "CDXLIV"), (500, "D"), (999, "CMXCIX"), (1000, "M"), (1666, "MDCLXVI"),
+                (3888, "MMMDCCCLXXXVIII")]
+
+
+@pytest.mark.parametrize("n,s", SYMBOL_CASES)
+def test_every_symbol(n, s):
+    assert roman.to_roman(n) == s
+    assert roman.from_roman(s) == n
+
+
+@pytest.mark.parametrize("s", ["VV", "LL", "DD", "IIV", "XM", "IL", "VIV", "CMM", "MCMC", "XCX", "IIX",
+                               "DM", "LC", "VX", " X", "X ", "MMMCMXCX"])
+def test_from_roman_non_canonical(s):
+    with pytest.raises(ValueError):
+        roman.from_roman(s)
+
+
+@pytest.mark.parametrize("v", [5, None, ["I"]])
+def test_from_roman_non_string(v):
+    with pytest.raises(ValueError):
+        roman.from_roman(v)
