@@ -31,3 +31,18 @@ def test_empty_results(text):
 
 def test_non_latin_is_separator():
     assert slug.slugify("tea日本time") == "tea-time"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("ÉCOLE Française", "ecole-francaise"),
+    ("naïve café", "naive-cafe"),
+    ("--42--", "42"),
+    ("A1b2C3", "a1b2c3"),
+    ("tab\tnew\nline", "tab-new-line"),
+    ("snake_case_name", "snake-case-name"),
+    ("x€y", "x-y"),
+    ("ALL CAPS", "all-caps"),
+])
+def test_more_rules(text, expected):
+    # upper-case accented letters, digits at the edges, underscores and control characters as separators
+    assert slug.slugify(text) == expected

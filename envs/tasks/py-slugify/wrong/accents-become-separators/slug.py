@@ -1,0 +1,6 @@
+# WRONG: no accent folding: "é" is treated as a separator, so "Crème" gives "cr-me"
+import re
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
