@@ -53,3 +53,31 @@ def test_missing_column():
     p = write("category,price\na,1\n")
     r = run(p)
     assert r.exit_code == 2 and r.stderr.strip()
+
+
+def test_usage_needs_exactly_one_argument():
+    p = write("category,amount\na,1\n")
+    for args in [(), (p, p)]:
+        r = run(*args)
+        assert r.exit_code == 2 and r.stderr.strip(), "a call without exactly one argument must exit 2 with an error"
+
+
+def test_missing_category_column_or_header():
+    for text in ["cat,amount\na,1\n", ""]:
+        r = run(write(text))
+        assert r.exit_code == 2 and r.stderr.strip()
+
+
+def test_whitespace_only_lines_are_blank():
+    p = write("category,amount\nfood,1\n   \n\t\nfood,2\n  \nrent,4\n")
+    out = json.loads(run(p).stdout)
+    assert out == {"_skipped": 0, "food": {"count": 2, "total": 3.0, "mean": 1.5},
+                   "rent": {"count": 1, "total": 4.0, "mean": 4.0}}
+
+
+def test_nan_and_infinite_amounts_skipped():
+    p = write("category,amount\nx,nan\nx,NaN\nx,inf\nx,-Infinity\nx,3\ny, -1.5 \n")
+    r = run(p)
+    assert r.exit_code == 0
+    assert json.loads(r.stdout) == {"_skipped": 4, "x": {"count": 1, "total": 3.0, "mean": 3.0},
+                                    "y": {"count": 1, "total": -1.5, "mean": -1.5}}
