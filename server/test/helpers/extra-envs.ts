@@ -39,6 +39,8 @@ export const extraEnvs: EnvDefinition[] = [
     observation_space: discrete2,
     action_space: discrete2,
     max_episode_steps: null,
+    // Declared so that `explode` reaches create(), whose own InvalidArgument is under test (an env without a schema takes no kwargs).
+    kwargs_schema: { type: 'object', properties: { explode: { type: 'boolean' } }, additionalProperties: false },
     create: (_ctx, kwargs) => {
       if (kwargs.explode) throw new InvalidArgument('explode is not allowed', '/explode');
       return {
@@ -78,6 +80,7 @@ export const extraEnvs: EnvDefinition[] = [
     observation_space: discrete2,
     action_space: discrete2,
     max_episode_steps: null,
+    kwargs_schema: { type: 'object', properties: { ms: { type: 'integer', minimum: 0 } }, additionalProperties: false },
     create: async (_ctx, kwargs) => {
       await new Promise((r) => setTimeout(r, Number(kwargs.ms ?? 0)));
       lifecycle.created++;

@@ -48,7 +48,7 @@ describe.skipIf(why !== null)(`sandgym play in a terminal (tmux)${why ? ` (skipp
 
   afterEach(() => term?.kill());
 
-  it('plays wordle-v0 to the end twice (solved, then truncated) with colour, history and Ctrl-D', async () => {
+  it('plays wordle-v0 to the end twice (solved, then lost) with colour, history and Ctrl-D', async () => {
     term = new Tmux();
     term.start(['node', BIN, 'play', 'wordle-v0', '--seed', '7', '--options', '{"word":"plant"}'], baseEnv());
     let screen = await term.waitFor(/sandgym> $/m);
@@ -63,13 +63,13 @@ describe.skipIf(why !== null)(`sandgym play in a terminal (tmux)${why ? ` (skipp
     expect(screen).toContain('sandgym> crane\n');
     expect(screen).toContain('  crane -> - - G G -\n  Guesses left: 5');
     expect(screen).toContain('reward 0.3   return 0.3   terminated no   truncated no');
-    expect(screen).toContain('  components solve 0 · information 3 · invalid_guess 0');
+    expect(screen).toContain('  components solve 0 · information 0.3 · invalid_guess 0');
 
     term.line('xyzzy');
     screen = await term.waitFor('── step 2 ');
     expect(screen).toContain('  xyzzy -> not in word list');
     expect(screen).toContain('reward -0.1   return 0.2');
-    expect(screen).toContain('components solve 0 · information 0 · invalid_guess 1');
+    expect(screen).toContain('components solve 0 · information 0 · invalid_guess -0.1');
 
     term.line('slate');
     await term.waitFor('── step 3 ');
@@ -100,9 +100,10 @@ describe.skipIf(why !== null)(`sandgym play in a terminal (tmux)${why ? ` (skipp
       term.line('zzzzz');
       await term.waitFor(`── step ${i} `, { count: i <= 4 ? 2 : 1 });
     }
-    screen = await term.waitFor('episode over (truncated)');
+    // Six wrong guesses lose the game: a rule of the game, so terminated.
+    screen = await term.waitFor('episode over (terminated)');
     expect(screen).toContain('Out of guesses. The word was plant.');
-    expect(screen).toContain('terminated no   truncated yes');
+    expect(screen).toContain('terminated yes   truncated no');
 
     term.press('C-d');
     expect(await term.waitExit()).toBe(0);

@@ -73,10 +73,11 @@ describe('replayTrajectory', () => {
     expect((await replayTrajectory(counter(), same.d)).switched).toBe(false);
     expect(same.calls[0]).toBe('reset 5 {}');
     const t = counter();
-    t.reset.kwargs = { unused: 1 };
+    // Explicit empty kwargs differ from none (counter-v0 has no kwargs_schema, so it takes no other kwargs).
+    t.reset.kwargs = {};
     const other = driver({ handle });
     const r = await replayTrajectory(t, other.d);
-    expect(other.calls[0]).toBe('make test/counter-v0 {"unused":1}');
+    expect(other.calls[0]).toBe('make test/counter-v0 {}');
     expect(r).toMatchObject({ switched: true, verdict: 'same' });
     await other.close();
   });

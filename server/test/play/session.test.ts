@@ -184,12 +184,13 @@ describe('PlaySession errors and other spaces', () => {
   it('shows reward components and info for rubric envs', async () => {
     const { s } = await started('wordle-v0', { seed: 3 });
     const out = await line(s, 'zzzzz');
-    expect(out).toMatch(/reward -0\.1 .*\n {2}components solve 0 · information 0 · invalid_guess 1\ninfo \{"guesses_left":5/);
+    expect(out).toMatch(/reward -0\.1 .*\n {2}components solve 0 · information 0 · invalid_guess -0\.1\ninfo \{"guesses_left":5/);
     await s.close();
   });
 
   it('passes --task / --split / :task as reset options', async () => {
-    const { s, out } = await started('wordle-v0', { task: 't-1', split: 'train' });
+    // An env that takes task_id and split (wordle-v0 refuses reset options it does not know).
+    const { s, out } = await started('inspect/forms-v0', { task: 't-1', split: 'train' });
     expect(out).toContain('── reset seed 1 options {"task_id":"t-1","split":"train"} ');
     expect(await line(s, ':task')).toBe('task_id: t-1');
     expect(await line(s, ':task t-2')).toContain('options {"task_id":"t-2","split":"train"}');
@@ -250,7 +251,7 @@ describe('PlaySession on a task env with kwargs and rich tool parameters', () =>
     expect(out).toContain('observation:\n  {"seed":2,"options":{"task_id":"t-1","split":"eval"},"kwargs":{"difficulty":"easy"}}');
     const step = await line(s, `configure 3 slow verbose=true tags='["a", "b"]' note="two words"`);
     expect(step).toContain('observation:\n  {"level":3,"mode":"slow","verbose":true,"tags":["a","b"],"note":"two words"}');
-    expect(step).toContain('components progress 0.5 · penalty 1');
+    expect(step).toContain('components progress 0.5 · penalty -0.5');
     expect(await line(s, 'configure 3.5 fast')).toBe("cannot parse action: configure.level must be an integer, got '3.5'");
     expect(await line(s, 'done')).toContain('terminated yes');
     await s.close();
