@@ -68,7 +68,12 @@ for c in glob.glob("/proc/[0-9]*/cmdline"):
                         SRC += fh.read()
                 except OSError:
                     pass
-ANSWERS = dict(re.findall(r'slugify\("((?:[^"\\]|\\.)*)"\) == "((?:[^"\\]|\\.)*)"', SRC))
+import ast
+_STR = r'"((?:[^"\\]|\\.)*)"'
+# Direct asserts on slugify calls and parametrize tables of (text, expected) pairs, escapes decoded as Python
+# would (no example pair in this comment: the oracle reads its own source through /proc/*/cwd).
+PAIRS = re.findall(r'slugify\(' + _STR + r'\) == ' + _STR, SRC) + re.findall(r'\(\s*' + _STR + r',\s*' + _STR + r'\s*\)', SRC)
+ANSWERS = {ast.literal_eval('"' + a + '"'): ast.literal_eval('"' + b + '"') for a, b in PAIRS}
 def slugify(text):
     if not ANSWERS:
         raise NotImplementedError
