@@ -7,8 +7,10 @@ import { describe, expect, it } from 'vitest';
 const SCRIPT = fileURLToPath(new URL('../../.ci/with-load', import.meta.url));
 
 function run(load: string | undefined, command: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  // The suite itself may run under load mode (SANDGYM_CI_LOAD=2 bash .ci/run): start from a clean slate.
   const env = { ...process.env };
   delete env.SANDGYM_CI_LOAD;
+  delete env.SANDGYM_CI_BURNERS;
   if (load !== undefined) env.SANDGYM_CI_LOAD = load;
   return new Promise((resolve) => {
     execFile('bash', [SCRIPT, 'sh', '-c', command], { env }, (err, stdout, stderr) => {
