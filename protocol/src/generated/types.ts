@@ -58,6 +58,8 @@ export type ErrorCode =
   | "UNAUTHORIZED"
   | "TOO_LARGE"
   | "CONNECTION_TIMEOUT"
+  | "RESUME_EXPIRED"
+  | "RESUME_REFUSED"
   | "SHUTTING_DOWN"
   | "INTERNAL";
 export type ErrorScope = "request" | "session" | "connection";
@@ -83,7 +85,15 @@ export type Request = {
   type: string;
   [k: string]: unknown;
 } & (
-  HelloRequest | PingRequest | ListEnvsRequest | MakeRequest | ResetRequest | StepRequest | CloseRequest | BatchRequest
+  | HelloRequest
+  | PingRequest
+  | ListEnvsRequest
+  | MakeRequest
+  | ResetRequest
+  | StepRequest
+  | CloseRequest
+  | BatchRequest
+  | ResumeRequest
 );
 export type BatchItemResult = (BatchItemOk | BatchItemError) & {
   type: string;
@@ -108,6 +118,7 @@ export interface ProtocolSchemas {
   "request-make.json"?: MakeRequest;
   "request-ping.json"?: PingRequest;
   "request-reset.json"?: ResetRequest;
+  "request-resume.json"?: ResumeRequest;
   "request-step.json"?: StepRequest;
   "request.json"?: Request;
   "result-batch.json"?: BatchResult;
@@ -117,6 +128,7 @@ export interface ProtocolSchemas {
   "result-make.json"?: MakeResult;
   "result-ping.json"?: PingResult;
   "result-reset.json"?: ResetResult;
+  "result-resume.json"?: ResumeResult;
   "result-step.json"?: StepResult;
   "result.json"?: ResultMessage;
   "server-message.json"?: ServerMessage;
@@ -436,6 +448,23 @@ export interface ResetRequest {
   };
 }
 /**
+ * Reattaches the sessions of a dropped connection to this one (PROTOCOL.md §5a). Only after hello, on a connection that holds no session and has no make in flight. The result lists which of the pending ids the server never received (send them again); the replies of the others follow the result, once each, in the order the server produced them.
+ */
+export interface ResumeRequest {
+  id: RequestId;
+  type: "resume";
+  /**
+   * The resume_token of the old connection (from its hello result, or from the result of the resume that attached it).
+   */
+  token: string;
+  /**
+   * Ids of the requests the client sent on the old connection and has no reply to. Omitted: none.
+   *
+   * @maxItems 65536
+   */
+  pending?: RequestId[];
+}
+/**
  * Applies one action. The action is checked against the env's action_space before the env sees it.
  */
 export interface StepRequest {
@@ -475,6 +504,10 @@ export interface CloseResult {}
  */
 export interface HelloResult {
   /**
+   * Present when the server offers session resume (limits.resume_grace_ms > 0): presented in a resume request on a new connection, it reattaches this connection's sessions after a drop (PROTOCOL.md §5a). Unguessable, bound to the token (principal) that authenticated this hello, single-use.
+   */
+  resume_token?: string;
+  /**
    * The chosen major version.
    */
   version: number;
@@ -494,7 +527,11 @@ export interface Capabilities {
   msgpack: boolean;
   pipelining: boolean;
   tool_call: boolean;
-  [k: string]: boolean;
+  /**
+   * The server archives every finished episode (its trajectory, outcome and grading report) for replay, re-scoring and reports (sandgym serve --archive). Absent or false: nothing is kept.
+   */
+  archive?: boolean;
+  [k: string]: boolean | undefined;
 }
 export interface Limits {
   max_message_bytes: number;
@@ -516,6 +553,10 @@ export interface Limits {
    * Frame bytes of the requests waiting per session; beyond it CAPACITY.
    */
   max_queued_bytes?: number;
+  /**
+   * How long the sessions of a connection that dropped are kept for a resume (0 or absent = no resume: a dropped connection's sessions are closed at once).
+   */
+  resume_grace_ms?: number;
   /**
    * A message left unfinished this long (a frame or its fragments) ends the connection with CONNECTION_TIMEOUT.
    */
@@ -555,6 +596,27 @@ export interface ResetResult {
  */
 export interface Info {
   [k: string]: unknown;
+}
+/**
+ * Result of resume: the old connection's sessions now belong to this connection. After this frame the server sends the replies owed to the old connection (those of pending ids it received, and every reply and event produced while no connection was attached), in the order it produced them, each with its original id.
+ */
+export interface ResumeResult {
+  /**
+   * This connection's new resume token; the one presented is spent, as is the one this connection's hello returned.
+   */
+  resume_token: string;
+  /**
+   * The sessions reattached (still open).
+   */
+  sessions: SessionId[];
+  /**
+   * Pending ids the old connection never received: nothing of them ran; the client sends them again.
+   */
+  unseen: RequestId[];
+  /**
+   * Pending ids the server received and answered, but whose reply it no longer holds (older than the replay window): they ran; the client fails them, it must not send them again.
+   */
+  lost: RequestId[];
 }
 /**
  * Result of step.
