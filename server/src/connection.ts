@@ -83,6 +83,8 @@ const RECEIVER_IDLE = 0;
 
 export class Connection {
   readonly sessions = new Map<string, Session>();
+  /** Unique within the server process (episode events name it). */
+  readonly id: string;
   private readonly closedIds = new Set<string>();
   private handshaken = false;
   private authed: boolean;
@@ -114,6 +116,7 @@ export class Connection {
     authorization: string | undefined,
   ) {
     this.authed = !core.tokens.enabled;
+    this.id = core.nextConnectionId();
     this.out = new WriteCoalescer(ws, socket, {
       // Room for a few of the largest frames the server accepts, and never below the default.
       hardLimitBytes: Math.max(DEFAULT_HARD_LIMIT_BYTES, 4 * core.config.max_message_bytes),
@@ -145,6 +148,11 @@ export class Connection {
       if (core.tokens.check(authorization)) this.authed = true;
       else this.reject('invalid bearer token in Authorization header', null, false);
     }
+  }
+
+  /** Bytes this connection's socket has read and written (for /metrics, summed on demand). */
+  socketBytes(): { read: number; written: number } {
+    return { read: this.socket.bytesRead, written: this.socket.bytesWritten };
   }
 
   // ---- pre-auth budget and message deadline ----
@@ -313,20 +321,28 @@ export class Connection {
 
   // ---- make ----
 
+  /** A make refused or failed: its error reply, told to the episode observers first (no session exists). */
+  private makeFailed(id: number, envId: string, e: ProtocolError, bin: boolean, t0: number): void {
+    const obs = this.core.observers;
+    if (obs.active) obs.error({ session_id: null, env_id: envId, episode_id: null, op: 'make', error: e, duration_ms: performance.now() - t0, t: Date.now() });
+    this.sendError(id, e, bin);
+  }
+
   private async make(m: MakeRequest, bin: boolean, frameBytes: number): Promise<void> {
+    const t0 = performance.now();
     const { id, env_id: envId } = m;
     const kwargs = m.kwargs ?? {};
     const core = this.core;
     const entry = core.registry.get(envId);
-    if (!entry) return this.sendError(id, err('UNKNOWN_ENV', { env_id: envId }, { env_id: envId }), bin);
+    if (!entry) return this.makeFailed(id, envId, err('UNKNOWN_ENV', { env_id: envId }, { env_id: envId }), bin, t0);
     const perConn = core.config.max_sessions_per_connection;
     if (this.sessions.size + this.pendingMakes >= perConn) {
       const reason = `max_sessions_per_connection (${perConn}) reached`;
-      return this.sendError(id, err('CAPACITY', { reason }, { reason, retry_after_ms: CAPACITY_RETRY_MS, limit: 'max_sessions_per_connection' }), bin);
+      return this.makeFailed(id, envId, err('CAPACITY', { reason }, { reason, retry_after_ms: CAPACITY_RETRY_MS, limit: 'max_sessions_per_connection' }), bin, t0);
     }
     if (core.sessionCount >= core.config.max_sessions) {
       const reason = `server max_sessions (${core.config.max_sessions}) reached`;
-      return this.sendError(id, err('CAPACITY', { reason }, { reason, retry_after_ms: CAPACITY_RETRY_MS, limit: 'max_sessions' }), bin);
+      return this.makeFailed(id, envId, err('CAPACITY', { reason }, { reason, retry_after_ms: CAPACITY_RETRY_MS, limit: 'max_sessions' }), bin, t0);
     }
     if (entry.validateKwargs && !entry.validateKwargs(kwargs)) {
       // details.path is a JSON Pointer into kwargs ("" = kwargs itself).
@@ -335,16 +351,16 @@ export class Connection {
       const extra = e?.keyword === 'additionalProperties' ? clipPath(`/${String((e.params as { additionalProperty?: string }).additionalProperty)}`) : '';
       const path = clipPath(`${e?.instancePath ?? ''}${extra}`);
       const reason = e ? `${e.message ?? 'invalid'}${extra ? ` ('${extra.slice(1)}')` : ''}` : 'invalid kwargs';
-      return this.sendError(id, err('INVALID_ARGUMENT', { path: path || '/', reason }, { path, reason }), bin);
+      return this.makeFailed(id, envId, err('INVALID_ARGUMENT', { path: path || '/', reason }, { path, reason }), bin, t0);
     }
     if (entry.def.sandbox && !core.sandbox) {
       const reason = `env '${envId}' needs a sandbox and this server has no sandbox driver configured`;
-      return this.sendError(id, err('UNSUPPORTED', { reason }, { reason }), bin);
+      return this.makeFailed(id, envId, err('UNSUPPORTED', { reason }, { reason }), bin, t0);
     }
     const cannot = entry.def.sandbox && core.sandbox ? core.sandbox.unsupported(entry.def.sandbox) : null;
     if (cannot) {
       const reason = `env '${envId}' cannot be served here: ${cannot}`;
-      return this.sendError(id, err('UNSUPPORTED', { reason }, { reason }), bin);
+      return this.makeFailed(id, envId, err('UNSUPPORTED', { reason }, { reason }), bin, t0);
     }
     // Reserve the slot before the first await so concurrent makes cannot overshoot the caps.
     core.sessionCount++;
@@ -354,7 +370,7 @@ export class Connection {
     this.pendingMakes--;
     if (opened instanceof ProtocolError) {
       core.sessionCount--;
-      return this.sendError(id, opened, bin);
+      return this.makeFailed(id, envId, opened, bin, t0);
     }
     if (this.closed) {
       // The connection went away while the env was being created.
@@ -363,6 +379,7 @@ export class Connection {
       return;
     }
     this.sessions.set(sessionId, opened);
+    if (core.observers.active) core.observers.open({ session_id: sessionId, env_id: envId, kwargs, connection_id: this.id, t: Date.now() });
     // Whole kwargs only when small: a 15 MB kwargs must not become a 15 MB log line.
     opened.logger.info(kwargsForLog(kwargs, frameBytes), 'session made');
     if (frameBytes > MAX_LOGGED_KWARGS_FRAME) opened.logger.debug({ kwargs }, 'session kwargs');
@@ -467,14 +484,19 @@ export class Connection {
     if (--b.remaining === 0) this.send({ id: b.id, type: 'result', result: { results: b.results } }, b.binary, true);
   }
 
-  /** Remove a closed session from this connection's books (once). */
-  private forget(s: Session, why: string): void {
+  /** Remove a closed session from this connection's books (once), and tell the episode observers. */
+  private forget(s: Session, why: string, code?: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): void {
     if (this.sessions.get(s.id) !== s) return;
     this.sessions.delete(s.id);
     if (this.closedIds.size >= MAX_CLOSED_IDS) this.closedIds.clear();
     this.closedIds.add(s.id);
     this.core.sessionCount--;
     s.logger.info({ reason: why }, 'session closed');
+    const obs = this.core.observers;
+    if (obs.active) {
+      const e = { session_id: s.id, env_id: s.env.def.id, episode_id: s.openEpisodeId, reason: why, t: Date.now() };
+      obs.close(code === undefined ? e : { ...e, code });
+    }
   }
 
   /**
@@ -484,7 +506,7 @@ export class Connection {
   serverClose(sessionId: string, reason: string, code: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): Promise<void> {
     const s = this.sessions.get(sessionId);
     if (!s) return Promise.resolve();
-    this.forget(s, reason);
+    this.forget(s, reason, code);
     if (!this.closed) this.sendEvent('session_closed', s.id, { reason, code });
     return s.close(err(code, { reason, op: 'step' }, { reason }));
   }

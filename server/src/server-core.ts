@@ -6,6 +6,7 @@ import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { Connection } from './connection.js';
 import { DeadlineSweeper } from './deadline.js';
+import { EpisodeObservers } from './observability/episode-events.js';
 import type { OpLimits } from './session.js';
 import type { Readiness, SandboxService } from './sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
@@ -31,6 +32,13 @@ export class ServerCore {
   private readonly perAddress = new Map<string, number>();
   /** Connections that have not completed hello yet (max_pending_handshakes). */
   pendingHandshakes = 0;
+  /** Who hears about sessions and episodes (metrics, archive, task stats): `observers.add(o)`. */
+  readonly observers: EpisodeObservers;
+  /** Socket bytes read / written by connections that have closed (open ones are read on demand: socketBytes). */
+  private closedBytesIn = 0;
+  private closedBytesOut = 0;
+  /** Connection ids: a counter, unique within this process. */
+  private connectionSeq = 0;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
   private messageTimer: NodeJS.Timeout | null = null;
@@ -42,6 +50,7 @@ export class ServerCore {
     readonly sandbox: SandboxService | null,
   ) {
     this.tokens = new TokenChecker(config.tokens);
+    this.observers = new EpisodeObservers(log);
     this.deadlines = new DeadlineSweeper(DeadlineSweeper.tickFor(config.step_timeout_ms, config.reset_timeout_ms));
     // Started here, not on listen: in-process users (tests, benchmarks) get deadlines too. unref'd.
     this.deadlines.start();
@@ -81,6 +90,11 @@ export class ServerCore {
     return protocolError('CAPACITY', { reason }, { reason, limit, retry_after_ms: CONNECTION_RETRY_MS });
   }
 
+  /** A new connection id (`c_<n>`). */
+  nextConnectionId(): string {
+    return `c_${++this.connectionSeq}`;
+  }
+
   /** Books a connection (from its constructor); removeConnection undoes it once, from its close. */
   addConnection(c: Connection, address: string): void {
     this.connections.add(c);
@@ -90,10 +104,28 @@ export class ServerCore {
 
   removeConnection(c: Connection, address: string, handshaken: boolean): void {
     if (!this.connections.delete(c)) return;
+    const b = c.socketBytes();
+    this.closedBytesIn += b.read;
+    this.closedBytesOut += b.written;
     const n = (this.perAddress.get(address) ?? 1) - 1;
     if (n <= 0) this.perAddress.delete(address);
     else this.perAddress.set(address, n);
     if (!handshaken) this.pendingHandshakes--;
+  }
+
+  /**
+   * Bytes read from / written to the sockets of every WebSocket connection since start (frames with
+   * their headers, and the upgrade). Summed on demand (a /metrics scrape), so the step path pays nothing.
+   */
+  socketBytes(): { read: number; written: number } {
+    let read = this.closedBytesIn;
+    let written = this.closedBytesOut;
+    for (const c of this.connections) {
+      const b = c.socketBytes();
+      read += b.read;
+      written += b.written;
+    }
+    return { read, written };
   }
 
   readiness(): Readiness {

@@ -16,10 +16,11 @@ import {
   type StepRequest,
   type StepResult,
 } from '../../protocol/src/index.js';
-import type { EnvContext, EnvInstance, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
+import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
 import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
 import { invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
+import { newEpisodeId, type EpisodeObservers } from './observability/episode-events.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
 import type { ServerCore } from './server-core.js';
 
@@ -76,16 +77,31 @@ export class Session {
   /** Sum of the waiting jobs' bytes. */
   queuedBytes = 0;
   busy = false;
+  /** The current episode's id (set by each successful reset), and whether it is still running. */
+  private episodeId: string | null = null;
+  private episodeOpen = false;
 
   private constructor(
     readonly id: string,
     readonly env: RegisteredEnv,
     private readonly instance: EnvInstance,
     private readonly abort: AbortController,
-    readonly logger: FastifyBaseLogger,
+    /** The session's log context; `logger` adds the episode's (episode and task ids) once reset. */
+    private readonly logs: LogContext,
     private readonly sandboxes: SessionSandboxes | null,
     private readonly deadlines: DeadlineSweeper,
+    private readonly observers: EpisodeObservers,
   ) {}
+
+  /** Every line of a session carries session and env; of an episode, also episode and task. */
+  get logger(): FastifyBaseLogger {
+    return this.logs.current;
+  }
+
+  /** The running episode's id, or null (none started, or it ended: terminated, truncated, failed). */
+  get openEpisodeId(): string | null {
+    return this.episodeOpen ? this.episodeId : null;
+  }
 
   /**
    * Creates the env instance (under the make deadline, with its sandboxes when it declares one).
@@ -100,18 +116,19 @@ export class Session {
   ): Promise<Session | ProtocolError> {
     const abort = new AbortController();
     const logger = core.log.child({ session: id, env: entry.def.id });
+    const logs: LogContext = { session: logger, current: logger };
     let sandboxes: SessionSandboxes | null = null;
     let creating: Promise<EnvInstance> | null = null;
     try {
       if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost);
-      const base = { signal: abort.signal, logger, step_timeout_ms: core.config.step_timeout_ms };
+      const base = { signal: abort.signal, logger: envLogger(logs), step_timeout_ms: core.config.step_timeout_ms };
       const ctx: EnvContext = sandboxes ? { ...base, sandboxes } : base;
       creating = callAsync(() => entry.def.create(ctx, kwargs));
       const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');
       if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {
         throw new Error(`env '${entry.def.id}' create() did not return {reset, step, close}`);
       }
-      return new Session(id, entry, instance, abort, logger, sandboxes, core.deadlines);
+      return new Session(id, entry, instance, abort, logs, sandboxes, core.deadlines, core.observers);
     } catch (e) {
       abort.abort();
       if (sandboxes) void sandboxes.releaseAll().catch(() => undefined);
@@ -143,6 +160,8 @@ export class Session {
    */
   run(item: SessionRequest, limits: OpLimits, binary: boolean): Promise<SessionResult> {
     if (this.current === 'closed') return item.type === 'close' ? Promise.resolve({}) : Promise.reject(sessionClosed(this.id));
+    // Observed only when someone listens: otherwise no timing, no event objects.
+    if (this.observers.active && item.type !== 'close') return this.runObserved(item, limits, binary);
     switch (item.type) {
       case 'step':
         return this.step(item.action, limits, binary);
@@ -150,6 +169,54 @@ export class Session {
         return this.reset(item.seed, item.options ?? {}, limits, binary);
       case 'close':
         return this.close().then(() => ({}));
+    }
+  }
+
+  /** run() for a reset or step, telling the observers its result or its error. */
+  private async runObserved(item: SessionRequest & { type: 'reset' | 'step' }, limits: OpLimits, binary: boolean): Promise<SessionResult> {
+    const t0 = performance.now();
+    const episode = this.openEpisodeId;
+    const index = this.steps;
+    const obs = this.observers;
+    try {
+      if (item.type === 'reset') {
+        const options = item.options ?? {};
+        const r = await this.reset(item.seed, options, limits, binary);
+        obs.reset({
+          session_id: this.id,
+          env_id: this.env.def.id,
+          episode_id: this.episodeId as string,
+          seed: item.seed,
+          options,
+          observation: r.observation,
+          info: r.info,
+          duration_ms: performance.now() - t0,
+          t: Date.now(),
+        });
+        return r;
+      }
+      const r = await this.step(item.action, limits, binary);
+      obs.step({
+        session_id: this.id,
+        env_id: this.env.def.id,
+        episode_id: episode as string,
+        step_index: index,
+        action: item.action,
+        observation: r.observation,
+        reward: r.reward,
+        terminated: r.terminated,
+        truncated: r.truncated,
+        info: r.info,
+        duration_ms: performance.now() - t0,
+        t: Date.now(),
+      });
+      return r;
+    } catch (e) {
+      if (e instanceof ProtocolError) {
+        const ev = { session_id: this.id, env_id: this.env.def.id, episode_id: item.type === 'reset' ? null : episode, op: item.type, error: e, duration_ms: performance.now() - t0, t: Date.now() };
+        obs.error(item.type === 'step' ? { ...ev, step_index: index } : ev);
+      }
+      throw e;
     }
   }
 
@@ -199,7 +266,10 @@ export class Session {
     // Gymnasium semantics: a step that terminates is not also a time-limit truncation, even when it
     // is the last allowed step (check_env rejects both flags on one step).
     const truncated = !out.terminated && (out.truncated === true || (max !== null && this.steps >= max));
-    if (out.terminated || truncated) this.current = 'needs_reset';
+    if (out.terminated || truncated) {
+      this.current = 'needs_reset';
+      this.episodeOpen = false;
+    }
     return this.encodable({ observation: out.observation, reward: out.reward, terminated: out.terminated, truncated, info: out.info ?? {} }, binary, 'step');
   }
 
@@ -220,7 +290,19 @@ export class Session {
     this.steps = 0;
     this.current = 'running';
     this.failReason = '';
+    this.startEpisode(out.info);
     return this.encodable({ observation: out.observation, info: out.info ?? {} }, binary, 'reset');
+  }
+
+  /** A new episode id, and a log context naming it and its task (the env's info.task_id, when it has one). */
+  private startEpisode(info: Record<string, unknown> | undefined): void {
+    this.episodeId = newEpisodeId();
+    this.episodeOpen = true;
+    const task = info?.task_id;
+    const bindings: Record<string, string> = { episode: this.episodeId };
+    // Bounded: an env's task id is its own text, but a log line must not carry an unbounded one.
+    if (typeof task === 'string') bindings.task = task.length > 200 ? `${task.slice(0, 199)}…` : task;
+    this.logs.current = this.logs.session.child(bindings);
   }
 
   /**
@@ -252,8 +334,26 @@ export class Session {
       this.current = 'failed';
       this.failReason = pe.code;
     }
+    this.episodeOpen = false;
     return pe;
   }
+}
+
+/** The session's loggers: `session` (session, env) and `current` (plus episode and task once reset). */
+interface LogContext {
+  readonly session: FastifyBaseLogger;
+  current: FastifyBaseLogger;
+}
+
+/** The env's logger (EnvContext.logger): always the session's current context, so env lines name the episode too. */
+function envLogger(logs: LogContext): EnvLogger {
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (o: object | string, m?: string): void => {
+      if (typeof o === 'string') logs.current[level](o);
+      else logs.current[level](o, m);
+    };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 function checkStepResult(out: EnvStepResult): string | null {

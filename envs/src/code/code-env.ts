@@ -199,7 +199,8 @@ class CodeEnvInstance implements EnvInstance {
 
   private taskInfo() {
     const t = this.task as LoadedTask;
-    return { task_id: t.spec.id, split: t.spec.split, difficulty: t.spec.difficulty };
+    // task_hash: the task's content hash, so a stat or an archived episode names the exact task version.
+    return { task_id: t.spec.id, split: t.spec.split, difficulty: t.spec.difficulty, task_hash: t.content_hash };
   }
 
   private zeroComponents(): Record<string, number> {
