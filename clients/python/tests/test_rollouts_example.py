@@ -52,10 +52,11 @@ def test_rollouts_small(url, tmp_path, rollouts_mod, env_id):
     for task in range(3):
         group = [r for r in lines if r["task"] == task]
         assert len(group) == 4
-        assert all(r["failed"] is None for r in group)
+        assert all(r["failure"] is None for r in group)
         assert len({r["seed"] for r in group}) == 1  # same task (the env derives it from the seed)
         assert len({r["policy_seed"] for r in group}) == 4  # different policy seeds
-        assert all(r["steps"][-1]["terminated"] or r["steps"][-1]["truncated"] for r in group)
+        assert all(r["terminated"] or r["truncated"] for r in group)
+        assert all(r["messages"][0]["role"] == "system" and r["messages"][-2]["role"] == "assistant" for r in group)
         assert abs(sum(r["advantage"] for r in group)) < 1e-6
         assert all(math.isfinite(r["return"]) for r in group)
 
@@ -73,9 +74,10 @@ def test_rollouts_with_task_options_and_failures(url, tmp_path, rollouts_mod):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     ok = [r for r in lines if r["task"] == 0]
     bad = [r for r in lines if r["task"] == 1]
-    assert all(r["failed"] is None and r["options"] == {"word": "crane"} for r in ok)
+    assert all(r["failure"] is None and r["options"] == {"word": "crane"} for r in ok)
     assert len({r["seed"] for r in ok}) == 3  # different seeds, same task
-    assert all(r["failed"]["code"] == "INVALID_ARGUMENT" and r["advantage"] is None for r in bad)
+    assert all(r["failure"]["code"] == "INVALID_ARGUMENT" and r["advantage"] is None and r["return"] is None
+               for r in bad)
     assert result["groups"][1]["failed"] == 3
 
 
