@@ -14,8 +14,8 @@ import sandgym.gym
 from sandgym.spaces import is_gym_expressible
 
 BUILTINS = ["math-v0", "wordle-v0", "test/counter-v0", "test/truncate-v0", "test/dict-v0"]
-#: tool_call envs: their action space is the custom ``ToolCallSpace`` (no gymnasium built-in equivalent),
-#: so check_env does not apply; the adapter is checked by hand below instead.
+#: tool_call envs: their action space is the custom ``ToolCallSpace`` (no gymnasium built-in equivalent);
+#: check_env runs on them too (below), and the adapter is also checked by hand.
 TOOL_ENVS = ["calculator-tools-v0", "test/tools-v0"]
 
 
@@ -38,6 +38,19 @@ def test_check_env(url, specs, env_id):
     finally:
         env.close()
     env.close()  # twice is fine
+
+
+@pytest.mark.parametrize("env_id", TOOL_ENVS)
+def test_check_env_tool_call_envs(url, specs, env_id):
+    """gymnasium's checker accepts the custom ToolCallSpace (a Space subclass with sample/contains)."""
+    assert not is_gym_expressible(specs[env_id]["action_space"])
+    env = sandgym.gym.make(url, env_id)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env, skip_render_check=True)
+    finally:
+        env.close()
 
 
 def test_gym_conversions_dict_env(url):

@@ -15,8 +15,12 @@ A protocol space is a dict tagged by ``"type"`` (see PROTOCOL.md). This module o
   discrete             ``Discrete(n, start=start)``
   multi_discrete       ``MultiDiscrete(nvec, start=start)``
   multi_binary         ``MultiBinary(n)``
-  text                 ``Text`` (with ``charset``); without a charset :class:`UnicodeText`
-                       (a ``Text`` whose ``contains`` accepts any characters)
+  text                 :class:`CharsetText` (gymnasium's ``Text``, with ``charset``);
+                       without a charset :class:`UnicodeText` (a ``Text`` whose charset
+                       is every code point, U+0000..U+10FFFF, computed rather than
+                       stored; ``contains`` accepts any ``str`` within the lengths).
+                       Both work with ``flatten`` and gymnasium's vector envs, including
+                       ``AsyncVectorEnv``'s shared memory (a reader is registered)
   dict                 ``Dict`` with the protocol's key order preserved
   tuple / sequence     ``Tuple`` / ``Sequence(stack=...)``
   one_of               ``OneOf`` (values are ``(index, value)`` tuples)
@@ -42,11 +46,11 @@ from __future__ import annotations
 from ._util import Issue
 from .check import check_space
 from .definition import validate_space_definition
-from .gym_spaces import from_wire, is_gym_expressible, to_gym_space, to_wire
+from .gym_spaces import UNICODE_SIZE, from_wire, is_gym_expressible, to_gym_space, to_wire
 from .json_schema import validate_json_schema
 
 try:
-    from .gym_spaces import JsonSpace, ToolCallSpace, UnicodeText
+    from .gym_spaces import CharsetText, JsonSpace, ToolCallSpace, UnicodeText
 except ImportError:  # without the gymnasium extra these classes do not exist; the rest works
     pass
 
@@ -62,4 +66,6 @@ __all__ = [
     "JsonSpace",
     "ToolCallSpace",
     "UnicodeText",
+    "CharsetText",
+    "UNICODE_SIZE",
 ]

@@ -5,14 +5,24 @@ works without it (the functions then raise ImportError)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ._util import INT_RANGES, bound
 from .check import SPACE_TYPES, check_space
 from .definition import validate_space_definition
 from .json_schema import is_json_value, validate_json_schema
 
-__all__ = ["to_gym_space", "from_wire", "to_wire", "is_gym_expressible", "JsonSpace", "ToolCallSpace", "UnicodeText"]
+__all__ = [
+    "to_gym_space",
+    "from_wire",
+    "to_wire",
+    "is_gym_expressible",
+    "JsonSpace",
+    "ToolCallSpace",
+    "UnicodeText",
+    "CharsetText",
+    "UNICODE_SIZE",
+]
 
 try:
     import numpy as _np
@@ -42,28 +52,212 @@ def _require_gym() -> None:
         raise ImportError("sandgym.spaces: install the gymnasium extra: pip install 'sandgym[gymnasium]'")
 
 
-if _HAVE_GYM:
-    _SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127))
+#: Every code point (U+0000..U+10FFFF): what a Python ``str``, so a decoded wire string, can hold.
+#: Surrogates are included because a JSON string may carry a lone one as an escape (``"\\ud800"``).
+UNICODE_SIZE = 0x110000
 
-    class UnicodeText(_gs.Text):  # noqa: PLW1641 - unhashable, as gymnasium's own spaces
-        """A ``Text`` space without a charset restriction: ``contains`` accepts any characters
-        (length in code points); ``sample`` draws printable ASCII."""
+if _HAVE_GYM:
+    from collections.abc import Iterator, Sequence as _SequenceABC, Set as AbstractSet
+
+    _SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127))
+    _ALL_CHARS: list[str] = []  # the charset as one string, built on first use (4 MiB; see characters)
+
+    class _CodePointSet(AbstractSet[str]):
+        """The set of all code points, without materialising 1.1M entries (a frozenset of them takes
+        11 s and 200 MB to build, and gymnasium deep-copies the space once per sub-env)."""
+
+        __slots__ = ()
+
+        def __contains__(self, c: object) -> bool:
+            return isinstance(c, str) and len(c) == 1
+
+        def __len__(self) -> int:
+            return UNICODE_SIZE
+
+        def __iter__(self) -> Iterator[str]:
+            return map(chr, range(UNICODE_SIZE))
+
+        def __eq__(self, other: object) -> bool:
+            if isinstance(other, _CodePointSet):
+                return True
+            if isinstance(other, AbstractSet):
+                return len(other) == UNICODE_SIZE and all(isinstance(c, str) and len(c) == 1 for c in other)
+            return NotImplemented
+
+        def __hash__(self) -> int:
+            return hash(("sandgym.UnicodeText.charset", UNICODE_SIZE))
+
+        def __repr__(self) -> str:
+            return "<all code points U+0000..U+10FFFF>"
+
+    class _CodePointList(_SequenceABC[str]):
+        """The charset in index order: index ``i`` is ``chr(i)``."""
+
+        __slots__ = ()
+
+        def __len__(self) -> int:
+            return UNICODE_SIZE
+
+        def __getitem__(self, i: Any) -> Any:
+            if isinstance(i, slice):
+                return [chr(c) for c in range(UNICODE_SIZE)[i]]
+            return chr(int(i))
+
+    _CODE_POINTS = _CodePointSet()
+    _CODE_POINT_LIST = _CodePointList()
+
+    class UnicodeText(_gs.Text):
+        """A ``Text`` space whose charset is every code point (what the protocol's ``text`` without a
+        ``charset`` means: any string, length in code points).
+
+        The charset is declared honestly (``character_set`` has 0x110000 members, character ``c`` has
+        index ``ord(c)``), so gymnasium's ``flatten``/``unflatten``, ``flatten_space``, the vector
+        envs' batching and ``AsyncVectorEnv``'s shared memory work unchanged; it is computed, not
+        stored. ``contains`` agrees with it: any ``str`` within the length bounds. ``sample()``
+        without a mask draws printable ASCII (uniform draws over 1.1M code points are almost all
+        unassigned or surrogates, which an env cannot use and msgpack cannot encode); ``mask`` and
+        ``probability`` are indexed by code point, as ``Text`` defines them."""
 
         def __init__(self, max_length: int, *, min_length: int = 0, seed: Any = None) -> None:
             super().__init__(max_length, min_length=min_length, charset=_SAMPLE_CHARSET, seed=seed)
 
+        @property
+        def character_set(self) -> frozenset[str]:
+            return _CODE_POINTS  # type: ignore[return-value]  # a Set, not a frozenset: see _CodePointSet
+
+        @property
+        def character_list(self) -> tuple[str, ...]:
+            return _CODE_POINT_LIST  # type: ignore[return-value]  # a Sequence, not a tuple: see _CodePointList
+
+        def character_index(self, char: str) -> Any:
+            return _np.int32(ord(char))
+
+        @property
+        def characters(self) -> str:
+            if not _ALL_CHARS:
+                # 30 ms through a codec (a join over chr() takes 0.5 s)
+                codes = _np.arange(UNICODE_SIZE, dtype="<u4").tobytes()
+                _ALL_CHARS.append(codes.decode("utf-32-le", "surrogatepass"))
+            return _ALL_CHARS[0]
+
         def contains(self, x: Any) -> bool:
             return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+        def sample(self, mask: Any = None, probability: Any = None) -> str:
+            if mask is None and probability is None:
+                n = int(self.np_random.integers(self.min_length, self.max_length + 1))
+                idx = self.np_random.integers(0, len(_SAMPLE_CHARSET), size=n)
+                return "".join(_SAMPLE_CHARSET[int(i)] for i in idx)
+            if mask is not None and probability is not None:
+                raise ValueError("Only one of `mask` or `probability` can be provided")
+            length, weights = self._validate_mask(
+                mask if mask is not None else probability,
+                _np.int8 if mask is not None else _np.float64,
+                "mask" if mask is not None else "probability",
+            )
+            if length is None:
+                length = int(self.np_random.integers(self.min_length, self.max_length + 1))
+            if weights is None:
+                return "".join(chr(int(c)) for c in self.np_random.integers(0, UNICODE_SIZE, size=length))
+            weights = _np.asarray(weights, dtype=_np.float64)
+            total = float(weights.sum())
+            if total == 0:
+                if self.min_length == 0:
+                    return ""
+                raise ValueError("the mask allows no character but min_length > 0")
+            picks = self.np_random.choice(UNICODE_SIZE, size=length, p=weights / total)
+            return "".join(chr(int(c)) for c in picks)
 
         def __repr__(self) -> str:
             return f"UnicodeText({self.min_length}, {self.max_length})"
 
+        # __eq__ is Text's (lengths and character_set), so a Text spelling out every code point
+        # equals a UnicodeText of the same lengths.
+
+    class CharsetText(_gs.Text):
+        """gymnasium's ``Text`` for a protocol ``text`` space with a ``charset``. A subclass only so
+        that the shared-memory reader registered below applies to it (see ``_SharedTextBatch``)."""
+
+        def __repr__(self) -> str:
+            return f"CharsetText({self.min_length}, {self.max_length}, charset={self.characters})"
+
+    class _SharedTextBatch(_SequenceABC[str]):
+        """The batch of text observations in ``AsyncVectorEnv``'s shared memory, decoded on access.
+
+        gymnasium 1.x's own reader for ``Text`` decodes the buffer once, when ``AsyncVectorEnv`` is
+        built, and that env never reads it again (``Box`` reads are numpy views, so they stay
+        current); with the default ``shared_memory=True`` every later step returned the strings of
+        the empty buffer. This reader returns a view instead, as for ``Box``: with ``copy=True``
+        (the default) the env deep-copies it each step, which decodes the current contents into a
+        plain tuple of ``str``; with ``copy=False`` it is live, like a ``Box`` view."""
+
+        __slots__ = ("_data", "_space")
+
+        def __init__(self, space: Any, data: Any) -> None:
+            self._space = space
+            self._data = data  # int32 (n, max_length) view of the shared buffer
+
+        def __len__(self) -> int:
+            return int(self._data.shape[0])
+
+        def __getitem__(self, i: Any) -> Any:
+            if isinstance(i, slice):
+                return tuple(self[j] for j in range(len(self))[i])
+            return _decode_text(self._space, self._data[i])
+
+        def snapshot(self) -> tuple[str, ...]:
+            return tuple(self)
+
+        def __deepcopy__(self, memo: Any) -> tuple[str, ...]:
+            return self.snapshot()
+
+        def __copy__(self) -> tuple[str, ...]:
+            return self.snapshot()
+
         def __eq__(self, other: object) -> bool:
-            return (
-                isinstance(other, UnicodeText)
-                and self.min_length == other.min_length
-                and self.max_length == other.max_length
-            )
+            if isinstance(other, (_SharedTextBatch, tuple, list)):
+                return tuple(self) == tuple(other)
+            return NotImplemented
+
+        __hash__ = None  # type: ignore[assignment]  # mutable view
+
+        def __repr__(self) -> str:
+            return f"_SharedTextBatch({self.snapshot()!r})"
+
+    def _decode_text(space: Any, row: Any) -> str:
+        codes = row[row < len(space.character_set)]
+        if isinstance(space, UnicodeText):  # index == code point: one vectorised decode
+            return bytes(codes.astype("<u4").tobytes()).decode("utf-32-le", "surrogatepass")
+        chars = space.character_list
+        return "".join(chars[int(c)] for c in codes)
+
+    def _register_vector_support() -> None:
+        from gymnasium.spaces.utils import flatten, unflatten
+        from gymnasium.vector.utils import read_from_shared_memory
+
+        def read_text(space: Any, shared_memory: Any, n: int = 1) -> _SharedTextBatch:
+            data = _np.frombuffer(shared_memory.get_obj(), dtype=_np.int32).reshape((n, space.max_length))
+            return _SharedTextBatch(space, data)
+
+        read_from_shared_memory.register(UnicodeText)(read_text)
+        read_from_shared_memory.register(CharsetText)(read_text)
+
+        # gymnasium's Text flatten loops in Python over a dict per character; for UnicodeText the
+        # index is the code point, so both directions are one codec call (same result).
+        def flatten_unicode(space: UnicodeText, x: str) -> Any:
+            arr = _np.full((space.max_length,), UNICODE_SIZE, dtype=_np.int32)
+            codes = _np.frombuffer(x.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+            arr[: len(codes)] = codes
+            return arr
+
+        def unflatten_unicode(space: UnicodeText, x: Any) -> str:
+            return _decode_text(space, _np.asarray(x))
+
+        # (cast: mypy cannot relate a subclass to singledispatch's generic ``Space[T]`` fallback)
+        cast(Any, flatten).register(UnicodeText)(flatten_unicode)
+        cast(Any, unflatten).register(UnicodeText)(unflatten_unicode)
+
+    _register_vector_support()
 
     class JsonSpace(_gs.Space):  # type: ignore[type-arg]  # noqa: PLW1641 - unhashable, as gymnasium's spaces
         """Any JSON value valid under ``schema`` (Python types: dict, list, str, int, float, bool,
@@ -201,7 +395,7 @@ def _to_gym(space: Mapping[str, Any]) -> Any:
         charset = space.get("charset")
         if charset is None:
             return UnicodeText(max_len, min_length=min_len)
-        return _gs.Text(max_len, min_length=min_len, charset=charset)
+        return CharsetText(max_len, min_length=min_len, charset=charset)
     if t == "dict":
         from collections import OrderedDict
 
