@@ -23,7 +23,35 @@ export interface EnvDefinition<K extends Record<string, unknown> = Record<string
   tasks?: Tasks;
   /** Declared => the server hands ctx.sandboxes to create(). */
   sandbox?: SandboxRequirement;
+  /**
+   * The tasks this env picks from, for the server only (never on the wire): metric labels are task ids
+   * from this list (anything else is `_other`, so label cardinality stays bounded) and per-task
+   * statistics are kept for these. An env whose reset info names a `task_id` declares it.
+   */
+  catalog?(): readonly TaskRef[];
   create(ctx: EnvContext, kwargs: K): EnvInstance | Promise<EnvInstance>;
+}
+
+/** One task of an env's catalog. */
+export interface TaskRef {
+  id: string;
+  split: string;
+  /** Content hash of the task's version, when the env has one. */
+  hash?: string;
+}
+
+/** Success statistics of one task on one split, from the episodes this server has seen (and its archive). */
+export interface TaskStat {
+  /** Episodes the env ended (terminated or truncated): the ones with a score. */
+  attempts: number;
+  /** Of those, the ones that reached full marks. */
+  successes: number;
+}
+
+/** Read-only view of the server's per-task statistics for one env (EnvContext.task_stats). */
+export interface TaskStatsProvider {
+  /** The task's statistics on `split`, or undefined when it has none yet. */
+  get(task_id: string, split: string): TaskStat | undefined;
 }
 
 export interface ResetResult {
@@ -67,6 +95,11 @@ export interface EnvContext {
    * the same input always gets the same outcome (never a TIMEOUT one time and a score the next).
    */
   readonly step_timeout_ms?: number;
+  /**
+   * The server's live per-task statistics for this env (read-only; envs that sample tasks by
+   * difficulty use it). Absent when the server keeps none.
+   */
+  readonly task_stats?: TaskStatsProvider;
 }
 
 /** Infrastructure failure: reported as SANDBOX_ERROR, never as a reward of 0. */

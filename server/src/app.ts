@@ -10,6 +10,7 @@ import { resolveConfig, type ServerConfig } from './config.js';
 import { Connection } from './connection.js';
 import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
+import { Observability } from './observability/index.js';
 import type { SandboxService } from './sandbox-adapter.js';
 import { ServerCore } from './server-core.js';
 
@@ -27,6 +28,8 @@ export interface SandgymApp {
   config: ServerConfig;
   registry: EnvRegistry;
   core: ServerCore;
+  /** Metrics, episode tracking and task statistics; null when config.metrics is false. */
+  observability: Observability | null;
   /** Open sessions server-wide (including makes in flight). */
   sessionCount(): number;
   /** The ws:// URL once listening (uses the bound address and port). */
@@ -46,6 +49,18 @@ async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger, 
   return createSandboxService(config, log, registry);
 }
 
+/**
+ * Where the server's own logger writes (stderr): JSON lines, or pino-pretty's text for a terminal.
+ * Unset log_format: pretty on a TTY, JSON otherwise (a log collector always gets JSON).
+ */
+async function logStream(cfg: ServerConfig): Promise<NodeJS.WritableStream> {
+  const format = cfg.log_format ?? (process.stderr.isTTY ? 'pretty' : 'json');
+  if (format === 'json') return process.stderr;
+  // Loaded only for pretty output; sync so a crash loses no line.
+  const { default: pretty } = await import('pino-pretty');
+  return pretty({ destination: 2, sync: true, colorize: process.stderr.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+}
+
 export async function buildApp(config: Partial<ServerConfig> = {}, options: BuildOptions = {}): Promise<SandgymApp> {
   const cfg = resolveConfig(config);
   const registry = options.registry ?? (await buildRegistry(cfg));
@@ -53,9 +68,11 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const logController = new LogController({ disableRequestLogging: true });
   const app = options.logger
     ? Fastify({ loggerInstance: options.logger, logController })
-    : Fastify({ logger: { level: cfg.log_level, stream: process.stderr }, logController });
+    : Fastify({ logger: { level: cfg.log_level, stream: await logStream(cfg) }, logController });
   const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
   const core = new ServerCore(cfg, registry, app.log, sandbox);
+  // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
+  const observability = cfg.metrics === false ? null : new Observability(core);
 
   await app.register(websocket, {
     options: {
@@ -106,22 +123,27 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
     const unauthorized = protocolError('UNAUTHORIZED', { reason: 'a bearer token is required' }, { reason: 'a bearer token is required' }).toWire();
     app.addHook('onRequest', (request, reply, done) => {
       const path = request.url.split('?', 1)[0] ?? '';
-      if (!/^\/v\d+\/(envs|schema)$/.test(path) || core.tokens.check(bearerToken(request.headers.authorization))) return done();
+      // /metrics and /vN/tasks/stats too: what the server runs and how the policy does are the operator's.
+      if (!/^\/(v\d+\/(envs|schema|tasks\/stats)|metrics)$/.test(path) || core.tokens.check(bearerToken(request.headers.authorization))) return done();
       void reply.code(401).header('www-authenticate', 'Bearer').send({ error: unauthorized });
     });
   }
-  registerHttpRoutes(app, core);
+  registerHttpRoutes(app, core, observability);
   // The browser inspector (GET /inspect): static page, its bundle is built lazily on first request.
   await app.register(inspectPlugin);
 
   app.addHook('onListen', async () => core.startTimers());
-  app.addHook('onClose', async () => core.stopTimers());
+  app.addHook('onClose', async () => {
+    core.stopTimers();
+    observability?.close();
+  });
 
   return {
     app,
     config: cfg,
     registry,
     core,
+    observability,
     sessionCount: () => core.sessionCount,
     url() {
       const addr = app.server.address();

@@ -56,6 +56,10 @@ export interface ServerConfig {
   tasks: string[];
   /** Task splits sessions may ask for (code-v0). Default all; a session gets eval only when it asks. */
   splits: ('train' | 'eval')[];
+  /** Prometheus metrics at GET /metrics and per-task statistics (docs/OBSERVABILITY.md). Default true. */
+  metrics?: boolean;
+  /** Log lines as JSON or pretty text for a terminal; unset: pretty on a TTY, JSON otherwise. */
+  log_format?: 'pretty' | 'json';
 }
 
 export interface PoolsConfig {
@@ -186,6 +190,8 @@ export const CONFIG_SCHEMA = {
     },
     tasks: { type: 'array', items: { type: 'string', minLength: 1 } },
     splits: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['train', 'eval'] } },
+    metrics: { type: 'boolean' },
+    log_format: { enum: ['pretty', 'json'] },
   },
 } as const;
 

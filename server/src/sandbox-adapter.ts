@@ -32,6 +32,7 @@ import {
   type DriverChoice,
   type DriverSandbox,
   type PoolStats,
+  type SandboxCreation,
   type SandboxDriver,
   type SandboxLimits,
   type SandboxSpec,
@@ -80,6 +81,8 @@ export interface SandboxService {
    * such an env is UNSUPPORTED there, never served with rewards that cannot be trusted.
    */
   unsupported(req: SandboxRequirement): string | null;
+  /** Listens for sandbox creation attempts (metrics: creation latency); absent when there are no pools. */
+  onSandboxCreated?(l: (e: SandboxCreation) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -198,6 +201,10 @@ export class PooledSandboxService implements SandboxService {
 
   forSession(_sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes {
     return new SessionProvider(this.pools, signal, onFailure);
+  }
+
+  onSandboxCreated(l: (e: SandboxCreation) => void): () => void {
+    return this.pools.onCreate(l);
   }
 
   /**

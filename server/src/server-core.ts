@@ -1,6 +1,7 @@
 // State shared by all connections of one server: config, registry, limits, counters, timers.
 import type { FastifyBaseLogger } from 'fastify';
 import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '../../protocol/src/index.js';
+import type { TaskStatsProvider } from '../../envs/src/api.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
 import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
@@ -34,6 +35,8 @@ export class ServerCore {
   pendingHandshakes = 0;
   /** Who hears about sessions and episodes (metrics, archive, task stats): `observers.add(o)`. */
   readonly observers: EpisodeObservers;
+  /** The per-task statistics view each env gets (EnvContext.task_stats); null when the server keeps none. */
+  taskStatsFor: ((envId: string) => TaskStatsProvider) | null = null;
   /** Socket bytes read / written by connections that have closed (open ones are read on demand: socketBytes). */
   private closedBytesIn = 0;
   private closedBytesOut = 0;

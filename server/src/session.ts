@@ -121,7 +121,9 @@ export class Session {
     let creating: Promise<EnvInstance> | null = null;
     try {
       if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost);
-      const base = { signal: abort.signal, logger: envLogger(logs), step_timeout_ms: core.config.step_timeout_ms };
+      // task_stats: the server's per-task statistics for this env, read-only (difficulty-based sampling).
+      const stats = core.taskStatsFor?.(entry.def.id);
+      const base = { signal: abort.signal, logger: envLogger(logs), step_timeout_ms: core.config.step_timeout_ms, ...(stats ? { task_stats: stats } : {}) };
       const ctx: EnvContext = sandboxes ? { ...base, sandboxes } : base;
       creating = callAsync(() => entry.def.create(ctx, kwargs));
       const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');

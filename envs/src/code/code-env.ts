@@ -130,6 +130,8 @@ class CodeEnvInstance implements EnvInstance {
   private readonly cache: GradeCache<GradeResult>;
   private readonly cap: number;
   private readonly agentRoot: string;
+  /** What the last bash command hit (PROTOCOL.md §11a: the agent's faults are observations, reported in info too). */
+  private lastBash: { timed_out: boolean; oom_killed: boolean } | null = null;
 
   constructor(
     private readonly opts: CodeEnvOptions,
@@ -215,6 +217,7 @@ class CodeEnvInstance implements EnvInstance {
     const tool = TOOLS.find((t) => t.name === name);
     if (!tool) throw new InvalidArgument(`unknown tool ${JSON.stringify(name)}`, '/name');
     this.steps += 1;
+    this.lastBash = null;
     const observation = await this.runTool(name, args ?? {});
     const submitted = name === 'submit';
     const truncated = !submitted && this.steps >= this.task.spec.max_steps;
@@ -242,6 +245,10 @@ class CodeEnvInstance implements EnvInstance {
       reward_components: components,
       score: this.shaper.current,
     };
+    if (this.lastBash) {
+      info.timed_out = this.lastBash.timed_out;
+      info.oom_killed = this.lastBash.oom_killed;
+    }
     if (grade) {
       info.grade = this.gradeInfo(grade);
       info.grader = this.provenance(grade);
@@ -305,6 +312,7 @@ class CodeEnvInstance implements EnvInstance {
       case 'bash': {
         const timeoutS = bashTimeoutS(args, DEFAULT_BASH_TIMEOUT_S, MAX_BASH_TIMEOUT_S);
         const r = await sb.exec({ argv: ['bash', '-c', String(args.command ?? '')], cwd: this.agentRoot, timeout_ms: timeoutS * 1000, max_output_bytes: 4 * this.cap });
+        this.lastBash = { timed_out: r.timed_out === true, oom_killed: r.oom_killed === true };
         return formatBashResult(r, timeoutS, this.cap);
       }
       case 'read_file': {
@@ -393,6 +401,7 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
     },
     rubric: rubricSpec(opts.weights ?? DEFAULT_WEIGHTS),
     tasks: { splits: opts.taskSet.splitCounts() },
+    catalog: () => opts.taskSet.list().map((t) => ({ id: t.spec.id, split: t.spec.split, hash: t.content_hash })),
     sandbox: { image: opts.image ?? tasks[0]?.spec.image ?? 'sandgym/python:1' },
     create(ctx: EnvContext, kwargs: Record<string, unknown>): EnvInstance {
       if (!ctx.sandboxes) throw new SandboxFailure('code-v0 needs sandboxes, but this server has no sandbox driver');

@@ -69,7 +69,7 @@ export type { DockerDriverOptions } from './docker/docker-driver.js';
 export { LocalDriver, LOCAL_CAPABILITIES } from './local/local-driver.js';
 export type { LocalDriverOptions } from './local/local-driver.js';
 export { SandboxPool, PoolSet } from './pool.js';
-export type { PoolOptions, PoolSetOptions, PoolStats } from './pool.js';
+export type { PoolOptions, PoolSetOptions, PoolStats, SandboxCreation } from './pool.js';
 export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
 export { NoSandboxDriverError, SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError, SandboxUnsupportedError } from './errors.js';

@@ -15,6 +15,15 @@ export interface PoolOptions {
   /** Run a command before a sandbox joins the pool (default true). */
   healthCheck?: boolean;
   logger?: SandboxLogger;
+  /** Told of every creation attempt (its duration, health check included, and whether it worked). */
+  onCreate?: (e: SandboxCreation) => void;
+}
+
+/** One sandbox creation attempt, as PoolOptions.onCreate hears it. */
+export interface SandboxCreation {
+  image: string;
+  ms: number;
+  ok: boolean;
 }
 
 export interface PoolStats {
@@ -185,6 +194,7 @@ export class SandboxPool {
 
   private async createOne(): Promise<void> {
     let sb: DriverSandbox | null = null;
+    const t0 = performance.now();
     try {
       sb = await this.driver.create(this.spec);
       if (this.opts.healthCheck !== false) {
@@ -203,6 +213,7 @@ export class SandboxPool {
     } finally {
       this.creating -= 1;
     }
+    this.opts.onCreate?.({ image: this.spec.image, ms: performance.now() - t0, ok: sb !== null });
     if (sb) this.offer(sb);
     if (this.consecutiveFailures >= 3 && this.waiters.length > 0 && this.creating === 0) {
       // Repeated failures (missing image, daemon down): fail waiters rather than hang them forever.
@@ -255,12 +266,16 @@ export interface PoolSetOptions extends PoolOptions {
   statsLogIntervalMs?: number;
 }
 
+/** Listeners of the creations of every pool of a PoolSet (PoolSet.onCreate). */
+type CreationListener = (e: SandboxCreation) => void;
+
 /** Routes specs to pools keyed by image + limits profile (+ workspace and env). */
 export class PoolSet {
   private readonly pools = new Map<string, SandboxPool>();
   private readonly owner = new Map<DriverSandbox, SandboxPool>();
   private readonly statsTimer: NodeJS.Timeout | null;
   private readonly log: SandboxLogger;
+  private creationListeners: CreationListener[] = [];
 
   constructor(
     readonly driver: SandboxDriver,
@@ -284,12 +299,26 @@ export class PoolSet {
     const { key, limits } = this.keyOf(spec);
     let p = this.pools.get(key);
     if (!p) {
-      p = new SandboxPool(this.driver, { ...spec, limits, pool: spec.pool ?? key }, this.opts, key);
+      const opts: PoolOptions = { ...this.opts, onCreate: (e) => this.created(e) };
+      p = new SandboxPool(this.driver, { ...spec, limits, pool: spec.pool ?? key }, opts, key);
       this.pools.set(key, p);
       p.start();
       this.log.info({ pool: key }, 'sandbox pool created');
     }
     return p;
+  }
+
+  /** Listens for the creation attempts of every pool (creation latency); returns the function that stops it. */
+  onCreate(l: CreationListener): () => void {
+    this.creationListeners = [...this.creationListeners, l];
+    return () => {
+      this.creationListeners = this.creationListeners.filter((x) => x !== l);
+    };
+  }
+
+  private created(e: SandboxCreation): void {
+    this.opts.onCreate?.(e);
+    for (const l of this.creationListeners) l(e);
   }
 
   /** Pre-creates the pool for a spec (e.g. for every env declaring a sandbox, at startup). */

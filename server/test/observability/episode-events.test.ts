@@ -29,7 +29,7 @@ function recorder(): { events: Ev[]; observer: EpisodeObserver } {
 
 describe('episode events', () => {
   it('tells open, reset, each step, errors and close, with references to what the client got', async () => {
-    server = await startServer();
+    server = await startServer({ metrics: false });
     const { events, observer } = recorder();
     server.core.observers.add(observer);
     const c = await RawClient.connect(server.url());
@@ -71,7 +71,7 @@ describe('episode events', () => {
   });
 
   it('a close mid-episode names the open episode; a new reset starts a new episode id', async () => {
-    server = await startServer();
+    server = await startServer({ metrics: false });
     const { events, observer } = recorder();
     server.core.observers.add(observer);
     const c = await RawClient.connect(server.url());
@@ -89,7 +89,7 @@ describe('episode events', () => {
   });
 
   it('an env error ends the episode: error event of scope session, then close names no episode', async () => {
-    server = await startServer();
+    server = await startServer({ metrics: false });
     const { events, observer } = recorder();
     server.core.observers.add(observer);
     const c = await RawClient.connect(server.url());
@@ -108,7 +108,7 @@ describe('episode events', () => {
     const lines: string[] = [];
     const { default: pino } = await import('pino');
     const logger = pino({ level: 'warn' }, { write: (s: string) => void lines.push(s) });
-    server = await startServer({}, { logger });
+    server = await startServer({ metrics: false }, { logger });
     let calls = 0;
     const remove = server.core.observers.add({
       name: 'thrower',
@@ -137,7 +137,7 @@ describe('episode events', () => {
   });
 
   it('with no observer, nothing is built: active is false', async () => {
-    server = await startServer();
+    server = await startServer({ metrics: false });
     expect(server.core.observers.active).toBe(false);
     const remove = server.core.observers.add({});
     expect(server.core.observers.active).toBe(true);

@@ -102,7 +102,7 @@ class ShellEpisode {
     this.task = task;
     return {
       observation: `${task.prompt}\n\nYou are in /workspace. Use the bash tool to run commands; call submit when done.`,
-      info: { seed: s, task_id: task.id, sandbox: this.sb.id },
+      info: { seed: s, task_id: task.id, split: 'train', sandbox: this.sb.id },
     };
   }
 
@@ -166,6 +166,8 @@ class ShellEpisode {
 
 export const shellEnv = defineEnv<Kwargs>({
   id: 'shell-v0',
+  // Task ids for metric labels and per-task statistics (all tasks are train).
+  catalog: () => SHELL_TASKS.map((t) => ({ id: t.id, split: 'train' })),
   description: `File-manipulation tasks in a sandbox (${SHELL_TASKS.length} tasks): a bash tool runs commands in /workspace, submit ends the episode; reward 1 when a check of the final filesystem state passes (${MAX_STEPS} tool calls max, the last one checked too). Reset options: {task_id?, split? ("train")}.`,
   observation_space: { type: 'text', max_length: OBS_MAX },
   action_space: { type: 'tool_call', tools: TOOLS },
