@@ -15,6 +15,7 @@ import type {
   PingResult,
   Request,
   ResetResult,
+  ResumeResult,
   ServerMessage,
   Space,
   StepResult,
@@ -32,9 +33,10 @@ export interface ResultByType {
   step: StepResult;
   close: CloseResult;
   batch: BatchResult;
+  resume: ResumeResult;
 }
 
-export const REQUEST_TYPES: readonly RequestType[] = ['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch'];
+export const REQUEST_TYPES: readonly RequestType[] = ['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'resume'];
 
 const fileOf = (t: RequestType): string => t.replace('_', '-');
 

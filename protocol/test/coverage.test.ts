@@ -45,7 +45,7 @@ describe('vector coverage', () => {
   });
 });
 
-const SERVER_CONFIG_KEYS = new Set(['fixtures', 'tokens', 'max_message_bytes', 'max_sessions_per_connection', 'max_sessions', 'max_batch', 'step_timeout_ms', 'idle_timeout_ms', 'heartbeat_ms']);
+const SERVER_CONFIG_KEYS = new Set(['fixtures', 'tokens', 'resume_grace_ms', 'max_message_bytes', 'max_sessions_per_connection', 'max_sessions', 'max_batch', 'step_timeout_ms', 'idle_timeout_ms', 'heartbeat_ms']);
 const STEP_KEYS = new Set(['send', 'send_raw', 'send_raw_hex', 'invalid', 'expect', 'expect_any_order', 'expect_close', 'note']);
 
 /** Replaces {"$var": name} with a plausible session id so the frame can be schema-checked. */

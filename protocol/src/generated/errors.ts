@@ -3,7 +3,7 @@
 // The error registry (protocol/schema/errors.json) as TypeScript.
 // Regenerate with `npm run gen`; protocol/test/generated.test.ts fails when this file is stale.
 
-export const ERROR_CODES = ["PARSE_ERROR","INVALID_MESSAGE","HANDSHAKE_REQUIRED","UNSUPPORTED_VERSION","UNKNOWN_TYPE","UNSUPPORTED","UNKNOWN_ENV","UNKNOWN_SESSION","INVALID_ARGUMENT","INVALID_ACTION","RESET_NEEDED","CAPACITY","TIMEOUT","ENV_ERROR","SANDBOX_ERROR","UNAUTHORIZED","TOO_LARGE","CONNECTION_TIMEOUT","SHUTTING_DOWN","INTERNAL"] as const;
+export const ERROR_CODES = ["PARSE_ERROR","INVALID_MESSAGE","HANDSHAKE_REQUIRED","UNSUPPORTED_VERSION","UNKNOWN_TYPE","UNSUPPORTED","UNKNOWN_ENV","UNKNOWN_SESSION","INVALID_ARGUMENT","INVALID_ACTION","RESET_NEEDED","CAPACITY","TIMEOUT","ENV_ERROR","SANDBOX_ERROR","UNAUTHORIZED","TOO_LARGE","CONNECTION_TIMEOUT","RESUME_EXPIRED","RESUME_REFUSED","SHUTTING_DOWN","INTERNAL"] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export type ErrorScope = 'request' | 'session' | 'connection';
@@ -37,6 +37,8 @@ export const ERROR_REGISTRY: Readonly<Record<ErrorCode, ErrorRegistryEntry>> = {
   UNAUTHORIZED: { retryable: false, scope: "connection", closeCode: 4401, message: "unauthorized: {reason}", description: "Missing or wrong bearer token. The server closes the connection." },
   TOO_LARGE: { retryable: false, scope: "connection", closeCode: 1009, message: "message exceeds {max_message_bytes} bytes", description: "A frame exceeded limits.max_message_bytes, or a connection sent more bytes before its hello succeeded than the server's handshake budget (details.limit is then handshake_max_bytes). The server closes the connection with 1009." },
   CONNECTION_TIMEOUT: { retryable: true, scope: "connection", closeCode: 4408, message: "{what} not completed within {timeout_ms} ms", description: "The connection did not complete hello within the handshake deadline, or left a message (a frame or its fragments) unfinished longer than the message deadline. The server closes the connection with 4408." },
+  RESUME_EXPIRED: { retryable: false, scope: "request", closeCode: null, message: "cannot resume: {reason}", description: "resume named a token the server holds no sessions for: the grace period (limits.resume_grace_ms) passed, the replies buffered while detached exceeded the session queue limits, the server restarted, resume is disabled, or the token was never issued. The old connection's sessions are closed and their sandboxes released; details.sessions lists them when the server still knows (a client fails its handles on them with this error). This connection stays open and usable." },
+  RESUME_REFUSED: { retryable: false, scope: "request", closeCode: null, message: "resume refused: {reason}", description: "resume named a live token it may not use: issued to another principal (another auth token), already spent by another resume, this connection's own, or sent on a connection that already holds sessions. The sessions stay where they are; a refusal never spends the token." },
   SHUTTING_DOWN: { retryable: true, scope: "connection", closeCode: 1001, message: "server is shutting down", description: "The server is going away; reconnect to another instance or later." },
   INTERNAL: { retryable: false, scope: "request", closeCode: 1011, message: "internal error: {reason}", description: "A bug in the server. The close code applies only when the error ends the connection." },
 };

@@ -22,6 +22,8 @@ from .errors import (  # one exception class per protocol error code (tests chec
     ParseError,
     RequestTimeoutError,
     ResetNeededError,
+    ResumeExpiredError,
+    ResumeRefusedError,
     SandboxError,
     SandgymError,
     ServerTimeoutError,
@@ -85,6 +87,8 @@ __all__ += [
     "UnauthorizedError",
     "TooLargeError",
     "ConnectionTimeoutError",
+    "ResumeExpiredError",
+    "ResumeRefusedError",
     "ShuttingDownError",
     "InternalError",
 ]

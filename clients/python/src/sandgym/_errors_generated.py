@@ -21,6 +21,8 @@ ERRORS = {
     "UNAUTHORIZED": {"retryable": False, "scope": "connection", "close_code": 4401, "message": "unauthorized: {reason}"},
     "TOO_LARGE": {"retryable": False, "scope": "connection", "close_code": 1009, "message": "message exceeds {max_message_bytes} bytes"},
     "CONNECTION_TIMEOUT": {"retryable": True, "scope": "connection", "close_code": 4408, "message": "{what} not completed within {timeout_ms} ms"},
+    "RESUME_EXPIRED": {"retryable": False, "scope": "request", "close_code": None, "message": "cannot resume: {reason}"},
+    "RESUME_REFUSED": {"retryable": False, "scope": "request", "close_code": None, "message": "resume refused: {reason}"},
     "SHUTTING_DOWN": {"retryable": True, "scope": "connection", "close_code": 1001, "message": "server is shutting down"},
     "INTERNAL": {"retryable": False, "scope": "request", "close_code": 1011, "message": "internal error: {reason}"},
 }
