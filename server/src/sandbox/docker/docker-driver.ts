@@ -60,6 +60,9 @@ export interface DockerDriverOptions {
   /** Bounded parallelism of container creation (the daemon serialises anyway). */
   createConcurrency?: number;
   hostname?: string;
+  /** Events stream reconnection: first delay and cap of the doubling backoff (defaults 250 ms, 5 s). */
+  eventsBackoffMs?: number;
+  eventsBackoffMaxMs?: number;
 }
 
 export const DOCKER_CAPABILITIES: DriverCapabilities = {
@@ -156,6 +159,13 @@ export class DockerDriver implements SandboxDriver {
   private readonly live = new Map<string, DockerSandbox>();
   private readonly leaseTimer: NodeJS.Timeout;
   private events: NodeJS.ReadableStream | null = null;
+  private started = false;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private reconnectAttempts = 0;
+  private eventsReconnects = 0;
+  private eventsLostAt: number | null = null;
+  /** Names of containers between createContainer and a started agent (reconcile leaves them alone). */
+  private readonly starting = new Set<string>();
   private closed = false;
   private creating = 0;
   private readonly createWaiters: (() => void)[] = [];
@@ -183,12 +193,29 @@ export class DockerDriver implements SandboxDriver {
     }
   }
 
-  /** Subscribes to die/oom events of this instance's containers. Call once before creating. */
+  /**
+   * Subscribes to die/oom events of this instance's containers. Call once before creating. When the
+   * stream is lost (the daemon restarted, its socket closed) it is re-opened with capped exponential
+   * backoff and `since` the loss, and the live sandboxes are then checked against the daemon's list
+   * (reconcile): a container the daemon no longer runs is a dead sandbox (SANDBOX_ERROR to its
+   * session), a container of ours the driver no longer tracks (a removal that failed while the daemon
+   * was away) is removed.
+   */
   async start(): Promise<void> {
-    if (this.events) return;
+    if (this.started) return;
+    await this.subscribe(undefined);
+    this.started = true;
+  }
+
+  private async subscribe(since: number | undefined): Promise<void> {
     const stream = (await this.docker.getEvents({
+      ...(since !== undefined ? { since } : {}),
       filters: { type: ['container'], event: ['die', 'oom'], label: [`${LABEL.owner}=${this.instanceId}`] },
     })) as NodeJS.ReadableStream;
+    if (this.closed) {
+      (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+      return;
+    }
     this.events = stream;
     let buf = '';
     stream.on('data', (chunk: Buffer) => {
@@ -200,10 +227,96 @@ export class DockerDriver implements SandboxDriver {
         if (line.trim()) this.onEvent(line);
       }
     });
-    stream.on('error', (e: Error) => this.log.warn({ err: e.message }, 'docker events stream error'));
-    stream.on('end', () => {
-      if (!this.closed) this.log.warn('docker events stream ended; OOM/exit reporting is off until restart');
-    });
+    stream.on('error', (e: Error) => this.onEventsLost(stream, `error: ${e.message}`));
+    stream.on('end', () => this.onEventsLost(stream, 'ended'));
+    stream.on('close', () => this.onEventsLost(stream, 'closed'));
+  }
+
+  private onEventsLost(stream: NodeJS.ReadableStream, how: string): void {
+    if (this.events !== stream) return; // one loss per stream ('error', 'end' and 'close' may all fire)
+    this.events = null;
+    (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    if (this.closed) return;
+    this.eventsLostAt ??= Date.now();
+    this.log.warn({ how }, 'docker events stream lost; reconnecting with backoff');
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.reconnectTimer || this.closed) return;
+    const base = this.opts.eventsBackoffMs ?? 250;
+    const cap = this.opts.eventsBackoffMaxMs ?? 5_000;
+    // Full jitter under a doubling cap: many servers on one daemon do not reconnect in lockstep.
+    const delay = Math.round(Math.min(cap, base * 2 ** Math.min(16, this.reconnectAttempts)) * (0.5 + Math.random() / 2));
+    this.reconnectAttempts += 1;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      void this.reconnect();
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private async reconnect(): Promise<void> {
+    if (this.closed) return;
+    // `since` a second before the loss (docker takes whole seconds): events the old stream missed come
+    // again; handling a die or oom twice is harmless.
+    const since = Math.floor((this.eventsLostAt ?? Date.now()) / 1000) - 1;
+    try {
+      await this.subscribe(since);
+    } catch (e) {
+      this.log.debug({ err: (e as Error).message, attempt: this.reconnectAttempts }, 'docker events reconnect failed');
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.closed) return;
+    this.log.info({ attempts: this.reconnectAttempts, down_ms: Date.now() - (this.eventsLostAt ?? Date.now()) }, 'docker events stream reconnected');
+    this.reconnectAttempts = 0;
+    this.eventsLostAt = null;
+    this.eventsReconnects += 1;
+    try {
+      await this.reconcile();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'reconcile after events reconnect failed');
+    }
+  }
+
+  /**
+   * Compares the live sandboxes with the daemon's containers of this instance. Runs after an events
+   * reconnect only (never on the per-step path): die events of a daemon that restarted are gone with
+   * it, so its answer is the evidence.
+   */
+  async reconcile(): Promise<{ died: string[]; removed: string[] }> {
+    const cs = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.instanceId}`] } });
+    const state = new Map<string, string>();
+    for (const c of cs) state.set(c.Names[0]?.replace(/^\//, '') ?? c.Id, c.State);
+    const died: string[] = [];
+    for (const [id, sb] of this.live) {
+      if (this.starting.has(id) || sb.deadReason) continue;
+      const st = state.get(id);
+      // 'paused' still holds the sandbox; the command deadline deals with a sandbox that stops answering.
+      if (st === 'running' || st === 'paused') continue;
+      died.push(id);
+      sb.markDied(st ? `container is ${st} after the Docker daemon's events stream was lost` : 'container gone: the Docker daemon lost it (restarted?)');
+    }
+    const removed: string[] = [];
+    for (const c of cs) {
+      const id = c.Names[0]?.replace(/^\//, '') ?? c.Id;
+      if (this.live.has(id) || this.starting.has(id)) continue;
+      try {
+        await this.docker.getContainer(c.Id).remove({ force: true });
+        removed.push(id);
+      } catch (e) {
+        const code = statusCode(e);
+        if (code !== 404 && code !== 409) this.log.warn({ sandbox: id, err: String(e) }, 'could not remove an untracked container of this instance');
+      }
+    }
+    if (died.length || removed.length) this.log.warn({ died, removed }, 'reconciled sandboxes with the Docker daemon');
+    return { died, removed };
+  }
+
+  /** Events-stream health, for tests and diagnostics. */
+  eventsState(): { connected: boolean; reconnects: number } {
+    return { connected: this.events !== null, reconnects: this.eventsReconnects };
   }
 
   private onEvent(line: string): void {
@@ -278,6 +391,15 @@ export class DockerDriver implements SandboxDriver {
       [LABEL.host]: this.opts.hostname ?? (await import('node:os')).hostname(),
       [LABEL.memory]: String(limits.memory_mb),
     };
+    this.starting.add(id);
+    try {
+      return await this.createStarted(id, spec, limits, workspace, labels, ttl);
+    } finally {
+      this.starting.delete(id);
+    }
+  }
+
+  private async createStarted(id: string, spec: SandboxSpec, limits: SandboxLimits, workspace: string, labels: Record<string, string>, ttl: number): Promise<DockerSandbox> {
     const container = await this.docker.createContainer(
       containerOptions({
         name: id,
@@ -358,6 +480,8 @@ export class DockerDriver implements SandboxDriver {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.leaseTimer);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
     await this.reaper?.stop();
     const ev = this.events as (NodeJS.ReadableStream & { destroy?: () => void }) | null;
