@@ -31,6 +31,10 @@ function jobs() {
     if (existsSync(venvPython)) list.push({ name: 'python_client_bench.py', command: venvPython, args: [join('bench', 'python_client_bench.py')] });
     else process.stderr.write('[bench] skipping python_client_bench.py: no .venv/bin/python (create the venv first)\n');
   }
+  // make_vec vs gymnasium's SyncVectorEnv / AsyncVectorEnv (needs the venv's gymnasium extra)
+  if (existsSync(join(benchDir, 'python_gym_vec_bench.py')) && existsSync(venvPython)) {
+    list.push({ name: 'python_gym_vec_bench.py', command: venvPython, args: [join('bench', 'python_gym_vec_bench.py')] });
+  }
   // `npm run bench -- ws-overhead` runs only the matching benchmarks.
   return only.length ? list.filter((j) => only.some((o) => j.name.includes(o))) : list;
 }
