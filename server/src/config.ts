@@ -43,6 +43,8 @@ export interface ServerConfig {
   max_queued_bytes: number;
   /** Unsent reply bytes server-wide; a connection not reading its replies is terminated when the total passes it. */
   max_buffered_output_bytes: number;
+  /** How long the sessions of a connection that dropped wait for a resume (PROTOCOL.md §5a); 0 = no resume. */
+  resume_grace_ms: number;
   /** Allows binding a non-loopback host without tokens. */
   insecure: boolean;
   /** Sandbox driver; unset or 'none' = no sandboxes (envs declaring one get UNSUPPORTED at make).
@@ -111,6 +113,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
   max_queued_requests: 4096,
   max_queued_bytes: 64 * 1024 * 1024,
   max_buffered_output_bytes: 512 * 1024 * 1024,
+  resume_grace_ms: 0,
   insecure: false,
   tasks: [],
   splits: ['train', 'eval'],
@@ -166,6 +169,8 @@ export const CONFIG_SCHEMA = {
     max_queued_requests: posInt,
     max_queued_bytes: { type: 'integer', minimum: 1024, maximum: 2 ** 40 },
     max_buffered_output_bytes: { type: 'integer', minimum: 1024 * 1024, maximum: 2 ** 40 },
+    // Up to a day: sandboxes are held meanwhile, so an unbounded grace would be a leak by configuration.
+    resume_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
     insecure: { type: 'boolean' },
     driver: { enum: ['docker', 'local', 'auto', 'none'] },
     pools: {

@@ -19,10 +19,12 @@ import {
   type HelloRequest,
   type MakeRequest,
   type Request,
+  type ResumeRequest,
   type StepRequest,
 } from '../../protocol/src/index.js';
 import { ProtocolError, reasonOf, sessionClosed } from './errors.js';
 import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
+import { principalOf, refused, ReplayLog, resumeDisabled, type Frame, type Resumable } from './resume.js';
 import type { ServerCore } from './server-core.js';
 import { Session, type BatchCollector, type Job, type SessionRequest, type SessionResult } from './session.js';
 
@@ -78,10 +80,13 @@ function receiverOf(ws: WebSocket): ReceiverState | null {
   return r && typeof r._state === 'number' && typeof r._fragmented === 'number' ? (r as ReceiverState) : null;
 }
 
+/** The close code a socket gets when it ended without a close frame (RFC 6455 §7.1.5): a drop. */
+const ABNORMAL_CLOSURE = 1006;
+
 /** ws's receiver state between frames (GET_INFO). */
 const RECEIVER_IDLE = 0;
 
-export class Connection {
+export class Connection implements Resumable {
   readonly sessions = new Map<string, Session>();
   /** Unique within the server process (episode events name it). */
   readonly id: string;
@@ -107,6 +112,20 @@ export class Connection {
   private unfinishedAt = 0;
   private readonly receiver: ReceiverState | null;
   private readonly onSocketData = (chunk: Buffer) => this.countPreHello(chunk.length);
+  // ---- session resume (PROTOCOL.md §5a) ----
+  /** Ids owed a reply, recent replies and frames held while detached; null when resume_grace_ms is 0. */
+  private readonly replay: ReplayLog | null;
+  /** Digest of the token this connection authenticated with: its resume tokens are bound to it. */
+  private principal = principalOf(null);
+  /** Key of this connection's live resume token in core.resume. */
+  private resumeKey: string | null = null;
+  /** The socket dropped and the sessions wait for a resume (the grace timer runs). */
+  private detached = false;
+  private graceTimer: NodeJS.Timeout | null = null;
+  /** No resume can take this connection's sessions any more: closed on purpose, expired or handed over. */
+  private ended = false;
+  /** The connection that resumed this one: replies of requests still running here follow the sessions there. */
+  private successor: Connection | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -116,6 +135,8 @@ export class Connection {
     authorization: string | undefined,
   ) {
     this.authed = !core.tokens.enabled;
+    const c = core.config;
+    this.replay = c.resume_grace_ms > 0 ? new ReplayLog(c.max_queued_requests, c.max_queued_bytes) : null;
     this.id = core.nextConnectionId();
     this.out = new WriteCoalescer(ws, socket, {
       // Room for a few of the largest frames the server accepts, and never below the default.
@@ -137,7 +158,7 @@ export class Connection {
     ws.on('pong', () => {
       this.alive = true;
     });
-    ws.on('close', () => this.onClose());
+    ws.on('close', (code: number) => this.onClose(code));
     core.log.debug({ connections: core.connections.size }, 'connection opened');
     if (core.shuttingDown) {
       this.sendError(null, err('SHUTTING_DOWN'), false);
@@ -145,8 +166,10 @@ export class Connection {
       return;
     }
     if (core.tokens.enabled && authorization !== undefined) {
-      if (core.tokens.check(authorization)) this.authed = true;
-      else this.reject('invalid bearer token in Authorization header', null, false);
+      if (core.tokens.check(authorization)) {
+        this.authed = true;
+        this.principal = principalOf(authorization);
+      } else this.reject('invalid bearer token in Authorization header', null, false);
     }
   }
 
@@ -182,6 +205,8 @@ export class Connection {
   /** Close with `code` and stop handling frames; a peer that never answers the close is dropped soon after. */
   private closeWith(code: number, reason: string): void {
     this.closed = true;
+    // The server ended it for a reason the client must act on: nothing to resume.
+    this.ended = true;
     this.out.flush();
     this.ws.close(code, reason);
     setTimeout(() => this.ws.terminate(), 2000).unref();
@@ -227,6 +252,7 @@ export class Connection {
       // Fast path only for sessions we issued (their ids are schema-valid by construction); anything
       // else goes through the validator so the error is exactly what the schema says.
       if (isPlainStep(msg) && this.handshaken && this.sessions.has(msg.session)) {
+        if (this.replay !== null) this.replay.received(msg.id);
         this.enqueue(msg, msg.id, isBinary, null, 0, bytes);
         return;
       }
@@ -261,6 +287,9 @@ export class Connection {
         return this.hello(m, bin);
     }
     if (!this.handshaken) return this.sendError(m.id, err('HANDSHAKE_REQUIRED'), bin);
+    if (m.type === 'resume') return this.resume(m, bin);
+    // A reply is owed from here on: a resume must know whether this id was received.
+    if (this.replay !== null) this.replay.received(m.id);
     switch (m.type) {
       case 'step':
       case 'reset':
@@ -289,8 +318,10 @@ export class Connection {
     }
     if (!this.authed) {
       const token = m.token;
-      if (typeof token === 'string' && this.core.tokens.check(token)) this.authed = true;
-      else {
+      if (typeof token === 'string' && this.core.tokens.check(token)) {
+        this.authed = true;
+        this.principal = principalOf(token);
+      } else {
         this.reject(token === undefined ? 'a bearer token is required' : 'invalid token', id, bin);
         return;
       }
@@ -311,7 +342,13 @@ export class Connection {
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = null;
     const hello = this.core.helloResult;
-    this.sendResult(id, version === hello.version ? hello : { ...hello, version }, bin);
+    let result = version === hello.version ? hello : { ...hello, version };
+    if (this.replay !== null) {
+      const issued = this.core.resume.issue(this, this.principal);
+      this.resumeKey = issued.key;
+      result = { ...result, resume_token: issued.token };
+    }
+    this.sendResult(id, result, bin);
   }
 
   private reject(reason: string, id: number | null, bin: boolean): void {
@@ -372,18 +409,20 @@ export class Connection {
       core.sessionCount--;
       return this.makeFailed(id, envId, opened, bin, t0);
     }
-    if (this.closed) {
-      // The connection went away while the env was being created.
+    // The sessions may have moved to a connection that resumed this one while the env was created.
+    const owner = this.latest();
+    if (owner.ended || (owner.closed && !owner.detached)) {
+      // The connection went away (with nothing to resume) while the env was being created.
       core.sessionCount--;
       void opened.close();
       return;
     }
-    this.sessions.set(sessionId, opened);
+    owner.sessions.set(sessionId, opened);
     if (core.observers.active) core.observers.open({ session_id: sessionId, env_id: envId, kwargs, connection_id: this.id, t: Date.now() });
     // Whole kwargs only when small: a 15 MB kwargs must not become a 15 MB log line.
     opened.logger.info(kwargsForLog(kwargs, frameBytes), 'session made');
     if (frameBytes > MAX_LOGGED_KWARGS_FRAME) opened.logger.debug({ kwargs }, 'session kwargs');
-    this.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
+    owner.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
   }
 
   // ---- session queues ----
@@ -486,6 +525,7 @@ export class Connection {
 
   /** Remove a closed session from this connection's books (once), and tell the episode observers. */
   private forget(s: Session, why: string, code?: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): void {
+    if (this.successor !== null) return this.latest().forget(s, why, code);
     if (this.sessions.get(s.id) !== s) return;
     this.sessions.delete(s.id);
     if (this.closedIds.size >= MAX_CLOSED_IDS) this.closedIds.clear();
@@ -504,10 +544,12 @@ export class Connection {
    * answered with `code` (SHUTTING_DOWN, SANDBOX_ERROR: what the client should act on), not as closed.
    */
   serverClose(sessionId: string, reason: string, code: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): Promise<void> {
+    if (this.successor !== null) return this.latest().serverClose(sessionId, reason, code);
     const s = this.sessions.get(sessionId);
     if (!s) return Promise.resolve();
     this.forget(s, reason, code);
-    if (!this.closed) this.sendEvent('session_closed', s.id, { reason, code });
+    // A detached connection holds the event for the resume.
+    if (!this.ended && (!this.closed || this.detached)) this.sendEvent('session_closed', s.id, { reason, code });
     return s.close(err(code, { reason, op: 'step' }, { reason }));
   }
 
@@ -535,7 +577,11 @@ export class Connection {
    * walking it again; any other frame is checked here, once.
    */
   private send(frame: { id?: number | null; type: string; [field: string]: unknown }, bin: boolean, checked = false): void {
-    if (this.ws.readyState !== 1) return;
+    // Handed over by a resume: the reply goes where the sessions went.
+    if (this.successor !== null) return this.latest().send(frame, bin, checked);
+    const open = this.ws.readyState === 1;
+    // A dropped socket of a resumable connection: the frame is held for the resume.
+    if (!open && (this.replay === null || this.ended || !this.handshaken)) return;
     let data: string | Uint8Array;
     try {
       data = checked ? encodeCheckedFrame(frame, bin) : encodeFrame(frame, bin);
@@ -544,7 +590,10 @@ export class Connection {
       this.core.log.error({ err: e }, 'could not encode a reply');
       data = encodeFrame(err('INTERNAL', { reason: 'reply could not be encoded' }).toFrame(frame.id ?? null), bin);
     }
+    const id = typeof frame.id === 'number' ? frame.id : null;
+    if (!open) return this.hold({ id, data });
     this.out.send(data);
+    if (this.replay !== null && id !== null) this.replay.sent({ id, data });
   }
 
   private sendResult(id: number, result: object, bin: boolean): void {
@@ -581,17 +630,146 @@ export class Connection {
     }
   }
 
-  private onClose(): void {
+  private onClose(code?: number): void {
     this.closed = true;
     if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = null;
     this.socket.removeListener('data', this.onSocketData);
     this.core.removeConnection(this, this.address, this.handshaken);
-    this.core.log.debug({ sessions: this.sessions.size }, 'connection closed');
+    this.core.log.debug({ sessions: this.sessions.size, code }, 'connection closed');
+    if (this.mayDetach(code)) return this.detach();
+    this.ended = true;
+    this.core.resume.revoke(this.resumeKey);
+    this.resumeKey = null;
+    this.replay?.clear();
     for (const s of [...this.sessions.values()]) {
       this.forget(s, 'connection closed');
       void s.close();
     }
+  }
+
+  // ---- session resume (PROTOCOL.md §5a) ----
+
+  /** The connection that now holds what this one held (itself unless a resume took it over). */
+  private latest(): Connection {
+    let c: Connection = this;
+    while (c.successor !== null) c = c.successor;
+    return c;
+  }
+
+  /**
+   * A drop, not a goodbye: the socket ended without a close frame from the client (1006: a cut
+   * connection, a dead peer, a missed heartbeat), after hello, while it held something a resume could
+   * return. Any close frame, whatever its code, is the client saying it is done.
+   */
+  private mayDetach(code: number | undefined): boolean {
+    const r = this.replay;
+    if (r === null || this.ended || !this.handshaken || this.core.shuttingDown) return false;
+    if (code !== ABNORMAL_CLOSURE) return false;
+    return this.sessions.size > 0 || this.pendingMakes > 0 || r.inflight.size > 0 || r.heldCount > 0;
+  }
+
+  private detach(): void {
+    this.detached = true;
+    this.core.resume.detached.add(this);
+    const grace = this.core.config.resume_grace_ms;
+    this.graceTimer = setTimeout(() => void this.expire(`the grace period of ${grace} ms passed without a resume`), grace);
+    this.graceTimer.unref();
+    this.core.log.info({ sessions: this.sessions.size, grace_ms: grace }, 'connection dropped; sessions held for a resume');
+  }
+
+  /** A frame produced while the socket is gone; past the session queue limits the sessions are closed. */
+  private hold(f: Frame): void {
+    const r = this.replay as ReplayLog;
+    if (r.hold(f)) return;
+    const c = this.core.config;
+    void this.expire(`the replies held for the resume passed the limits (max_queued_requests ${c.max_queued_requests}, max_queued_bytes ${c.max_queued_bytes})`);
+  }
+
+  /**
+   * No resume will come (grace passed, held replies overflowed, shutdown): the sessions are closed,
+   * their sandboxes released, and a later resume with the token gets RESUME_EXPIRED saying why.
+   */
+  expire(reason: string): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    this.ended = true;
+    this.detached = false;
+    this.core.resume.detached.delete(this);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.graceTimer = null;
+    const sessions = [...this.sessions.values()];
+    this.core.resume.revoke(this.resumeKey, { spent: false, reason, sessions: sessions.map((s) => s.id) });
+    this.resumeKey = null;
+    this.replay?.clear();
+    this.core.log.info({ sessions: sessions.length, reason }, 'no resume: sessions closed');
+    return Promise.all(
+      sessions.map((s) => {
+        this.forget(s, reason);
+        return s.close();
+      }),
+    ).then(() => undefined);
+  }
+
+  /**
+   * resume: takes the sessions of the connection the token names (detached, or still open when the
+   * client saw the drop first), answers which pending ids were never received, then delivers the
+   * replies owed, in the order they were produced, each once.
+   */
+  private resume(m: ResumeRequest, bin: boolean): void {
+    const core = this.core;
+    const r = this.replay;
+    if (r === null) return this.sendError(m.id, resumeDisabled(), bin);
+    if (this.sessions.size > 0 || this.pendingMakes > 0) return this.sendError(m.id, refused('this connection already holds sessions; resume on a new connection'), bin);
+    // Checked before claiming, so presenting one's own token does not spend it.
+    if (core.resume.peek(m.token) === this) return this.sendError(m.id, refused("the token is this connection's own"), bin);
+    const claimed = core.resume.claim(m.token, this.principal);
+    if (claimed instanceof ProtocolError) {
+      core.log.debug({ code: claimed.code }, 'resume refused');
+      return this.sendError(m.id, claimed, bin);
+    }
+    core.resume.revoke(claimed.key, { spent: true, reason: 'spent', sessions: [] });
+    const old = claimed.conn;
+    const owed = old.handOver(this, m.pending ?? []);
+    // One live token per connection: the one its hello returned is spent too.
+    core.resume.revoke(this.resumeKey, { spent: true, reason: 'replaced', sessions: [] });
+    const issued = core.resume.issue(this, this.principal);
+    this.resumeKey = issued.key;
+    this.sendResult(m.id, { resume_token: issued.token, sessions: [...this.sessions.keys()], unseen: owed.unseen, lost: owed.lost }, bin);
+    for (const f of owed.frames) {
+      this.out.send(f.data);
+      if (f.id !== null) {
+        r.received(f.id);
+        r.sent(f);
+      }
+    }
+    core.log.info({ sessions: this.sessions.size, delivered: owed.frames.length, unseen: owed.unseen.length, lost: owed.lost.length }, 'connection resumed');
+  }
+
+  /** The resume side of `resume`: this connection's sessions and what it owes move to `to`. */
+  private handOver(to: Connection, pending: readonly number[]): { unseen: number[]; lost: number[]; frames: Frame[] } {
+    this.ended = true;
+    this.closed = true;
+    this.successor = to;
+    this.detached = false;
+    this.core.resume.detached.delete(this);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.graceTimer = null;
+    this.resumeKey = null;
+    // Idle time is not counted while detached: the grace period bounds it.
+    const now = Date.now();
+    for (const [id, s] of this.sessions) {
+      s.lastActive = now;
+      to.sessions.set(id, s);
+    }
+    this.sessions.clear();
+    for (const id of this.closedIds) to.closedIds.add(id);
+    const owed = (this.replay as ReplayLog).handOver(pending, to.replay as ReplayLog);
+    // Still open (the client saw the drop before the server did): this socket is done.
+    if (this.ws.readyState === 0 || this.ws.readyState === 1) {
+      this.ws.close(CLOSE_CODES.NORMAL, 'resumed on another connection');
+      setTimeout(() => this.ws.terminate(), 2000).unref();
+    }
+    return owed;
   }
 
   async shutdown(): Promise<void> {

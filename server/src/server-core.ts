@@ -7,6 +7,7 @@ import { TokenChecker } from './auth.js';
 import type { ServerConfig } from './config.js';
 import type { Connection } from './connection.js';
 import { DeadlineSweeper } from './deadline.js';
+import { ResumeTokens } from './resume.js';
 import { EpisodeObservers } from './observability/episode-events.js';
 import type { OpLimits } from './session.js';
 import type { Readiness, SandboxService } from './sandbox-adapter.js';
@@ -33,6 +34,8 @@ export class ServerCore {
   private readonly perAddress = new Map<string, number>();
   /** Connections that have not completed hello yet (max_pending_handshakes). */
   pendingHandshakes = 0;
+  /** Resume tokens and the connections detached awaiting a resume (PROTOCOL.md §5a). */
+  readonly resume = new ResumeTokens<Connection>();
   /** Who hears about sessions and episodes (metrics, archive, task stats): `observers.add(o)`. */
   readonly observers: EpisodeObservers;
   /** The per-task statistics view each env gets (EnvContext.task_stats); null when the server keeps none. */
@@ -62,7 +65,7 @@ export class ServerCore {
     this.helloResult = {
       version: Math.max(...PROTOCOL_VERSIONS),
       server: { name: 'sandgym', version: SERVER_VERSION },
-      capabilities: { batch: true, msgpack: true, pipelining: true, tool_call: true, events: true, sandbox: sandbox !== null },
+      capabilities: { batch: true, msgpack: true, pipelining: true, tool_call: true, events: true, sandbox: sandbox !== null, resume: config.resume_grace_ms > 0 },
       limits: {
         max_message_bytes: config.max_message_bytes,
         max_sessions: config.max_sessions_per_connection,
@@ -72,6 +75,7 @@ export class ServerCore {
         max_queued_requests: config.max_queued_requests,
         max_queued_bytes: config.max_queued_bytes,
         message_timeout_ms: config.message_timeout_ms,
+        resume_grace_ms: config.resume_grace_ms,
       },
     };
   }
@@ -173,6 +177,8 @@ export class ServerCore {
     this.shuttingDown = true;
     this.stopTimers();
     await Promise.all([...this.connections].map((c) => c.shutdown()));
+    // Sessions waiting for a resume that cannot come now.
+    await this.resume.expireAll('server is shutting down');
     if (this.sandbox) {
       try {
         await this.sandbox.close();

@@ -32,6 +32,7 @@ describe.each([
       max_queued_requests: 4096,
       max_queued_bytes: 64 * 1024 * 1024,
       message_timeout_ms: 60000,
+      resume_grace_ms: 0,
     });
     await c.close();
   });

@@ -5,6 +5,7 @@ import { loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type Serv
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { ARCHIVE_HELP, ARCHIVE_OPTIONS, archiveOptionsFromValues } from './serve-archive.js';
 
 export const SERVE_HELP = `Usage: sandgym serve [options]
 
@@ -22,7 +23,7 @@ Options:
                          env_modules, driver, pools, max_message_bytes, max_sessions,
                          max_sessions_per_connection, max_batch, step_timeout_ms,
                          reset_timeout_ms, idle_timeout_ms, heartbeat_ms,
-                         log_level, insecure, tasks, splits, sandbox:
+                         log_level, insecure, tasks, splits, resume_grace_ms, sandbox:
                          see docs/SANDBOX.md)
   --fixtures             also register the test/* fixture envs
   --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto | none
@@ -34,7 +35,11 @@ Options:
   --splits <a,b>         task splits sessions may ask for: train, eval (default
                          both; a session gets eval tasks only when it asks for them)
   --insecure             allow a non-loopback host without tokens
+  --resume-grace-ms <n>  keep a dropped connection's sessions (and sandboxes) this
+                         long for the client to resume them from a new connection
+                         (default 0: no resume, a drop closes its sessions)
   --log-level <level>    fatal|error|warn|info|debug|trace|silent (default info)
+${ARCHIVE_HELP}
   -h, --help             show this help
 
 Tokens are also read from SANDGYM_TOKENS (comma separated).
@@ -60,6 +65,8 @@ export const SERVE_COMMAND = {
     splits: { type: 'string' },
     insecure: { type: 'boolean' },
     'log-level': { type: 'string' },
+    ...ARCHIVE_OPTIONS,
+    'resume-grace-ms': { type: 'string' },
   },
 } as const satisfies CommandDef<OptionDefs>;
 
@@ -81,6 +88,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   const driver = values.driver === undefined ? undefined : choiceValue('driver', values.driver, DRIVERS, cmd);
   for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
   const splits = values.splits === undefined ? undefined : choiceListValue('splits', values.splits, SPLITS, cmd);
+  const resumeGrace = values['resume-grace-ms'] === undefined ? undefined : intValue('resume-grace-ms', values['resume-grace-ms'], 0, 24 * 3600_000, cmd);
 
   const fileLayer = values.config ? await loadConfigFile(values.config) : {};
   const fileTokens = values['tokens-file'] ? await loadTokensFile(values['tokens-file']) : [];
@@ -95,6 +103,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     splits,
     insecure: values.insecure,
     log_level: level,
+    resume_grace_ms: resumeGrace,
   };
   const cfg = resolveConfig(fileLayer, flags);
   // `sandgym serve` (and so `npm start`) offers sandboxed envs out of the box: Docker when a daemon
@@ -118,7 +127,11 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
     io.out(SERVE_HELP + '\n');
     return EXIT.OK;
   }
-  const { app } = await buildApp(cfg);
+  const archive = archiveOptionsFromValues(parseCommand(SERVE_COMMAND, argv)?.values ?? {}, SERVE_COMMAND.name);
+  const sg = await buildApp(cfg);
+  const { app } = sg;
+  // Before listen: hello announces it, and app.close() (the signal path below) flushes it.
+  if (archive) await (await import('../observability/archive/index.js')).installArchive(sg, archive);
   // Handlers go in before the listening line is printed: a supervisor may signal as soon as it
   // sees it, and an uninstalled handler means the default action (die without cleanup).
   let stopping = false;
