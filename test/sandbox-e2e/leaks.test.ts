@@ -41,6 +41,14 @@ describe.skipIf(!HAS_DOCKER)('sandbox leaks through the server CLI (docker)', ()
     spawned.push(second);
     const took = await waitFor(async () => (await containersWithLabel(`sandgym.owner=${owner}`)).length === 0, 60_000, `containers of instance ${owner} to be gone`);
     expect(took).toBeLessThan(60_000);
+    // The new server on the same daemon serves episodes (issue #13 item 8: restarted after a SIGKILL).
+    const client2 = await connect(second.url);
+    const env2 = await client2.make('shell-v0');
+    await env2.reset({ options: { task_id: 'create-file' } });
+    const s1 = await env2.step(bash("echo 'hello world' > hello.txt"));
+    const s2 = await env2.step({ name: 'submit', arguments: {} });
+    expect(s1.reward + s2.reward).toBe(1);
+    await client2.close();
     await second.close('SIGTERM');
     // A clean shutdown removes the second instance's own pool too.
     const pid2 = second.proc.pid!;
