@@ -446,3 +446,14 @@ def test_disabled_autoreset_steps_an_ended_env_only_after_reset(url: str) -> Non
             warnings.simplefilter("ignore")
             with pytest.raises(errors.ResetNeededError):
                 envs.step(np.array([1, 0]))
+
+
+def test_readme_vector_envs_snippet_runs(url: str) -> None:
+    """The README's make_vec example, as written (only the URL is the test server's)."""
+    from _server import REPO
+
+    readme = (REPO / "clients" / "python" / "README.md").read_text("utf-8")
+    section = readme.split("### Vector envs", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "make_vec(" in code and "ws://127.0.0.1:8765/v2/ws" in code
+    exec(compile(code.replace("ws://127.0.0.1:8765/v2/ws", url), "README.md", "exec"), {})

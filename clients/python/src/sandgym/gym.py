@@ -40,7 +40,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from . import _core, spaces as _spaces
-from .errors import ConnectionClosedError, SandgymError
+from .errors import SandgymError
 from .sync import Client, Env
 
 __all__ = ["SandgymEnv", "SandgymVectorEnv", "make", "make_vec"]
@@ -186,16 +186,16 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
         try:
             for _ in range(num_envs):
                 self.remotes.append(client.make(env_id, **(env_kwargs or {})))
+            first = self.remotes[0]
+            self._obs_space = first.observation_space
+            self._act_space = first.action_space
+            self.single_observation_space = _spaces.to_gym_space(self._obs_space)
+            self.single_action_space = _spaces.to_gym_space(self._act_space)
         except BaseException:
-            self.close()
+            self.close()  # the sessions made so far, in one frame
             raise
-        first = self.remotes[0]
-        self._obs_space = first.observation_space
-        self._act_space = first.action_space
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
-        self.single_observation_space = _spaces.to_gym_space(self._obs_space)
-        self.single_action_space = _spaces.to_gym_space(self._act_space)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._max_batch = max(1, int(client.limits.get("max_batch") or 64))
