@@ -100,6 +100,17 @@ export interface EnvContext {
    * difficulty use it). Absent when the server keeps none.
    */
   readonly task_stats?: TaskStatsProvider;
+  /**
+   * Write-only: what the env records for its running episode, kept by the server's trajectory archive
+   * so the episode can be re-graded later (`sandgym rescore`). Present only when the server keeps it;
+   * an env records only what the agent could see (never hidden tests).
+   */
+  readonly artifacts?: EpisodeArtifacts;
+}
+
+/** EnvContext.artifacts. Names in use: `final_workspace` (a tar of the workspace the env graded last). */
+export interface EpisodeArtifacts {
+  put(name: string, data: Uint8Array): void;
 }
 
 /** Infrastructure failure: reported as SANDBOX_ERROR, never as a reward of 0. */

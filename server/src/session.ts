@@ -124,7 +124,10 @@ export class Session {
       // task_stats: the server's per-task statistics for this env, read-only (difficulty-based sampling).
       const stats = core.taskStatsFor?.(entry.def.id);
       const base = { signal: abort.signal, logger: envLogger(logs), step_timeout_ms: core.config.step_timeout_ms, ...(stats ? { task_stats: stats } : {}) };
-      const ctx: EnvContext = sandboxes ? { ...base, sandboxes } : base;
+      // EnvContext.artifacts only when the archive keeps them: an env records nothing otherwise.
+      const sink = core.observers.artifacts;
+      const artifacts = sink ? { put: (name: string, data: Uint8Array) => sink({ session_id: id, name, data }) } : undefined;
+      const ctx: EnvContext = { ...base, ...(sandboxes ? { sandboxes } : {}), ...(artifacts ? { artifacts } : {}) };
       creating = callAsync(() => entry.def.create(ctx, kwargs));
       const instance = await core.deadlines.race(creating, core.config.reset_timeout_ms, 'make');
       if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {

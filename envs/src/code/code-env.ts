@@ -10,7 +10,7 @@
 import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
-import { InvalidArgument, SandboxFailure, type EnvContext, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
+import { InvalidArgument, SandboxFailure, type EnvContext, type EpisodeArtifacts, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
@@ -139,6 +139,8 @@ class CodeEnvInstance implements EnvInstance {
     private readonly kwargs: Kwargs,
     /** The grading run's budget: the step deadline less what acquiring and copying may take. */
     private readonly gradeBudgetMs?: number,
+    /** The server's archive of this episode's artifacts (EnvContext.artifacts), when it keeps one. */
+    private readonly artifacts?: EpisodeArtifacts,
   ) {
     this.cache = new GradeCache<GradeResult>(opts.cacheCapacity ?? 64);
     this.cap = opts.outputChars ?? DEFAULT_OUTPUT_CHARS;
@@ -292,6 +294,8 @@ class CodeEnvInstance implements EnvInstance {
   private async grade(): Promise<GradeResult> {
     const task = this.task as LoadedTask;
     const tar = await (this.sb as Sandbox).getTar(this.agentRoot);
+    // The workspace exactly as the grader gets it: what `sandgym rescore` re-grades (the agent's files only).
+    this.artifacts?.put('final_workspace', tar);
     const p = this.opts.paths;
     return gradeSubmission(task, tar, {
       provider: this.provider,
@@ -410,7 +414,7 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
       if (budget !== undefined && budget < (RUN_OVERHEAD_S + 5) * 1000) {
         throw new Error(`code-v0 needs step_timeout_ms >= ${GRADE_MARGIN_MS + (RUN_OVERHEAD_S + 5) * 1000} so that a test run ends inside the step deadline (got ${ctx.step_timeout_ms})`);
       }
-      const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs, budget);
+      const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs, budget, ctx.artifacts);
       ctx.signal.addEventListener('abort', () => void inst.close(), { once: true });
       return inst;
     },

@@ -87,6 +87,16 @@ export interface CloseEvent {
   t: number;
 }
 
+/**
+ * What an env recorded for its running episode through EnvContext.artifacts (code-v0: the workspace tar
+ * it graded last), for the trajectory archive's re-scoring. Not an observer method: one consumer at most.
+ */
+export interface ArtifactEvent {
+  session_id: string;
+  name: string;
+  data: Uint8Array;
+}
+
 export interface EpisodeObserver {
   /** A name for the log line when it throws. */
   readonly name?: string;
@@ -110,6 +120,8 @@ export class EpisodeObservers {
   private readonly warned = new WeakSet<EpisodeObserver>();
   /** False while nobody listens: callers then build no event at all. */
   active = false;
+  /** The consumer of env artifacts (the archive), or null: sessions then give envs no EnvContext.artifacts. */
+  artifacts: ((e: ArtifactEvent) => void) | null = null;
 
   constructor(private readonly log: WarnLogger) {}
 

@@ -1,0 +1,159 @@
+// The archive's writer: finished episode lines are batched, gzipped on the thread pool and put to the
+// store as one object per batch, off the step path. Memory is bounded: every serialised byte the archive
+// holds (steps of running episodes, finished lines waiting, a batch being written or retried) is counted
+// against max_bytes, and what would pass it is dropped and counted, never waited for (the step path is
+// never blocked by a slow or unreachable store). Policy documented in docs/OBSERVABILITY.md.
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import type { ArchiveStore } from './store.js';
+
+const gzipAsync = promisify(gzip);
+
+export type DropReason = 'memory' | 'episode_too_large' | 'store_error';
+
+export interface WriterOptions {
+  store: ArchiveStore;
+  /** Serialised bytes the archive may hold in memory (running + finished, not yet written). */
+  maxBytes: number;
+  /** A batch is written once its lines reach this many bytes... */
+  batchBytes: number;
+  /** ...or once its oldest line is this old. */
+  flushMs: number;
+  /** Attempts per batch (the S3 client also retries each request). */
+  attempts?: number;
+  /** Wait before the second attempt (doubles each time). */
+  retryMs?: number;
+  log: { warn(o: object, m: string): void; error(o: object, m: string): void };
+}
+
+export interface ArchiveStats {
+  instance: string;
+  location: string;
+  episodes_written: number;
+  objects_written: number;
+  /** Compressed bytes put to the store. */
+  bytes_written: number;
+  episodes_dropped: Record<DropReason, number>;
+  /** Serialised bytes held now (against max_bytes). */
+  held_bytes: number;
+  write_errors: number;
+}
+
+/** Object names sort by time across replicas: UTC date folders, then time, then the writer's instance and sequence. */
+export function objectName(now: Date, instance: string, seq: number): string {
+  const iso = now.toISOString(); // 2026-12-01T23:59:59.123Z
+  const day = iso.slice(0, 10).replace(/-/g, '/');
+  const stamp = iso.replace(/[-:]/g, '').replace('.', '');
+  return `${day}/${stamp}-${instance}-${String(seq).padStart(6, '0')}.jsonl.gz`;
+}
+
+/** 16 hex characters, new per server process: two replicas never write the same object name. */
+export function newInstanceId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+export class ArchiveWriter {
+  readonly instance = newInstanceId();
+  private held = 0;
+  private lines: string[] = [];
+  private lineBytes = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private seq = 0;
+  /** Batches are written one at a time, in order. */
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly counters = { episodes_written: 0, objects_written: 0, bytes_written: 0, write_errors: 0 };
+  private readonly dropped: Record<DropReason, number> = { memory: 0, episode_too_large: 0, store_error: 0 };
+  private lastDropWarn = 0;
+
+  constructor(private readonly opts: WriterOptions) {}
+
+  /** Books `n` bytes; false (nothing booked) when that would pass max_bytes. */
+  reserve(n: number): boolean {
+    if (this.held + n > this.opts.maxBytes) return false;
+    this.held += n;
+    return true;
+  }
+
+  release(n: number): void {
+    this.held -= n;
+  }
+
+  /** Counts a dropped episode (its bytes already released) and warns at most every 10 s. */
+  drop(reason: DropReason, episodeId: string, count = 1): void {
+    this.dropped[reason] += count;
+    const now = Date.now();
+    if (now - this.lastDropWarn > 10_000) {
+      this.lastDropWarn = now;
+      this.opts.log.warn({ reason, episode: episodeId, dropped: { ...this.dropped }, held_bytes: this.held, max_bytes: this.opts.maxBytes }, 'archive dropped an episode');
+    }
+  }
+
+  /** A finished episode's line, its bytes already booked. After close() it is written by the next flush() only. */
+  enqueue(line: string, bytes: number): void {
+    this.lines.push(line);
+    this.lineBytes += bytes;
+    if (this.lineBytes >= this.opts.batchBytes) this.cut();
+    else if (this.timer === null && !this.closed) {
+      this.timer = setTimeout(() => this.cut(), this.opts.flushMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Starts writing the current batch (if any); resolves when it and every earlier one are done. */
+  flush(): Promise<void> {
+    this.cut();
+    return this.chain;
+  }
+
+  /** Flushes and refuses timers from now on (shutdown: the caller flushes what is still finishing). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flush();
+  }
+
+  stats(): ArchiveStats {
+    return { instance: this.instance, location: this.opts.store.location, ...this.counters, episodes_dropped: { ...this.dropped }, held_bytes: this.held, write_errors: this.counters.write_errors };
+  }
+
+  private cut(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.lines.length === 0) return;
+    const lines = this.lines;
+    const bytes = this.lineBytes;
+    this.lines = [];
+    this.lineBytes = 0;
+    const name = objectName(new Date(), this.instance, ++this.seq);
+    this.chain = this.chain.then(() => this.write(name, lines, bytes));
+  }
+
+  private async write(name: string, lines: string[], bytes: number): Promise<void> {
+    const attempts = this.opts.attempts ?? 4;
+    let wait = this.opts.retryMs ?? 500;
+    try {
+      const body = await gzipAsync(lines.join('\n') + '\n');
+      for (let i = 1; ; i++) {
+        try {
+          await this.opts.store.put(name, body);
+          this.counters.objects_written++;
+          this.counters.episodes_written += lines.length;
+          this.counters.bytes_written += body.byteLength;
+          return;
+        } catch (e) {
+          this.counters.write_errors++;
+          if (i >= attempts) throw e;
+          this.opts.log.warn({ err: e, object: name, attempt: i, location: this.opts.store.location }, 'archive write failed; retrying');
+          await new Promise((r) => setTimeout(r, wait).unref());
+          wait *= 2;
+        }
+      }
+    } catch (e) {
+      this.dropped.store_error += lines.length;
+      this.opts.log.error({ err: e, object: name, episodes: lines.length, location: this.opts.store.location }, 'archive batch lost: the store refused it');
+    } finally {
+      this.held -= bytes;
+    }
+  }
+}
