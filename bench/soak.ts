@@ -244,11 +244,14 @@ async function main(): Promise<void> {
   }
 
   const window = Math.min(5 * 60_000, (args.seconds * 1000) / 5);
-  const first = samples.filter((s) => s.t - t0 <= window);
-  const lastW = samples.filter((s) => until - s.t <= window);
+  // Windows are measured from the first and last samples, so a short run still has one in each.
+  const tFirst = samples[0]?.t ?? t0;
+  const tLast = samples[samples.length - 1]?.t ?? until;
+  const first = samples.filter((s) => s.t - tFirst <= window);
+  const lastW = samples.filter((s) => tLast - s.t <= window);
   const mean = (xs: Sample[], f: (s: Sample) => number) => (xs.length ? xs.reduce((a, s) => a + f(s), 0) / xs.length : 0);
   // The slope skips the first window: pools filling, JIT and first-use allocations are not a leak.
-  const steady = samples.filter((s) => s.t - t0 > window);
+  const steady = samples.filter((s) => s.t - tFirst > window);
   const summary = {
     command: `npm run soak -- ${process.argv.slice(2).join(' ')}`,
     seconds: Math.round(elapsed),
