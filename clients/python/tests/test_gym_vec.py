@@ -457,3 +457,76 @@ def test_readme_vector_envs_snippet_runs(url: str) -> None:
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "make_vec(" in code and "ws://127.0.0.1:8765/v2/ws" in code
     exec(compile(code.replace("ws://127.0.0.1:8765/v2/ws", url), "README.md", "exec"), {})
+
+
+def test_malformed_actions_are_refused_not_coerced(url: str) -> None:
+    with sandgym.gym.make_vec(url, "test/counter-v0", 2) as envs:
+        envs.reset()
+        with pytest.raises(TypeError):
+            envs.step(None)
+        with pytest.raises(ValueError, match="actions"):
+            envs.step([1])
+        with pytest.raises(errors.InvalidActionError, match=r"1\.5"):  # never truncated to 1
+            envs.step(np.array([1.5, 0.0]))
+        with pytest.raises(errors.InvalidActionError):
+            envs.step(("1", "0"))
+        obs, *_ = envs.step(np.array([True, 0]))  # gymnasium's Discrete contains True (== 1)
+        assert obs.tolist() == [1, 0]
+    env = sandgym.gym.make(url, "test/counter-v0")
+    try:
+        env.reset()
+        with pytest.raises(errors.InvalidActionError):
+            env.step(1.5)
+        assert env.step(np.int64(1))[0] == 1 and env.step(np.array(1))[0] == 2
+    finally:
+        env.close()
+    with sandgym.gym.make_vec(url, "wordle-v0", 2, encoding="msgpack") as envs:
+        envs.reset(seed=0)
+        with pytest.raises(errors.InvalidActionError) as ei:
+            envs.step(("crane", "x" * 300))  # beyond max_length: the server says so, the other sub-env moved
+        assert ei.value.details["env_index"] == 1 and envs.last_result is not None
+        assert "Guesses left: 5" in envs.last_result[0][0] and "Guesses left: 6" in envs.last_result[0][1]
+
+
+def test_msgpack_and_box_actions(url: str) -> None:
+    vec = sandgym.gym.make_vec(url, "test/dict-v0", 2, encoding="msgpack")
+    ref = SyncVectorEnv(_fns(url, "test/dict-v0", 2))
+    try:
+        assert data_equivalence(vec.reset(seed=0), ref.reset(seed=0))
+        act = {"move": np.array([[0.5, -1.0], [0.25, 0.0]]), "say": ("héllo\n", "🎉")}
+        a, b = vec.step(act), ref.step(act)
+        assert data_equivalence(a, b) and a[0]["label"] == ("héllo\n", "🎉")
+    finally:
+        vec.close()
+        ref.close()
+
+
+def test_a_server_that_stops_answering_times_out(url: str) -> None:
+    with sandgym.Client(url, timeout=1.0) as client:
+        envs = sandgym.gym.make_vec(client, "test/slow-v0", 2, delay_ms=30_000)
+        envs.reset()
+        with pytest.raises(errors.RequestTimeoutError):
+            envs.step(np.array([0, 0]))
+        envs.close()  # the close frame overtakes nothing: it abandons the running steps (PROTOCOL.md §3)
+        assert client.open_sessions == 0
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    mode=st.sampled_from([AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]),
+    actions=st.lists(st.lists(st.integers(0, 1), min_size=3, max_size=3), min_size=1, max_size=12),
+)
+def test_make_vec_equals_sync_for_any_action_sequence(url: str, mode: AutoresetMode, actions: list[list[int]]) -> None:
+    vec = sandgym.gym.make_vec(url, "test/counter-v0", 3, autoreset_mode=mode)
+    ref = SyncVectorEnv(_fns(url, "test/counter-v0", 3), autoreset_mode=mode)
+    try:
+        assert data_equivalence(vec.reset(seed=0), ref.reset(seed=0))
+        for act in actions:
+            a, b = vec.step(np.array(act)), ref.step(np.array(act))
+            assert data_equivalence(a, b), (act, a, b)
+            done = np.logical_or(a[2], a[3])
+            if mode == AutoresetMode.DISABLED and done.any():
+                assert data_equivalence(vec.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done}))
+    finally:
+        vec.close()
+        ref.close()

@@ -277,8 +277,8 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
             self._env_obs[i] = _spaces.from_wire(self._obs_space, res.get("observation"))
             self._terminations[i] = self._truncations[i] = self._autoreset_envs[i] = False
             infos = self._add_info(infos, dict(res.get("info") or {}), i)
-        self._raise_first(indices, results)
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        self._raise_first(indices, results)
         return (deepcopy(self._observations) if self.copy else self._observations), infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:

@@ -457,7 +457,11 @@ def to_wire(space: Mapping[str, Any], value: Any) -> Any:
         idx = int(value[0])
         return [idx, to_wire(space["spaces"][idx], value[1])]
     if t == "discrete":
-        return int(value)
+        if isinstance(value, int) or (_HAVE_GYM and isinstance(value, _np.integer)):
+            return int(value)  # bool too: gymnasium's Discrete.contains accepts it
+        if _HAVE_GYM and isinstance(value, (_np.generic, _np.ndarray)) and _np.ndim(value) == 0:
+            return value.item()
+        return value  # anything else (1.5, "1") goes as is: the server refuses it (INVALID_ACTION), never truncated
     if _HAVE_GYM and isinstance(value, _np.ndarray):
         return value.tolist()
     return value
