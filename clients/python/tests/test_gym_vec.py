@@ -502,9 +502,10 @@ def test_msgpack_and_box_actions(url: str) -> None:
 
 
 def test_a_server_that_stops_answering_times_out(url: str) -> None:
-    with sandgym.Client(url, timeout=1.0) as client:
+    with sandgym.Client(url) as client:
         envs = sandgym.gym.make_vec(client, "test/slow-v0", 2, delay_ms=30_000)
         envs.reset()
+        client.timeout = 3.0  # only the step (30 s on the server) is meant to run out; make/reset keep the default
         with pytest.raises(errors.RequestTimeoutError):
             envs.step(np.array([0, 0]))
         envs.close()  # the close frame overtakes nothing: it abandons the running steps (PROTOCOL.md §3)
