@@ -1,6 +1,14 @@
 // The connection object: one WebSocket, many sessions. Requests are multiplexed by uint32 id, so any
 // number may be in flight (pipelining); replies are routed by id, never by arrival order, which is
 // what keeps a timed-out request from shifting every later reply onto the wrong caller.
+//
+// Session resume (PROTOCOL.md §5a): when the server offers it (hello's resume_token) and the socket
+// drops without a close frame, the client reconnects with capped, jittered backoff within the grace
+// period, sends `resume` with the ids it has no reply to, re-sends only those the server says it never
+// received (so no step runs twice), and lets the owed replies settle the pending calls. Requests made
+// meanwhile wait and go out after the resume. When the grace period passes, or the server answers
+// RESUME_EXPIRED/RESUME_REFUSED, the pending calls and the handles of the old sessions fail with that
+// typed error, and the client says so (the `resume_failed` event and a warning on its logger).
 
 // The codec module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
 import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/codec.js';
@@ -35,6 +43,30 @@ export interface ConnectOptions {
   onFrame?: FrameListener;
   /** First request id to use (tests exercise the uint32 wraparound with it). Default 1. */
   firstRequestId?: number;
+  /**
+   * Reconnect and resume the sessions after an unexpected drop, when the server offers resume
+   * (limits.resume_grace_ms > 0). Default true; false: a drop fails every pending call at once.
+   */
+  reconnect?: boolean;
+  /** Where the client says it is reconnecting, resumed, or lost its sessions. Default: console. */
+  logger?: ClientLogger;
+}
+
+export interface ClientLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** What a resume brought back (the `resumed` event). */
+export interface ResumeInfo {
+  sessions: string[];
+  /** Ids re-sent because the server never received them. */
+  resent: number[];
+  /** Ids that ran but whose reply the server no longer had: failed with REPLY_LOST. */
+  lost: number[];
+  attempts: number;
+  /** From the drop to the resume result. */
+  ms: number;
 }
 
 export interface RequestOptions {
@@ -47,6 +79,10 @@ interface Pending {
   resolve: (value: any) => void;
   reject: (err: SandgymError) => void;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The frame as sent, kept while resume is possible: re-sent when the server never received it. */
+  message: Record<string, unknown> | undefined;
+  /** A call of the reconnect itself (hello, resume): fails with its socket, never waits for a resume. */
+  direct: boolean;
 }
 
 export interface ClientEvents {
@@ -56,6 +92,12 @@ export interface ClientEvents {
   close: (error: SandgymError) => void;
   /** Frames that belong to no request: id-null errors, undecodable frames, replies to unknown ids. */
   error: (error: SandgymError) => void;
+  /** The socket dropped and the client is reconnecting to resume its sessions. */
+  reconnecting: (info: { attempt: number; error: SandgymError }) => void;
+  /** The sessions are back; pending calls settle with the replies the server held. */
+  resumed: (info: ResumeInfo) => void;
+  /** The sessions are gone (RESUME_EXPIRED / RESUME_REFUSED): pending calls and their handles failed with `error`. */
+  resume_failed: (error: SandgymError) => void;
 }
 
 type ListenerMap = { [K in keyof ClientEvents]: Set<ClientEvents[K]> };
@@ -76,7 +118,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<S
       scope: 'connection',
     });
   }
-  const client = new SandgymClient(opened.ws, opts);
+  const client = new SandgymClient(opened.ws, opts, url);
   client.replay(opened.takeEarlyEvents());
   try {
     await client.hello({ timeoutMs: connectTimeoutMs });
@@ -102,39 +144,66 @@ export class SandgymClient {
   private readonly ids: RequestIds;
   private readonly requestTimeoutMs: number;
   private readonly frameListeners = new Set<FrameListener>();
-  private readonly listeners: ListenerMap = { event: new Set(), close: new Set(), error: new Set() };
+  private readonly listeners: ListenerMap = { event: new Set(), close: new Set(), error: new Set(), reconnecting: new Set(), resumed: new Set(), resume_failed: new Set() };
   private closeError: SandgymError | undefined;
   /** A connection-scoped error frame (e.g. TOO_LARGE) usually precedes the close that it explains. */
   private lastConnectionError: SandgymError | undefined;
   private closedPromise: Promise<void>;
   private resolveClosed!: () => void;
+  // ---- resume (PROTOCOL.md §5a) ----
+  /** The server's current resume token (from hello, then from each resume); undefined: no resume. */
+  private resumeToken: string | undefined;
+  private graceMs = 0;
+  /** close() was called: a drop after it is not resumed. */
+  private userClosed = false;
+  /** Set while reconnecting: requests wait in the outbox. */
+  private reconnecting: Promise<void> | null = null;
+  private readonly outbox: Record<string, unknown>[] = [];
+  /** Sessions made on this client and not closed (they are what a failed resume loses). */
+  private readonly openSessions = new Set<string>();
+  /** Sessions lost to a failed resume: requests naming them fail with the error at once. */
+  private readonly lostSessions = new Map<string, SandgymError>();
+  private readonly log: ClientLogger;
 
   constructor(
-    private readonly ws: WebSocketLike,
+    private ws: WebSocketLike,
     private readonly opts: ConnectOptions = {},
+    /** Where to reconnect to (connect() passes it); without it a drop is never resumed. */
+    private readonly url?: string,
   ) {
     this.encoding = opts.encoding ?? 'json';
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
     this.ids = new RequestIds(opts.firstRequestId ?? 1);
+    this.log = opts.logger ?? console;
     if (opts.onFrame) this.frameListeners.add(opts.onFrame);
     this.closedPromise = new Promise((resolve) => (this.resolveClosed = resolve));
-    ws.addEventListener('message', (ev: { data: unknown }) => this.handleFrame(ev.data));
-    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.handleClose(ev?.code, ev?.reason ?? ''));
+    this.attach(ws);
+  }
+
+  /** Routes a socket's events here; a socket replaced by a reconnect is ignored from then on. */
+  private attach(ws: WebSocketLike): void {
+    ws.addEventListener('message', (ev: { data: unknown }) => this.handleFrame(ev.data, ws));
+    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => this.handleClose(ev?.code, ev?.reason ?? '', ws));
     // Errors are always followed by close, which is where pending requests are settled.
     ws.addEventListener('error', () => undefined);
   }
 
   /** Feeds events that arrived before this client attached its listeners (see openSocket). */
-  replay(events: [string, any][]): void {
+  replay(events: [string, any][], ws: WebSocketLike = this.ws): void {
     for (const [type, ev] of events) {
-      if (type === 'message') this.handleFrame(ev?.data);
-      else this.handleClose(ev?.code, ev?.reason ?? '');
+      if (type === 'message') this.handleFrame(ev?.data, ws);
+      else this.handleClose(ev?.code, ev?.reason ?? '', ws);
     }
   }
 
-  /** True once the socket is gone (closed by either side). */
+  /** True once the connection is gone for good (closed by either side, and not being resumed). */
   get closed(): boolean {
     return this.closeError !== undefined;
+  }
+
+  /** True while the client reconnects to resume its sessions after a drop. */
+  get resuming(): boolean {
+    return this.reconnecting !== null;
   }
 
   /** Number of requests awaiting a reply. */
@@ -149,11 +218,13 @@ export class SandgymClient {
       client: { name: this.opts.clientName ?? 'sandgym-ts', version: this.opts.clientVersion ?? CLIENT_VERSION },
     };
     if (this.opts.token !== undefined) params.token = this.opts.token;
-    const result = await this.request<HelloResult>('hello', params, opts);
+    const result = await this.call<HelloResult>('hello', params, opts, true);
     this.protocolVersion = result.version;
     this.serverInfo = result.server;
     this.capabilities = result.capabilities;
     this.limits = result.limits;
+    this.resumeToken = result.resume_token;
+    this.graceMs = result.limits.resume_grace_ms ?? 0;
     return result;
   }
 
@@ -167,6 +238,7 @@ export class SandgymClient {
     const params: Record<string, unknown> = { env_id: envId };
     if (kwargs !== undefined) params.kwargs = kwargs;
     const result = await this.request<{ session: string; env_spec: EnvSpec }>('make', params, opts);
+    this.openSessions.add(result.session);
     return new EnvHandle<O, A>(this, result.session, result.env_spec);
   }
 
@@ -190,16 +262,37 @@ export class SandgymClient {
    * with SandgymError (server error frame, client timeout, or dropped connection).
    */
   request<T = Record<string, unknown>>(type: string, params: Record<string, unknown> = {}, opts?: RequestOptions): Promise<T> {
+    const session = params.session;
+    if (typeof session === 'string') {
+      const lost = this.lostSessions.get(session);
+      if (lost) return Promise.reject(lost);
+    }
+    const p = this.call<T>(type, params, opts, false);
+    if (type === 'close' && typeof session === 'string') void p.then(() => this.openSessions.delete(session), () => undefined);
+    return p;
+  }
+
+  /** `direct`: a call of the handshake or of a reconnect, sent on the current socket even while reconnecting. */
+  private call<T>(type: string, params: Record<string, unknown>, opts: RequestOptions | undefined, direct: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.closeError) return reject(this.closeError);
+      const queued = this.reconnecting !== null && !direct;
       // Closing but the close event is still on its way: wait for it so the error names the cause.
-      if (this.ws.readyState !== OPEN) return void this.closedPromise.then(() => reject(this.closeError ?? connectionClosedError(undefined, 'socket is not open')));
+      // A reconnect attempt's socket that is already gone fails its call now (the loop tries again).
+      if (direct && this.reconnecting !== null && this.ws.readyState !== OPEN) return reject(connectionClosedError(undefined, 'socket is not open'));
+      if (!queued && this.ws.readyState !== OPEN) return void this.closedPromise.then(() => reject(this.closeError ?? connectionClosedError(undefined, 'socket is not open')));
       const id = this.ids.allocate((candidate) => this.pending.has(candidate) || this.abandoned.has(candidate));
       const timeoutMs = opts?.timeoutMs ?? this.requestTimeoutMs;
-      const entry: Pending = { type, resolve, reject, timer: undefined };
+      const message = { id, type, ...params };
+      // The frame is kept only where a resume may need to send it again.
+      const keep = !direct && this.resumeToken !== undefined && this.opts.reconnect !== false;
+      const entry: Pending = { type, resolve, reject, timer: undefined, message: keep ? message : undefined, direct };
       if (timeoutMs > 0) entry.timer = setTimeout(() => this.expire(id, timeoutMs), timeoutMs);
       this.pending.set(id, entry);
-      const message = { id, type, ...params };
+      if (queued) {
+        this.outbox.push(message);
+        return;
+      }
       try {
         this.send(message);
       } catch (err) {
@@ -223,6 +316,12 @@ export class SandgymClient {
 
   /** Closes the connection (the server closes all its sessions); pending requests reject. */
   async close(): Promise<void> {
+    this.userClosed = true;
+    if (!this.closeError && this.reconnecting !== null) {
+      // No socket to close: the reconnect loop stops, and everything waiting fails now.
+      this.finish(connectionClosedError(CLOSE_CODES.NORMAL, 'client closed'));
+      return;
+    }
     if (!this.closeError) {
       try {
         this.ws.close(CLOSE_CODES.NORMAL, 'client closed');
@@ -255,7 +354,8 @@ export class SandgymClient {
     entry.reject(requestTimeoutError(entry.type, id, timeoutMs));
   }
 
-  private handleFrame(raw: unknown): void {
+  private handleFrame(raw: unknown, ws: WebSocketLike): void {
+    if (ws !== this.ws) return;
     const isBinary = typeof raw !== 'string';
     const data = isBinary ? toBytes(raw) : (raw as string);
     let message: any;
@@ -318,10 +418,27 @@ export class SandgymClient {
     }
   }
 
-  private handleClose(code: number | undefined, reason: string): void {
-    if (this.closeError) return;
+  private handleClose(code: number | undefined, reason: string, ws: WebSocketLike = this.ws): void {
+    if (this.closeError || ws !== this.ws) return;
     const err = connectionClosedError(code, reason, this.lastConnectionError);
+    if (this.reconnecting !== null) {
+      // A reconnect attempt's socket failed: its own calls fail, the loop tries again.
+      this.failDirect(err);
+      return;
+    }
+    if (this.mayResume(code)) {
+      this.reconnecting = this.resume(err);
+      return;
+    }
+    this.finish(err);
+  }
+
+  /** The connection is gone for good: every call waiting fails with `err`. */
+  private finish(err: SandgymError): void {
+    if (this.closeError) return;
     this.closeError = err;
+    this.reconnecting = null;
+    this.outbox.length = 0;
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const entry of pending) {
@@ -330,6 +447,147 @@ export class SandgymClient {
     }
     this.emit('close', err);
     this.resolveClosed();
+  }
+
+  // ---- resume (PROTOCOL.md §5a) ----
+
+  /**
+   * A drop worth resuming: the server offers resume, the caller did not opt out or close, and the
+   * socket ended without a close frame (1006; a close frame is the server ending it on purpose).
+   */
+  private mayResume(code: number | undefined): boolean {
+    return this.resumeToken !== undefined && this.graceMs > 0 && this.opts.reconnect !== false && this.url !== undefined && !this.userClosed && code === ABNORMAL_CLOSURE && this.lastConnectionError === undefined;
+  }
+
+  private failDirect(err: SandgymError): void {
+    for (const [id, entry] of [...this.pending]) {
+      if (!entry.direct) continue;
+      this.pending.delete(id);
+      if (entry.timer) clearTimeout(entry.timer);
+      entry.reject(err);
+    }
+  }
+
+  /** Reconnects with backoff until resumed, refused, or the grace period is over. */
+  private async resume(dropped: SandgymError): Promise<void> {
+    const t0 = Date.now();
+    const deadline = t0 + this.graceMs;
+    // Sent on the dropped socket and unanswered: what the server may owe us.
+    const owed = [...this.pending.keys()];
+    const oldToken = this.resumeToken as string;
+    this.log.warn(`sandgym: connection lost (${dropped.message}); reconnecting to resume ${this.openSessions.size} session(s) within ${this.graceMs} ms`);
+    let attempt = 0;
+    let delay = 100;
+    let last: SandgymError = dropped;
+    while (!this.userClosed && this.closeError === undefined) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      attempt++;
+      this.emit('reconnecting', { attempt, error: last });
+      try {
+        const opened = await openSocket(this.url as string, { WebSocket: this.opts.WebSocket, token: this.opts.token, timeoutMs: Math.min(left, this.opts.connectTimeoutMs ?? 10_000) });
+        if (this.userClosed || this.closeError !== undefined) {
+          opened.ws.close(CLOSE_CODES.NORMAL, 'client closed');
+          return;
+        }
+        this.ws = opened.ws;
+        this.attach(opened.ws);
+        this.replay(opened.takeEarlyEvents(), opened.ws);
+        const timeoutMs = Math.max(1, Math.min(deadline - Date.now(), this.opts.connectTimeoutMs ?? 10_000));
+        await this.hello({ timeoutMs });
+        const res = await this.call<{ resume_token: string; sessions: string[]; unseen: number[]; lost: number[] }>('resume', { token: oldToken, pending: owed.filter((id) => this.pending.has(id)) }, { timeoutMs }, true);
+        this.resumed(res, attempt, t0);
+        return;
+      } catch (e) {
+        last = e instanceof SandgymError ? e : connectionClosedError(undefined, (e as Error)?.message ?? String(e));
+        if (last.code === 'RESUME_EXPIRED' || last.code === 'RESUME_REFUSED' || last.code === 'UNAUTHORIZED') {
+          this.resumeFailed(last, owed);
+          return;
+        }
+        // A socket that opened but failed during hello/resume: drop it before the next attempt.
+        try {
+          this.ws.close();
+        } catch {
+          /* already gone */
+        }
+      }
+      const wait = Math.min(delay * (0.5 + Math.random() / 2), deadline - Date.now());
+      delay = Math.min(delay * 2, 2_000);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+    if (this.closeError !== undefined) return;
+    const reason = `could not reconnect within the grace period of ${this.graceMs} ms (${attempt} attempts; last: ${last.message})`;
+    const expired = new SandgymError('RESUME_EXPIRED', `cannot resume: ${reason}`, { details: { reason, sessions: [...this.openSessions] }, retryable: false, scope: 'request' });
+    this.markLost(expired);
+    this.log.warn(`sandgym: ${expired.message}; ${this.openSessions.size} session(s) lost`);
+    this.emit('resume_failed', expired);
+    this.finish(expired);
+  }
+
+  private resumed(res: { resume_token: string; sessions: string[]; unseen: number[]; lost: number[] }, attempts: number, t0: number): void {
+    this.resumeToken = res.resume_token;
+    this.reconnecting = null;
+    for (const id of res.lost) {
+      const entry = this.pending.get(id);
+      if (!entry) continue;
+      this.pending.delete(id);
+      if (entry.timer) clearTimeout(entry.timer);
+      this.abandoned.add(id);
+      entry.reject(new SandgymError('REPLY_LOST', `${entry.type} (id ${id}) ran on the server but its reply was lost with the connection`, { details: { request_id: id, type: entry.type }, retryable: false, scope: 'request' }));
+    }
+    // Never received by the server: sent again, same id. The owed replies of the others follow the result.
+    for (const id of res.unseen) {
+      const message = this.pending.get(id)?.message;
+      if (message) this.sendQueued(id, message);
+    }
+    for (const message of this.outbox.splice(0)) this.sendQueued(message.id as number, message);
+    const info: ResumeInfo = { sessions: res.sessions, resent: res.unseen, lost: res.lost, attempts, ms: Date.now() - t0 };
+    this.log.info(`sandgym: resumed ${res.sessions.length} session(s) after ${info.ms} ms (${attempts} attempt(s); ${res.unseen.length} request(s) re-sent, ${res.lost.length} lost)`);
+    this.emit('resumed', info);
+  }
+
+  /** The server will not give the sessions back: their calls and handles fail; the new connection stays. */
+  private resumeFailed(err: SandgymError, owed: number[]): void {
+    this.markLost(err);
+    this.reconnecting = null;
+    for (const id of owed) {
+      const entry = this.pending.get(id);
+      if (!entry) continue;
+      this.pending.delete(id);
+      if (entry.timer) clearTimeout(entry.timer);
+      entry.reject(err);
+    }
+    this.log.warn(`sandgym: ${err.message}; ${this.lostSessions.size} session(s) lost`);
+    this.emit('resume_failed', err);
+    // Requests made meanwhile: those naming a lost session fail, the rest go out on the new connection.
+    for (const message of this.outbox.splice(0)) {
+      const id = message.id as number;
+      const lost = typeof message.session === 'string' ? this.lostSessions.get(message.session) : undefined;
+      const entry = this.pending.get(id);
+      if (lost && entry) {
+        this.pending.delete(id);
+        if (entry.timer) clearTimeout(entry.timer);
+        entry.reject(lost);
+      } else this.sendQueued(id, message);
+    }
+  }
+
+  private markLost(err: SandgymError): void {
+    for (const s of this.openSessions) this.lostSessions.set(s, err);
+    this.openSessions.clear();
+  }
+
+  /** Sends a frame that waited for the resume; an encoding error fails its call. */
+  private sendQueued(id: number, message: Record<string, unknown>): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    try {
+      this.send(message);
+    } catch (err) {
+      this.pending.delete(id);
+      if (entry.timer) clearTimeout(entry.timer);
+      entry.reject(asEncodeError(entry.type, err));
+    }
   }
 
   private emit<K extends keyof ClientEvents>(name: K, arg: Parameters<ClientEvents[K]>[0]): void {
@@ -352,6 +610,9 @@ export class SandgymClient {
     }
   }
 }
+
+/** The close code of a socket that ended without a close frame (RFC 6455 §7.1.5): a drop. */
+const ABNORMAL_CLOSURE = 1006;
 
 /** The codec throws ProtocolError (INVALID_MESSAGE with details.path) for values off the data model, e.g. NaN. */
 function asEncodeError(type: string, err: unknown): SandgymError {

@@ -9,7 +9,7 @@ export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY } from '../../../protocol/src/
 export type { ErrorCode, ErrorScope } from '../../../protocol/src/errors.js';
 
 /** Codes the client raises on its own; they never appear on the wire. */
-export type ClientErrorCode = 'REQUEST_TIMEOUT' | 'CONNECTION_CLOSED';
+export type ClientErrorCode = 'REQUEST_TIMEOUT' | 'CONNECTION_CLOSED' | 'REPLY_LOST';
 
 /**
  * The wire error body (error.json), with `code` kept as any string: a newer server may send a code this

@@ -2,7 +2,7 @@
 // the `ws` package is loaded lazily only where no global WebSocket exists.
 
 export { connect, SandgymClient, CLIENT_VERSION, PROTOCOL_VERSIONS } from './client.js';
-export type { ConnectOptions, RequestOptions, Encoding, FrameListener, ClientEvents } from './client.js';
+export type { ConnectOptions, RequestOptions, Encoding, FrameListener, ClientEvents, ClientLogger, ResumeInfo } from './client.js';
 export { EnvHandle } from './env-handle.js';
 export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY, SandgymError, isRetryable } from './errors.js';
 export type { ClientErrorCode, ErrorCode, ErrorScope, WireError } from './errors.js';
