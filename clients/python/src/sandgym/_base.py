@@ -55,7 +55,9 @@ class ConnectOptions:
     per-request timeout in seconds (None = wait forever). ``connect_timeout``: for the opening handshake
     and ``hello``. ``retry_capacity`` / ``capacity_max_attempts`` / ``capacity_max_delay``: retry
     requests refused with ``CAPACITY``. ``on_event``: called with each server event. ``max_size``:
-    largest frame accepted from the server (bytes; None = no limit).
+    largest frame accepted from the server (bytes; None = no limit). ``reconnect``: after an
+    unexpected drop, reconnect and resume the sessions when the server offers resume (PROTOCOL.md
+    §5a; the asyncio client); False fails the pending calls at once instead.
     """
 
     token: str | None = None
@@ -69,6 +71,7 @@ class ConnectOptions:
     capacity_max_delay: float = 10.0
     on_event: EventHandler | None = None
     max_size: int | None = 256 * 1024 * 1024
+    reconnect: bool = True
 
     def __post_init__(self) -> None:
         check_encoding(self.encoding)
@@ -86,6 +89,8 @@ class ClientBase(Generic[T]):
     ``_finish(token, result, error)`` (complete one pending call)."""
 
     _ws: Any
+    #: The layer reconnects and resumes (the asyncio client; the blocking one fails on a drop).
+    _supports_resume = False
 
     def __init__(self, url: str, options: ConnectOptions) -> None:
         self.url = url
@@ -105,6 +110,12 @@ class ClientBase(Generic[T]):
         self._envs: weakref.WeakValueDictionary[str, EnvView] = weakref.WeakValueDictionary()
         self._connection_error: SandgymError | None = None  # connection-scoped error sent before a close
         self._closed_exc: ConnectionClosedError | None = None
+        # Session resume (PROTOCOL.md §5a): the server's current token and grace period (seconds).
+        self._resume_token: str | None = None
+        self._resume_grace = 0.0
+        #: Sessions a failed resume lost: calls on them fail with the error, without a round trip.
+        self._lost_sessions: dict[str, SandgymError] = {}
+        self._reconnect = options.reconnect
 
     # ------------------------------------------------------------------ state
 
@@ -125,6 +136,29 @@ class ClientBase(Generic[T]):
         mmb = self.limits.get("max_message_bytes")
         if isinstance(mmb, int) and mmb > 0:
             self._core.max_message_bytes = mmb
+        token = hello.get("resume_token")
+        grace = self.limits.get("resume_grace_ms")
+        self._resume_token = token if isinstance(token, str) else None
+        self._resume_grace = grace / 1000.0 if isinstance(grace, int) and grace > 0 else 0.0
+        # Frames are kept for a re-send only where a resume can happen.
+        self._core.keep_frames = self._supports_resume and self._reconnect and self._resume_token is not None
+
+    def _mark_lost(self, err: SandgymError) -> list[str]:
+        """A resume failed: every open handle's session is gone; calls on them fail with ``err``."""
+        lost = [e.session for e in list(self._envs.values()) if not e.closed]
+        for env in list(self._envs.values()):
+            if not env.closed:
+                self._lost_sessions[env.session] = err
+                env._closed = True
+                env.closed_reason = err.to_wire()
+        return lost
+
+    def _lost_error(self, op: Op) -> SandgymError | None:
+        """The error of a call naming a session a failed resume lost."""
+        if not self._lost_sessions or not op.params:
+            return None
+        session = op.params.get("session")
+        return self._lost_sessions.get(session) if isinstance(session, str) else None
 
     def _register(self, env: E) -> E:
         """Track a new session's handle (server events and a lost connection mark it closed)."""

@@ -132,6 +132,10 @@ class ProtocolCore(Generic[T]):
         self._in_use = _InUse(self._pending, self._abandoned)
         self.closed: ConnectionClosedError | None = None
         self._encode = codec.encode_json if encoding == "json" else codec.encode_msgpack
+        #: Keep each pending request's frame (set when the server offers resume): a resume re-sends
+        #: the ones the server says it never received (PROTOCOL.md §5a).
+        self.keep_frames = False
+        self._frames: dict[int, str | bytes] = {}
 
     # ------------------------------------------------------------------ outgoing
 
@@ -161,17 +165,45 @@ class ProtocolCore(Generic[T]):
                     f"{type_} request is {size} bytes, over the server's max_message_bytes {limit}"
                 )
         self._pending[rid] = (type_, token)
+        if self.keep_frames:
+            self._frames[rid] = data
         return rid, data
 
     def cancel(self, rid: int) -> None:
         """Forget a request that was never sent (e.g. the send itself failed)."""
         self._pending.pop(rid, None)
+        self._frames.pop(rid, None)
 
     def abandon(self, rid: int) -> None:
         """The caller stopped waiting (client-side timeout / cancellation): keep the id reserved until
         the late reply arrives, then drop that reply."""
+        self._frames.pop(rid, None)
         if self._pending.pop(rid, None) is not None:
             self._abandoned.add(rid)
+
+    # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
+
+    def pending_ids(self) -> list[int]:
+        """Ids of the calls still waiting for a reply, oldest first."""
+        return list(self._pending)
+
+    def frame_of(self, rid: int) -> str | bytes | None:
+        """The frame a pending call sent (kept only with ``keep_frames``), to send it again."""
+        return self._frames.get(rid) if rid in self._pending else None
+
+    def take(self, rids: Iterable[int], *, reserve: bool) -> list[tuple[int, str, T]]:
+        """Pops these pending calls (``(id, type, token)`` each) for the caller to fail; with
+        ``reserve`` their ids stay reserved and a late reply is dropped."""
+        out: list[tuple[int, str, T]] = []
+        for rid in rids:
+            entry = self._pending.pop(rid, None)
+            self._frames.pop(rid, None)
+            if entry is None:
+                continue
+            if reserve:
+                self._abandoned.add(rid)
+            out.append((rid, entry[0], entry[1]))
+        return out
 
     # ------------------------------------------------------------------ incoming
 
@@ -209,6 +241,7 @@ class ProtocolCore(Generic[T]):
 
     def _route(self, rid: int, msg: dict[str, Any], err: SandgymError | None) -> Incoming[T]:
         entry = self._pending.pop(rid, None)
+        self._frames.pop(rid, None)
         if entry is None:
             if rid in self._abandoned:
                 self._abandoned.discard(rid)
@@ -228,6 +261,7 @@ class ProtocolCore(Generic[T]):
         tokens = [tok for _, tok in self._pending.values()]
         self._abandoned.update(self._pending)
         self._pending.clear()
+        self._frames.clear()
         return tokens
 
     def connection_lost(self, exc: ConnectionClosedError) -> list[T]:
@@ -236,6 +270,7 @@ class ProtocolCore(Generic[T]):
         tokens = [tok for _, tok in self._pending.values()]
         self._pending.clear()
         self._abandoned.clear()
+        self._frames.clear()
         return tokens
 
 
@@ -352,6 +387,12 @@ def ping_op() -> Op:
     """A round trip; its value is the seconds from building the op to reading the reply."""
     t0 = time.perf_counter()
     return Op("ping", {"t": time.time() * 1000.0}, lambda _res: time.perf_counter() - t0)
+
+
+def resume_op(token: str, pending: Sequence[int]) -> Op:
+    """Reattach a dropped connection's sessions (PROTOCOL.md §5a); its value is the result as is:
+    ``{resume_token, sessions, unseen, lost}``."""
+    return Op("resume", {"token": token, "pending": list(pending)})
 
 
 def list_envs_op() -> Op:

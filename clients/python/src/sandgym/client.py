@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect as ws_connect
+from websockets.protocol import State
 
-from . import _core
+from . import _core, codec
 from ._base import (
     DEFAULT_TIMEOUT,
     UNSET,
@@ -28,7 +30,14 @@ from ._base import (
     handshake_error,
 )
 from ._core import Op, StepResult
-from .errors import ConnectionClosedError, SandgymError
+from .errors import (
+    ConnectionClosedError,
+    RequestTimeoutError,
+    ResumeExpiredError,
+    ResumeRefusedError,
+    SandgymError,
+    UnauthorizedError,
+)
 
 __all__ = ["AsyncClient", "AsyncEnv", "StepResult", "EventHandler", "DEFAULT_TIMEOUT"]
 
@@ -45,14 +54,31 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
     the call raises :class:`RequestTimeoutError` and the late reply is dropped by id.
     ``retry_capacity`` / ``capacity_max_attempts``: retry requests rejected with ``CAPACITY``, sleeping
     ``details.retry_after_ms`` (or an exponential backoff with jitter when absent) between attempts.
+
+    Session resume (PROTOCOL.md §5a): when the server offers it and the socket drops without a close
+    frame, the client reconnects with capped, jittered backoff within the grace period, resumes, sends
+    again only the requests the server never received (no step runs twice) and lets the held replies
+    settle the pending calls; calls made meanwhile wait and follow. When the grace period passes, or
+    the server answers RESUME_EXPIRED / RESUME_REFUSED, the pending calls and the handles of the old
+    sessions fail with :class:`ResumeExpiredError` / :class:`ResumeRefusedError` and a warning is
+    logged on the ``sandgym`` logger. ``reconnect=False`` opts out.
     """
+
+    _supports_resume = True
 
     def __init__(self, ws: ClientConnection, *, url: str = "", **options: Any) -> None:
         """Wrap an open WebSocket (``hello`` not done: use :meth:`connect`); ``options`` as for
         :meth:`connect` (those of the handshake are not used here)."""
-        super().__init__(url, ConnectOptions(**options))
+        self._options = ConnectOptions(**options)
+        super().__init__(url, self._options)
         self._ws = ws
         self._loop = asyncio.get_running_loop()
+        self._user_closed = False
+        #: The reconnect in progress (requests wait in the outbox meanwhile).
+        self._resuming: asyncio.Task[None] | None = None
+        self._outbox: dict[int, str | bytes] = {}
+        #: Calls of the reconnect itself (hello, resume): they fail with their socket.
+        self._direct: set[asyncio.Future[Any]] = set()
         self._reader = self._loop.create_task(self._read_loop(), name="sandgym-reader")
 
     # ------------------------------------------------------------------ lifecycle
@@ -88,6 +114,11 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
 
     async def close(self) -> None:
         """Close the connection (sessions on it are closed by the server). Idempotent."""
+        self._user_closed = True
+        if self._resuming is not None:
+            self._resuming.cancel()
+            self._resuming = None
+            self._fail_all(ConnectionClosedError("client closed while reconnecting"))
         try:
             await self._ws.close()
         except Exception:  # noqa: BLE001  # pragma: no cover - closing a broken socket
@@ -110,16 +141,24 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
 
     async def wait_closed(self) -> ConnectionClosedError:
         """Wait until the connection is gone; returns the error pending calls failed with."""
-        await asyncio.shield(self._reader)
-        assert self._closed_exc is not None
+        while self._closed_exc is None:
+            await asyncio.shield(self._reader)
+            if self._resuming is not None:
+                await asyncio.shield(self._resuming)
         return self._closed_exc
+
+    @property
+    def resuming(self) -> bool:
+        """True while the client reconnects to resume its sessions after a drop."""
+        return self._resuming is not None
 
     # ------------------------------------------------------------------ reading
 
     async def _read_loop(self) -> None:
         receive, dispatch = self._core.receive, self._dispatch
+        ws = self._ws
         try:
-            async for data in self._ws:
+            async for data in ws:
                 event = dispatch(receive(data))
                 if event is not None:
                     res = self._call_on_event(event)
@@ -131,7 +170,156 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
             log.exception("sandgym: reader failed")
             self._fail_all(ConnectionClosedError(f"client reader failed: {exc!r}"))
         finally:
-            self._fail_all(None)
+            self._reader_ended(ws)
+
+    # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
+
+    def _reader_ended(self, ws: ClientConnection) -> None:
+        if ws is not self._ws:
+            return  # a socket a reconnect replaced
+        if self._resuming is not None:
+            # A reconnect attempt's socket failed: its own calls fail, the loop tries again.
+            err = ConnectionClosedError("connection closed during a resume attempt")
+            for fut in list(self._direct):
+                if not fut.done():
+                    fut.set_exception(err)
+            return
+        if self._may_resume(ws):
+            self._resuming = self._loop.create_task(self._resume(), name="sandgym-resume")
+            return
+        self._fail_all(None)
+
+    def _may_resume(self, ws: ClientConnection) -> bool:
+        """A drop worth resuming: offered by the server, not opted out or closed by us, and the
+        socket ended without a close frame from the server (one is the server ending it on purpose)."""
+        proto = getattr(ws, "protocol", None)
+        return (
+            self._resume_token is not None
+            and self._resume_grace > 0
+            and self._options.reconnect
+            and not self._user_closed
+            and self._closed_exc is None
+            and self._connection_error is None
+            and getattr(proto, "close_rcvd", None) is None
+            and getattr(proto, "close_sent", None) is None
+        )
+
+    async def _direct_call(self, op: Op, timeout: float) -> Any:
+        """A call of the reconnect itself, on the new socket, outside the outbox."""
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        rid, data = self._core.request(op.type, op.params, fut)
+        self._direct.add(fut)
+        handle = self._loop.call_later(timeout, self._expire, rid, fut, op.type, timeout)
+        try:
+            await self._ws.send(data)
+            return op.parse(await fut)
+        except websockets.exceptions.ConnectionClosed:
+            self._core.abandon(rid)
+            raise ConnectionClosedError("connection closed during a resume attempt") from None
+        finally:
+            handle.cancel()
+            self._direct.discard(fut)
+
+    async def _resume(self) -> None:
+        loop = self._loop
+        t0 = loop.time()
+        deadline = t0 + self._resume_grace
+        # Sent on the dropped socket and unanswered: what the server may owe us.
+        owed = [rid for rid in self._core.pending_ids() if rid not in self._outbox]
+        old_token = self._resume_token
+        assert old_token is not None
+        sessions = [e.session for e in list(self._envs.values()) if not e.closed]
+        log.warning(
+            "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
+            self.url, len(sessions), self._resume_grace,
+        )
+        attempt, delay, last = 0, 0.1, "the connection dropped"
+        while not self._user_closed:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            attempt += 1
+            timeout = max(0.001, min(left, self._options.connect_timeout))
+            try:
+                opts = {**self._options.ws_options(), "open_timeout": timeout}
+                ws = await ws_connect(self.url, **opts)
+            except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                self._ws = ws
+                self._reader = loop.create_task(self._read_loop(), name="sandgym-reader")
+                try:
+                    self._on_hello(await self._direct_call(self._options.hello_op(), timeout))
+                    still = set(self._core.pending_ids())
+                    owed_now = [rid for rid in owed if rid in still]
+                    res = await self._direct_call(_core.resume_op(old_token, owed_now), timeout)
+                except (ResumeExpiredError, ResumeRefusedError, UnauthorizedError) as exc:
+                    self._resume_failed(exc, owed)
+                    return
+                except (ConnectionClosedError, RequestTimeoutError, OSError) as exc:
+                    last = f"{type(exc).__name__}: {exc}"
+                    await ws.close()
+                else:
+                    self._resumed(res, attempt, loop.time() - t0)
+                    return
+            wait = min(delay * (0.5 + random.random() / 2), deadline - loop.time())
+            delay = min(delay * 2, 2.0)
+            if wait > 0:
+                await asyncio.sleep(wait)
+        if self._user_closed:
+            return
+        reason = f"could not reconnect within the grace period of {self._resume_grace:g} s ({attempt} attempts; last: {last})"
+        expired = ResumeExpiredError(f"cannot resume: {reason}", details={"reason": reason, "sessions": sessions})
+        self._resume_failed(expired, owed)
+        self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {reason}", cause_error=expired))
+
+    def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
+        token = res.get("resume_token")
+        self._resume_token = token if isinstance(token, str) else None
+        self._resuming = None
+        lost = [int(r) for r in res.get("lost") or []]
+        unseen = [int(r) for r in res.get("unseen") or []]
+        for rid, type_, fut in self._core.take(lost, reserve=True):
+            self._finish(fut, None, SandgymError(
+                f"{type_} request {rid} ran on the server but its reply was lost with the connection",
+                code="REPLY_LOST", details={"id": rid, "type": type_},
+            ))
+        # Never received by the server: sent again (same id); the held replies of the others follow.
+        resend = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
+        queued = list(self._outbox.values())
+        self._outbox.clear()
+        for data in [*resend, *queued]:
+            self._loop.create_task(self._send_quietly(data))
+        log.info(
+            "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
+            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
+        )
+
+    async def _send_quietly(self, data: str | bytes) -> None:
+        # Ordered: the tasks are created in order and each send is one write (websockets keeps order).
+        try:
+            await self._ws.send(data)
+        except websockets.exceptions.ConnectionClosed:
+            pass  # the reader sees the drop and resumes again
+
+    def _resume_failed(self, err: SandgymError, owed: list[int]) -> None:
+        """The sessions are gone: their pending calls and handles fail with ``err``."""
+        self._resuming = None
+        lost = self._mark_lost(err)
+        for _rid, _type, fut in self._core.take(owed, reserve=True):
+            self._finish(fut, None, err)
+        log.warning("sandgym: %s; %d session(s) lost", err.message, len(lost))
+        # Calls made meanwhile: those naming a lost session fail, the rest go out on the new connection.
+        queued = dict(self._outbox)
+        self._outbox.clear()
+        for rid, data in queued.items():
+            msg = codec.decode(data)
+            session = msg.get("session") if isinstance(msg, dict) else None
+            if isinstance(session, str) and session in self._lost_sessions:
+                for _r, _t, fut in self._core.take([rid], reserve=True):
+                    self._finish(fut, None, self._lost_sessions[session])
+            elif self._closed_exc is None and self._ws.state is State.OPEN:
+                self._loop.create_task(self._send_quietly(data))
 
     def _finish(self, fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
         if not fut.done():
@@ -153,6 +341,9 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
 
     async def _call(self, op: Op, timeout: float | None = UNSET) -> Any:
         """Carry one operation to the server and its result back (CAPACITY retried when enabled)."""
+        lost = self._lost_error(op)
+        if lost is not None:
+            raise lost
         attempt = 1
         while True:
             try:
@@ -170,15 +361,21 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         loop = self._loop
         fut: asyncio.Future[Any] = loop.create_future()
         rid, data = self._core.request(type_, params, fut)
-        try:
-            await self._ws.send(data)
-        except websockets.exceptions.ConnectionClosed:
-            self._core.cancel(rid)
-            await asyncio.sleep(0)  # let the reader record the close first
-            raise self._closed_exc or ConnectionClosedError("connection closed") from None
-        except BaseException:
-            self._core.cancel(rid)
-            raise
+        if self._resuming is not None:
+            self._outbox[rid] = data  # goes out after the resume
+        else:
+            try:
+                await self._ws.send(data)
+            except websockets.exceptions.ConnectionClosed:
+                await asyncio.sleep(0)  # let the reader record the close first
+                if self._resuming is not None:
+                    self._outbox[rid] = data  # never written: it goes out after the resume
+                else:
+                    self._core.cancel(rid)
+                    raise self._closed_exc or ConnectionClosedError("connection closed") from None
+            except BaseException:
+                self._core.cancel(rid)
+                raise
         if timeout is UNSET:
             timeout = self.timeout
         handle = None
