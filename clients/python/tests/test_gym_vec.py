@@ -531,3 +531,25 @@ def test_make_vec_equals_sync_for_any_action_sequence(url: str, mode: AutoresetM
     finally:
         vec.close()
         ref.close()
+
+
+def test_make_vec_chunks_by_the_servers_max_batch(servers: Any) -> None:
+    """More sub-envs than limits.max_batch: each reset/step goes out in ceil(n / max_batch) frames,
+    with the same results as SyncVectorEnv."""
+    small = servers.get({"max_batch": 2})
+    with sandgym.Client(small.url) as client:
+        assert client.limits["max_batch"] == 2
+        vec = sandgym.gym.make_vec(client, "test/counter-v0", 5, autoreset_mode=AutoresetMode.SAME_STEP)
+        ref = SyncVectorEnv(_fns(small.url, "test/counter-v0", 5), autoreset_mode=AutoresetMode.SAME_STEP)
+        try:
+            sent: list[Any] = []
+            real_send = client._ws.send
+            client._ws.send = lambda data: (sent.append(data), real_send(data))[1]
+            assert data_equivalence(vec.reset(seed=0), ref.reset(seed=0))
+            assert len(sent) == 3
+            for k in range(7):
+                act = np.array([1, 1, k % 2, 0, 1])
+                assert data_equivalence(vec.step(act), ref.step(act))
+        finally:
+            vec.close()
+            ref.close()
