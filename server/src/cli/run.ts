@@ -25,6 +25,12 @@ const COMMANDS: Record<CommandName, Runner> = {
     });
   },
   play: async (argv, io) => (await import('../play/cli.js')).runPlayCli(argv, io),
+  replay: async (argv, io) => (await import('./replay.js')).runReplay(argv, io),
+  rescore: async (argv, io) =>
+    (await import('./rescore.js')).runRescore(argv, io, {
+      openSandboxProvider: async (kind, opts) => (await import('../sandbox-adapter.js')).openSandboxProvider(kind, opts),
+    }),
+  report: async (argv, io) => (await import('./report.js')).runReport(argv, io),
 };
 
 export { HELP };
