@@ -359,6 +359,17 @@ def test_an_invalid_action_in_one_sub_env(url: str) -> None:
         assert envs.last_result is not None and envs.last_result[0].tolist() == [1, 0]  # sub-env 0 moved
         obs, *_ = envs.step(np.array([1, 1]))
         assert obs.tolist() == [2, 1]
+    # a failed sub-env reports no transition: reward 0 and not done, even right after an episode ended
+    with sandgym.gym.make_vec(url, "test/counter-v0", 2, autoreset_mode=AutoresetMode.SAME_STEP) as envs:
+        envs.reset()
+        for _ in range(3):
+            _o, _r, term, _t, _i = envs.step(np.array([1, 1]))
+        assert term.tolist() == [True, True]
+        with pytest.raises(errors.InvalidActionError):
+            envs.step(np.array([5, 1]))
+        assert envs.last_result is not None
+        obs, rew, term, trunc, _info = envs.last_result
+        assert obs.tolist() == [0, 1] and rew.tolist() == [0, 1] and term.tolist() == [False, False] and not trunc.any()
 
 
 def test_async_vector_env_reraises_the_typed_error(url: str) -> None:

@@ -299,9 +299,12 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
         results = self._send(items)
         infos: dict[str, Any] = {}
         ended: list[int] = []
+        pending_reset = self._autoreset_envs.copy()
         for i, res in enumerate(results):
             if isinstance(res, SandgymError):
-                self._rewards[i] = 0.0  # the session did not move: keep its observation and flags
+                # no transition: previous observation, reward 0, not done (a pending autoreset stays pending)
+                self._rewards[i] = 0.0
+                self._terminations[i] = self._truncations[i] = False
                 continue
             self._env_obs[i] = _spaces.from_wire(self._obs_space, res.get("observation"))
             if items[i]["type"] == "reset":
@@ -330,6 +333,9 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
                 infos = self._add_info(infos, dict(res.get("info") or {}), i)
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        for i, res in enumerate(results):
+            if isinstance(res, SandgymError):  # e.g. a NEXT_STEP reset that failed is tried again next step
+                self._autoreset_envs[i] = pending_reset[i]
         self.last_result = (
             deepcopy(self._observations) if self.copy else self._observations,
             np.copy(self._rewards),
