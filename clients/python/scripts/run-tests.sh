@@ -34,11 +34,34 @@ echo "==> mypy --strict clients/python/src"
 
 echo "==> pytest clients/python/tests"
 set +e
-"$VENV/bin/python" -m pytest clients/python/tests -q -p no:cacheprovider "$@"
+"$VENV/bin/python" -m pytest clients/python/tests -q -p no:cacheprovider --ignore=clients/python/tests/trl "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2
   exit 1
+fi
+
+# The TRL tests (tests/trl: GRPOTrainer against a live server) need torch, transformers and trl, which live in
+# the cached venv of scripts/trl-venv.sh (.ci/run makes it and sets SANDGYM_TRL_VENV and SANDGYM_REQUIRE_TRL=1).
+# They run on a full run (no pytest arguments) when that venv is given or required.
+TRL_VENV="${SANDGYM_TRL_VENV:-}"
+if [ -z "$TRL_VENV" ] && [ "${SANDGYM_REQUIRE_TRL:-}" = "1" ]; then
+  TRL_VENV="$(bash clients/python/scripts/trl-venv.sh | tail -n1)"
+fi
+if [ "$#" -eq 0 ] && [ -n "$TRL_VENV" ]; then
+  trl_stamp_file="$TRL_VENV/.sandgym-client-stamp"
+  if [ ! -f "$trl_stamp_file" ] || [ "$(cat "$trl_stamp_file")" != "$stamp" ]; then
+    "$TRL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall ./clients/python
+    echo "$stamp" > "$trl_stamp_file"
+  fi
+  echo "==> pytest clients/python/tests/trl (with $TRL_VENV)"
+  set +e
+  HF_HUB_OFFLINE=1 TRL_EXPERIMENTAL_SILENCE=1 "$TRL_VENV/bin/python" -m pytest clients/python/tests/trl -q -p no:cacheprovider
+  trl_rc=$?
+  set -e
+  if [ "$trl_rc" -ne 0 ]; then rc=$trl_rc; fi
+elif [ "$#" -eq 0 ]; then
+  echo "==> clients/python/tests/trl not run: no TRL venv (bash clients/python/scripts/trl-venv.sh makes one; SANDGYM_TRL_VENV=<it> runs them)"
 fi
 exit "$rc"

@@ -1,0 +1,64 @@
+"""sandgym.chat over the sandboxed tool envs (shell-v0, code-v0) under Docker: the conversation a model sees,
+malformed calls answered without ending the episode, observations as tool messages with the calls' ids.
+Skipped without Docker or the images (the reason named), failing instead under SANDGYM_REQUIRE_DOCKER=1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import sandgym
+from _server import ServerProcess
+from sandgym.chat import SYSTEM_PROMPT_TOOLS, AsyncChatEnv
+from test_gym_vec_sandbox import _docker_facility
+
+
+@pytest.fixture(scope="module")
+def docker_url() -> Iterator[str]:
+    why = _docker_facility()
+    if why:
+        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
+        pytest.skip(f"shell-v0 / code-v0 need Docker: {why}")
+    srv = ServerProcess()
+    srv.args[srv.args.index("--driver") + 1] = "docker"
+    srv.start()
+    try:
+        yield srv.url
+    finally:
+        srv.stop()
+
+
+def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+@pytest.mark.parametrize("env_id", ["shell-v0", "code-v0"])
+async def test_sandboxed_tool_env_as_chat(docker_url: str, env_id: str) -> None:
+    async with await sandgym.AsyncClient.connect(docker_url) as client:
+        env = await client.make(env_id)
+        chat = AsyncChatEnv(env)
+        try:
+            opening = await chat.reset(seed=1)
+            assert opening[0] == {"role": "system", "content": SYSTEM_PROMPT_TOOLS}
+            assert env.spec["description"] not in opening[1]["content"]
+            names = {t["function"]["name"] for t in chat.tools or []}
+            assert {"bash", "submit"} <= names
+            r = await chat.step(_call("c1", "bash", '{"command": "echo sandgym-chat"}'))
+            assert r.steps == 1 and not r.done
+            assert r.messages[0]["tool_call_id"] == "c1" and "sandgym-chat" in r.messages[0]["content"]
+            for bad in (_call("c2", "bash", '{"command": '), _call("c3", "rm_rf", "{}"),
+                        {"role": "assistant", "content": "I will now run ls"}):
+                r = await chat.step(bad)
+                assert r.steps == 0 and r.invalid == 1 and not r.done
+                assert r.messages[0]["content"].startswith("Error: ")
+            r = await chat.step(_call("c4", "submit", "{}"))
+            assert r.terminated and r.messages[0]["tool_call_id"] == "c4"
+            if "reward_components" in r.info:
+                assert r.reward == pytest.approx(sum(r.info["reward_components"].values()))
+        finally:
+            await chat.close()
