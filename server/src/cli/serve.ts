@@ -1,5 +1,5 @@
 // `sandgym serve`: build the app from defaults < config file < flags (+ token sources) and listen.
-import { wsPath } from '../../../protocol/src/index.js';
+import { PROTOCOL_VERSION, wsPath } from '../../../protocol/src/index.js';
 import { buildApp } from '../app.js';
 import { loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
@@ -23,7 +23,7 @@ Options:
                          env_modules, driver, pools, max_message_bytes, max_sessions,
                          max_sessions_per_connection, max_batch, step_timeout_ms,
                          reset_timeout_ms, idle_timeout_ms, heartbeat_ms,
-                         log_level, insecure, tasks, splits, resume_grace_ms, sandbox:
+                         log_level, log_format, metrics, insecure, tasks, splits, resume_grace_ms, sandbox:
                          see docs/SANDBOX.md)
   --fixtures             also register the test/* fixture envs
   --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto | none
@@ -39,6 +39,10 @@ Options:
                          long for the client to resume them from a new connection
                          (default 0: no resume, a drop closes its sessions)
   --log-level <level>    fatal|error|warn|info|debug|trace|silent (default info)
+  --log-format <fmt>     pretty | json (default: pretty on a terminal, JSON otherwise);
+                         every line of an episode names its session, env, episode and task
+  --no-metrics           no Prometheus /metrics nor /v${PROTOCOL_VERSION}/tasks/stats (and no
+                         per-step bookkeeping); see docs/OBSERVABILITY.md
 ${ARCHIVE_HELP}
   -h, --help             show this help
 
@@ -46,6 +50,7 @@ Tokens are also read from SANDGYM_TOKENS (comma separated).
 Prints "sandgym listening on ws://HOST:PORT${wsPath()}" on stdout once listening; logs go to stderr.`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_FORMATS = ['pretty', 'json'] as const;
 const DRIVERS = ['docker', 'local', 'auto', 'none'] as const;
 const SPLITS = ['train', 'eval'] as const;
 
@@ -65,6 +70,8 @@ export const SERVE_COMMAND = {
     splits: { type: 'string' },
     insecure: { type: 'boolean' },
     'log-level': { type: 'string' },
+    'log-format': { type: 'string' },
+    'no-metrics': { type: 'boolean' },
     ...ARCHIVE_OPTIONS,
     'resume-grace-ms': { type: 'string' },
   },
@@ -84,6 +91,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   if (values.host !== undefined) nonEmptyValue('host', values.host, cmd);
   const port = values.port === undefined ? undefined : intValue('port', values.port, 0, 65535, cmd);
   const level = values['log-level'] === undefined ? undefined : choiceValue('log-level', values['log-level'], LOG_LEVELS, cmd);
+  const logFormat = values['log-format'] === undefined ? undefined : choiceValue('log-format', values['log-format'], LOG_FORMATS, cmd);
   for (const t of values.token ?? []) nonEmptyValue('token', t, cmd);
   const driver = values.driver === undefined ? undefined : choiceValue('driver', values.driver, DRIVERS, cmd);
   for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
@@ -103,6 +111,8 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     splits,
     insecure: values.insecure,
     log_level: level,
+    log_format: logFormat,
+    metrics: values['no-metrics'] ? false : undefined,
     resume_grace_ms: resumeGrace,
   };
   const cfg = resolveConfig(fileLayer, flags);

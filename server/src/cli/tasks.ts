@@ -9,8 +9,9 @@ import type { OpenSandboxProvider } from '../../../envs/src/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { runTasksStats, TASKS_STATS_OPTIONS, TASKS_STATS_USAGE } from './tasks-stats.js';
 
-export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> [dir...] [options]
+export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|stats> [dir...] [options]
 
   Without a directory, the shipped task set (envs/tasks, what \`serve\` loads by default).
 
@@ -34,8 +35,9 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate> [dir...] [
                                          cached in DIR (default ~/.cache/sandgym/mutation) keyed
                                          by every input; Python mutants need cosmic-ray in PATH's
                                          python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
+${TASKS_STATS_USAGE}
 Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
-4 no sandbox driver or mutation tool (validate).`;
+4 no sandbox driver or mutation tool (validate), or no server answers (stats).`;
 
 const DIRS = { name: '[dir...] (task-set directories; default the shipped set)', min: 0, max: Infinity };
 const dirsOr = (dirs: string[]) => (dirs.length > 0 ? dirs : [SHIPPED_TASKS_DIR]);
@@ -62,10 +64,12 @@ export interface TasksDeps {
   openSandboxProvider: OpenSandboxProvider;
 }
 
+const STATS = { name: 'tasks stats', help: TASKS_HELP, options: TASKS_STATS_OPTIONS, positionals: { name: '(none)', min: 0, max: 0 } } as const satisfies CommandDef<OptionDefs>;
+
 const verdict = (ok: boolean) => (ok ? EXIT.OK : EXIT.FAILED);
 
 export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Promise<number> {
-  const picked = subcommand('tasks', ['list', 'check', 'validate'] as const, argv);
+  const picked = subcommand('tasks', ['list', 'check', 'validate', 'stats'] as const, argv);
   if (typeof picked === 'string') {
     io.out(TASKS_HELP + '\n');
     return picked === 'help' ? EXIT.OK : EXIT.USAGE;
@@ -81,6 +85,12 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       if (p === null) return help();
       const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
       return verdict(await checkTasks(dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+    }
+    case 'stats': {
+      const p = parseCommand(STATS, picked.argv);
+      if (p === null) return help();
+      await runTasksStats(p.values, io, STATS.name);
+      return EXIT.OK;
     }
     case 'validate': {
       const p = parseCommand(VALIDATE, picked.argv);
