@@ -11,6 +11,7 @@ import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure, type EnvContext, type EpisodeArtifacts, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
+import { refuseUnknownOptions } from '../options.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
@@ -20,6 +21,7 @@ import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-pla
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
 const GRADE_MARGIN_MS = 15_000;
 import { DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rubricSpec, type Weights } from './rubric.js';
+import { SAMPLING_KWARGS_SCHEMA, SamplingConfigError, TaskSampler, type Picked, type SamplingKwargs } from './sampling.js';
 import { TaskAccessError, type TaskSet } from './task-loader.js';
 import type { LoadedTask, RubricComponent, ShapingMode, Split } from './task-types.js';
 
@@ -97,7 +99,7 @@ export interface CodeEnvOptions {
   killStragglers?: boolean;
 }
 
-type Kwargs = { shaping?: ShapingMode };
+type Kwargs = { shaping?: ShapingMode } & SamplingKwargs;
 
 function requirementOf(task: LoadedTask): SandboxRequirement {
   return { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
@@ -132,6 +134,10 @@ class CodeEnvInstance implements EnvInstance {
   private readonly agentRoot: string;
   /** What the last bash command hit (PROTOCOL.md §11a: the agent's faults are observations, reported in info too). */
   private lastBash: { timed_out: boolean; oom_killed: boolean } | null = null;
+  /** How reset picks a task when it names none (make kwargs `sampling`); set by create(). */
+  sampler: TaskSampler = new TaskSampler({}, undefined);
+  /** What the last pick said about itself (reset info.sampling; absent for uniform picks). */
+  private picked: Omit<Picked<unknown>, 'task'> | null = null;
 
   constructor(
     private readonly opts: CodeEnvOptions,
@@ -148,17 +154,29 @@ class CodeEnvInstance implements EnvInstance {
   }
 
   private pickTask(seed: number | undefined, options: Record<string, unknown>): LoadedTask {
-    for (const k of Object.keys(options)) if (k !== 'task_id' && k !== 'split') throw new InvalidArgument(`unknown reset option ${JSON.stringify(k)} (allowed: task_id, split)`, `/${k}`);
-    const { task_id: id, split } = options;
+    refuseUnknownOptions(options, ['task_id', 'split', 'cursor']);
+    const { task_id: id, split, cursor } = options;
+    if (cursor !== undefined && (this.sampler.mode !== 'epoch' || !Number.isSafeInteger(cursor) || (cursor as number) < 0)) {
+      throw new InvalidArgument('cursor is an epoch-mode option (make kwargs sampling: "epoch"): an integer >= 0', '/cursor');
+    }
+    if (id !== undefined && cursor !== undefined) throw new InvalidArgument('task_id and cursor exclude each other', '/cursor');
     if (id !== undefined && (typeof id !== 'string' || id === '')) throw new InvalidArgument('task_id must be a non-empty string', '/task_id');
     if (split !== undefined && split !== 'train' && split !== 'eval') throw new InvalidArgument('split must be "train" or "eval"', '/split');
     // A session sees eval tasks only when it asks for the eval split (and the server exposes it).
     const s: Split = split ?? 'train';
     if (!this.opts.taskSet.exposedSplits.includes(s)) throw new InvalidArgument(`split ${JSON.stringify(s)} is not exposed by this server`, '/split');
     try {
-      return id !== undefined ? this.opts.taskSet.get(id, s) : this.opts.taskSet.pick(seed ?? randomInt(2 ** 47), s);
+      this.picked = null;
+      if (id !== undefined) return this.opts.taskSet.get(id, s);
+      if (!this.opts.taskSet.exposedSplits.includes(s)) throw new TaskAccessError(`split ${JSON.stringify(s)} is not exposed by this server`, '/split');
+      // Sorted by id (TaskSet keeps each split sorted), so a seed picks the same task whatever the listing order.
+      const tasks = this.opts.taskSet.list(s).map((t) => ({ id: t.spec.id, t }));
+      const { task, ...about } = this.sampler.pick(tasks, s, seed ?? randomInt(2 ** 47), cursor as number | undefined);
+      if (this.sampler.mode !== 'uniform') this.picked = { ...about };
+      return task.t;
     } catch (err) {
       if (err instanceof TaskAccessError) throw new InvalidArgument(err.message, err.path);
+      if (err instanceof SamplingConfigError) throw new InvalidArgument(err.message, err.path);
       throw err;
     }
   }
@@ -194,7 +212,9 @@ class CodeEnvInstance implements EnvInstance {
         `(at most ${task.spec.max_steps} steps).`,
       OBSERVATION_MAX,
     );
-    return { observation, info: { ...this.taskInfo(), max_steps: task.spec.max_steps, shaping: this.shaping(), reward_components: this.zeroComponents() } };
+    // info.sampling: how the task was chosen (frontier reason; epoch, position and the cursor to resume from).
+    const sampling = this.picked ? { sampling: { mode: this.sampler.mode, ...this.picked } } : {};
+    return { observation, info: { ...this.taskInfo(), max_steps: task.spec.max_steps, shaping: this.shaping(), reward_components: this.zeroComponents(), ...sampling } };
   }
 
   private shaping(): ShapingMode {
@@ -247,6 +267,12 @@ class CodeEnvInstance implements EnvInstance {
       reward_components: components,
       score: this.shaper.current,
     };
+    // Read through a cast: TypeScript keeps the `= null` above narrowed across the await of runTool.
+    const bash = this.lastBash as { timed_out: boolean; oom_killed: boolean } | null;
+    if (bash) {
+      info.timed_out = bash.timed_out;
+      info.oom_killed = bash.oom_killed;
+    }
     if (this.lastBash) {
       info.timed_out = this.lastBash.timed_out;
       info.oom_killed = this.lastBash.oom_killed;
@@ -392,7 +418,7 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
     description:
       'Coding tasks in a sandbox: edit /workspace with bash/read_file/write_file/list_files, then submit. ' +
       'Hidden tests run in a fresh grading sandbox; rewards are potential-based shaping of the rubric score (they sum to the final score). ' +
-      'reset options: {task_id?, split? ("train" default | "eval")}.',
+      'reset options: {task_id?, split? ("train" default | "eval"), cursor? (epoch sampling)}; make kwargs sampling: "uniform" | "frontier" | "epoch" (docs/OBSERVABILITY.md).',
     observation_space,
     action_space,
     max_episode_steps: maxSteps,
@@ -400,7 +426,7 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
     stochastic: false,
     kwargs_schema: {
       type: 'object',
-      properties: { shaping: { enum: ['none', 'on_write', 'every_step'] } },
+      properties: { shaping: { enum: ['none', 'on_write', 'every_step'] }, ...SAMPLING_KWARGS_SCHEMA },
       additionalProperties: false,
     },
     rubric: rubricSpec(opts.weights ?? DEFAULT_WEIGHTS),
@@ -415,6 +441,12 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
         throw new Error(`code-v0 needs step_timeout_ms >= ${GRADE_MARGIN_MS + (RUN_OVERHEAD_S + 5) * 1000} so that a test run ends inside the step deadline (got ${ctx.step_timeout_ms})`);
       }
       const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs, budget, ctx.artifacts);
+      try {
+        inst.sampler = new TaskSampler(kwargs as Kwargs, ctx.task_stats);
+      } catch (e) {
+        if (e instanceof SamplingConfigError) throw new InvalidArgument(e.message, e.path);
+        throw e;
+      }
       ctx.signal.addEventListener('abort', () => void inst.close(), { once: true });
       return inst;
     },
