@@ -273,10 +273,6 @@ class CodeEnvInstance implements EnvInstance {
       info.timed_out = bash.timed_out;
       info.oom_killed = bash.oom_killed;
     }
-    if (this.lastBash) {
-      info.timed_out = this.lastBash.timed_out;
-      info.oom_killed = this.lastBash.oom_killed;
-    }
     if (grade) {
       info.grade = this.gradeInfo(grade);
       info.grader = this.provenance(grade);
