@@ -153,7 +153,12 @@ export async function startS3(): Promise<S3Server> {
   let endpoint = process.env.SANDGYM_TEST_S3_ENDPOINT;
   let env: NodeJS.ProcessEnv;
   if (endpoint) {
-    env = { AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY, AWS_REGION: process.env.AWS_REGION ?? 'us-east-1' };
+    // .ci/run's MinIO: its credentials in SANDGYM_TEST_S3_ACCESS_KEY / _SECRET_KEY (else the AWS_* ones).
+    env = {
+      AWS_ACCESS_KEY_ID: process.env.SANDGYM_TEST_S3_ACCESS_KEY ?? process.env.AWS_ACCESS_KEY_ID,
+      AWS_SECRET_ACCESS_KEY: process.env.SANDGYM_TEST_S3_SECRET_KEY ?? process.env.AWS_SECRET_ACCESS_KEY,
+      AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+    };
   } else {
     const bin = minioBinary() as string;
     dir = await mkdtemp(join(tmpdir(), 'sandgym-minio-'));
