@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from _server import ServerFactory
-from sandgym import AsyncClient, ConnectionClosedError, ResumeExpiredError
+from sandgym import AsyncClient, Client, ConnectionClosedError, ResumeExpiredError
 
 
 class Proxy:
@@ -174,3 +174,60 @@ async def test_reconnect_false_fails_at_once(resumable: tuple[str, Proxy]) -> No
         assert client.closed
     finally:
         await client.close()
+
+
+# ------------------------------------------------------------------------------ blocking Client
+# The proxy runs on this test's event loop; the blocking client runs in worker threads.
+
+
+async def test_sync_client_resumes_a_cut_mid_step(resumable: tuple[str, Proxy], caplog: pytest.LogCaptureFixture) -> None:
+    url, proxy = resumable
+    caplog.set_level(logging.INFO, logger="sandgym")
+    client = await asyncio.to_thread(Client, url)
+    try:
+        slow = await asyncio.to_thread(client.make, "test/slow-v0", delay_ms=1500)
+        counter = await asyncio.to_thread(client.make, "test/counter-v0")
+        await asyncio.to_thread(slow.reset)
+        await asyncio.to_thread(counter.reset)
+        assert (await asyncio.to_thread(counter.step, 1))[0] == 1
+        running = asyncio.ensure_future(asyncio.to_thread(slow.step, 0))
+        await asyncio.to_thread(client.ping)  # the step was received before the ping was answered
+        proxy.cut()
+        obs, reward, terminated, truncated, _info = await running
+        assert (obs, reward, terminated, truncated) == (0, 0.0, False, False)
+        assert (await asyncio.to_thread(counter.step, 1))[0] == 2
+        assert any("resumed 2 session(s)" in r.getMessage() for r in caplog.records)
+    finally:
+        await asyncio.to_thread(client.close)
+
+
+async def test_sync_client_resends_a_request_lost_with_the_socket_once(resumable: tuple[str, Proxy]) -> None:
+    url, proxy = resumable
+    client = await asyncio.to_thread(Client, url)
+    try:
+        counter = await asyncio.to_thread(client.make, "test/counter-v0")
+        await asyncio.to_thread(counter.reset)
+        proxy.cut()
+        assert (await asyncio.to_thread(counter.step, 1))[0] == 1
+        assert (await asyncio.to_thread(counter.step, 1))[0] == 2  # exactly once: not 3
+    finally:
+        await asyncio.to_thread(client.close)
+
+
+async def test_sync_client_unreachable_for_the_grace_period(servers: ServerFactory) -> None:
+    srv = servers.get({"resume_grace_ms": 400})
+    proxy = await Proxy(int(urlsplit(srv.url).port or 0)).start()
+    client = await asyncio.to_thread(Client, proxy.url(srv.url))
+    try:
+        env = await asyncio.to_thread(client.make, "test/counter-v0")
+        await asyncio.to_thread(env.reset)
+        proxy.blocked = True
+        proxy.cut()
+        with pytest.raises(ResumeExpiredError):
+            await asyncio.to_thread(env.step, 1)
+        assert client.closed
+        with pytest.raises(ResumeExpiredError):
+            await asyncio.to_thread(env.step, 1)
+    finally:
+        await asyncio.to_thread(client.close)
+        await proxy.close()

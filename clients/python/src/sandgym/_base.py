@@ -57,7 +57,7 @@ class ConnectOptions:
     requests refused with ``CAPACITY``. ``on_event``: called with each server event. ``max_size``:
     largest frame accepted from the server (bytes; None = no limit). ``reconnect``: after an
     unexpected drop, reconnect and resume the sessions when the server offers resume (PROTOCOL.md
-    §5a; the asyncio client); False fails the pending calls at once instead.
+    §5a); False fails the pending calls at once instead.
     """
 
     token: str | None = None
@@ -89,7 +89,7 @@ class ClientBase(Generic[T]):
     ``_finish(token, result, error)`` (complete one pending call)."""
 
     _ws: Any
-    #: The layer reconnects and resumes (the asyncio client; the blocking one fails on a drop).
+    #: The layer reconnects and resumes after a drop (both clients do; a subclass may not).
     _supports_resume = False
 
     def __init__(self, url: str, options: ConnectOptions) -> None:

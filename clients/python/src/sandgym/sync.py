@@ -16,6 +16,11 @@ id stays reserved until that reply arrives and is dropped.
 Server events (``session_closed``, ``shutdown``) and a dropped connection are noticed whenever a thread
 reads: during any call, or explicitly with :meth:`Client.poll`.
 
+Session resume (PROTOCOL.md §5a): the thread that reads when the socket drops (without a close frame,
+on a server that offers resume) reconnects with capped, jittered backoff within the grace period and
+resumes, as the asyncio client does; calls made meanwhile wait and go out after it. ``reconnect=False``
+opts out.
+
 This module is only that I/O; what each operation sends and how its reply is read live in
 :mod:`sandgym._core`, the connection's state in :mod:`sandgym._base` (shared with the asyncio client).
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +49,14 @@ from ._base import (
     handshake_error,
 )
 from ._core import Op, StepResult
-from .errors import ConnectionClosedError, RequestTimeoutError, SandgymError
+from .errors import (
+    ConnectionClosedError,
+    RequestTimeoutError,
+    ResumeExpiredError,
+    ResumeRefusedError,
+    SandgymError,
+    UnauthorizedError,
+)
 
 __all__ = ["Client", "Env"]
 
@@ -79,9 +92,16 @@ class Client(ClientBase[_Call]):
     client; their requests are multiplexed on the connection and each gets its own reply.
     """
 
+    _supports_resume = True
+
     def __init__(self, url: str, **options: Any) -> None:
         opts = ConnectOptions(**options)
         super().__init__(url, opts)
+        self._options = opts
+        # Resume state, guarded by _lock: while _resuming, requests wait in the outbox.
+        self._resuming = False
+        self._user_closed = False
+        self._outbox: dict[int, str | bytes] = {}
         # Leader/follower state, all guarded by _lock.
         self._lock = threading.Lock()
         self._reading = False  # a thread is receiving frames
@@ -113,6 +133,7 @@ class Client(ClientBase[_Call]):
 
         Replies already received for other threads' calls are still delivered; calls still pending
         then fail with :class:`ConnectionClosedError`."""
+        self._user_closed = True
         try:
             self._ws.close()
         except Exception:  # noqa: BLE001  # pragma: no cover - closing a broken socket
@@ -203,15 +224,24 @@ class Client(ClientBase[_Call]):
 
     def _read_one(self, timeout: float | None) -> bool:
         """Receive and route one frame as the reader (without _lock). False when ``timeout`` expired
-        or the connection is gone (then every pending call has failed)."""
+        or the connection is gone (then every pending call has failed, unless it was resumed)."""
+        ws = self._ws
         try:
-            data = self._ws.recv(timeout)
+            data = ws.recv(timeout)
         except TimeoutError:
             return False
         except websockets.exceptions.ConnectionClosed:
             with self._lock:
-                self._fail_all(None)
-            return False
+                if ws is not self._ws:
+                    return True  # replaced by a reconnect meanwhile: read the new one
+                if self._resuming:
+                    return False  # a resume attempt's socket: the attempt fails, the loop goes on
+                resume = self._may_resume(ws)
+                if resume:
+                    self._resuming = True
+                else:
+                    self._fail_all(None)
+            return self._resume() if resume else False
         except Exception as exc:  # pragma: no cover - defensive: never leave callers hanging
             log.exception("sandgym: reading from the connection failed")
             with self._lock:
@@ -228,6 +258,146 @@ class Client(ClientBase[_Call]):
         if event is not None:
             self._call_on_event(event)  # outside the lock: the handler may take its time
         return True
+
+    # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
+
+    def _may_resume(self, ws: ClientConnection) -> bool:  # with _lock held
+        proto = ws.protocol
+        return (
+            self._resume_token is not None
+            and self._resume_grace > 0
+            and self._options.reconnect
+            and not self._user_closed
+            and self._closed_exc is None
+            and self._connection_error is None
+            and proto.close_rcvd is None
+            and proto.close_sent is None
+        )
+
+    def _direct(self, op: Op, deadline: float) -> Any:
+        """A call of the reconnect itself, sent and read by this (the reader) thread."""
+        call = _Call()
+        with self._lock:
+            rid, data = self._core.request(op.type, op.params, call)
+        ws = self._ws
+        try:
+            ws.send(data)
+            while not call.done:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._timeout_error(rid, op.type, left)
+                if not self._read_one(left) and not call.done and ws.protocol.state is State.CLOSED:
+                    raise ConnectionClosedError("connection closed during a resume attempt")
+        except BaseException:
+            with self._lock:
+                self._core.abandon(rid)
+            raise
+        if call.error is not None:
+            raise call.error
+        return op.parse(call.result)
+
+    def _resume(self) -> bool:
+        """Reconnect and resume as the reader thread. True when resumed (keep reading)."""
+        t0 = time.monotonic()
+        deadline = t0 + self._resume_grace
+        with self._lock:
+            owed = [rid for rid in self._core.pending_ids() if rid not in self._outbox]
+            old_token = self._resume_token
+            sessions = [e.session for e in list(self._envs.values()) if not e.closed]
+        assert old_token is not None
+        log.warning(
+            "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
+            self.url, len(sessions), self._resume_grace,
+        )
+        attempt, delay, last = 0, 0.1, "the connection dropped"
+        while not self._user_closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            attempt += 1
+            timeout = max(0.001, min(left, self._options.connect_timeout))
+            try:
+                opts = {**self._options.ws_options(), "open_timeout": timeout}
+                ws = ws_sync_connect(self.url, **opts, **_QUEUE_KW, **_LEGACY_KW)
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                with self._lock:
+                    self._ws = ws
+                try:
+                    attempt_deadline = time.monotonic() + timeout
+                    self._on_hello(self._direct(self._options.hello_op(), attempt_deadline))
+                    with self._lock:
+                        still = set(self._core.pending_ids())
+                    res = self._direct(_core.resume_op(old_token, [r for r in owed if r in still]), attempt_deadline)
+                except (ResumeExpiredError, ResumeRefusedError, UnauthorizedError) as exc:
+                    self._resume_failed(exc, owed)
+                    return True
+                except (ConnectionClosedError, RequestTimeoutError, OSError) as exc:
+                    last = f"{type(exc).__name__}: {exc}"
+                    ws.close()
+                else:
+                    self._resumed(res, attempt, time.monotonic() - t0)
+                    return True
+            wait = min(delay * (0.5 + random.random() / 2), deadline - time.monotonic())
+            delay = min(delay * 2, 2.0)
+            if wait > 0:
+                time.sleep(wait)
+        reason = f"could not reconnect within the grace period of {self._resume_grace:g} s ({attempt} attempts; last: {last})"
+        expired = ResumeExpiredError(f"cannot resume: {reason}", details={"reason": reason, "sessions": sessions})
+        self._resume_failed(expired, owed)
+        with self._lock:
+            self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {reason}", cause_error=expired))
+        return False
+
+    def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
+        lost = [int(r) for r in res.get("lost") or []]
+        unseen = [int(r) for r in res.get("unseen") or []]
+        with self._lock:
+            token = res.get("resume_token")
+            self._resume_token = token if isinstance(token, str) else None
+            for rid, type_, call in self._core.take(lost, reserve=True):
+                self._finish(call, None, SandgymError(
+                    f"{type_} request {rid} ran on the server but its reply was lost with the connection",
+                    code="REPLY_LOST", details={"id": rid, "type": type_},
+                ))
+            # Never received by the server: sent again (same id); the held replies of the others follow.
+            frames = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
+            frames += list(self._outbox.values())
+            self._outbox.clear()
+            self._resuming = False
+            for data in frames:  # under the lock: no new request can overtake them
+                try:
+                    self._ws.send(data)
+                except websockets.exceptions.ConnectionClosed:
+                    break  # the next read sees the drop and resumes again
+        log.info(
+            "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
+            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
+        )
+
+    def _resume_failed(self, err: SandgymError, owed: list[int]) -> None:
+        """The sessions are gone: their pending calls and handles fail with ``err``."""
+        with self._lock:
+            self._resuming = False
+            lost = self._mark_lost(err)
+            for _rid, _type, call in self._core.take(owed, reserve=True):
+                self._finish(call, None, err)
+            log.warning("sandgym: %s; %d session(s) lost", err.message, len(lost))
+            # Calls made meanwhile: those naming a lost session fail, the rest go out on the new connection.
+            queued = dict(self._outbox)
+            self._outbox.clear()
+            for rid, data in queued.items():
+                msg = codec.decode(data)
+                session = msg.get("session") if isinstance(msg, dict) else None
+                if isinstance(session, str) and session in self._lost_sessions:
+                    for _r, _t, call in self._core.take([rid], reserve=True):
+                        self._finish(call, None, self._lost_sessions[session])
+                elif self._closed_exc is None and self._ws.protocol.state is State.OPEN:
+                    try:
+                        self._ws.send(data)
+                    except websockets.exceptions.ConnectionClosed:
+                        break
 
     def _finish(self, call: _Call, result: Any, error: BaseException | None) -> None:  # with _lock held
         if call.done:
@@ -311,6 +481,9 @@ class Client(ClientBase[_Call]):
 
     def _call(self, op: Op, timeout: float | None = UNSET) -> Any:
         """Carry one operation to the server and its result back (CAPACITY retried when enabled)."""
+        lost = self._lost_error(op)
+        if lost is not None:
+            raise lost
         attempt = 1
         while True:
             try:
@@ -333,13 +506,22 @@ class Client(ClientBase[_Call]):
                     "handler returns (e.g. hand it to another thread)"
                 )
             rid, data = self._core.request(type_, params, call)
+            queued = self._resuming
+            if queued:
+                self._outbox[rid] = data  # goes out after the resume
         try:
-            self._ws.send(data)
+            if not queued:
+                self._ws.send(data)
         except websockets.exceptions.ConnectionClosed:
             with self._lock:
-                self._core.cancel(rid)
-            self.wait_closed(timeout=5.0)  # deliver what was received, record the close and its cause
-            raise self._closed_exc or ConnectionClosedError("connection closed") from None
+                resumable = self._resuming or self._may_resume(self._ws)
+                if resumable:
+                    self._outbox[rid] = data  # never written: it goes out after the resume
+                else:
+                    self._core.cancel(rid)
+            if not resumable:
+                self.wait_closed(timeout=5.0)  # deliver what was received, record the close and its cause
+                raise self._closed_exc or ConnectionClosedError("connection closed") from None
         except BaseException:
             with self._lock:
                 self._core.cancel(rid)
