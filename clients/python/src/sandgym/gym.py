@@ -155,7 +155,7 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
     is raised as its own class (``exc.details["env_index"]`` names the sub-env; ``last_errors``
     holds one entry per sub-env) after the other sub-envs' results were applied: their
     transitions are in ``last_result`` (the failed ones keep their previous observation, reward
-    0). Reset a failed session with ``reset(options={"reset_mask": mask})``. A lost connection
+    0, not done). Reset a failed session with ``reset(options={"reset_mask": mask})``. A lost connection
     raises :class:`~sandgym.errors.ConnectionClosedError`; a server that stops answering raises
     :class:`~sandgym.errors.RequestTimeoutError` after the client's ``timeout``.
     """
