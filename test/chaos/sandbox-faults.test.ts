@@ -73,8 +73,10 @@ describe.skipIf(!HAS_DOCKER)('a sandbox container killed or paused mid-command (
     // 25 s if nothing happened; the assertion is on the outcome, which differs if the kill went unnoticed.
     const inflight = outcome(victim.env.step(bash('sleep 25; echo finished', 30)));
     await new Promise((r) => setTimeout(r, 500));
+    const tKill = Date.now();
     await docker(['kill', victim.sandbox]);
     const o = await inflight;
+    console.info(`[chaos] docker kill: step answered ${Date.now() - tKill} ms after the kill was issued`);
     expect(o).toEqual({ code: 'SANDBOX_ERROR', reward: null });
     await brokenSessionStaysBroken(victim.env);
     await bystanderStillWorks(bystander.env);
@@ -86,12 +88,14 @@ describe.skipIf(!HAS_DOCKER)('a sandbox container killed or paused mid-command (
     const victim = await episode();
     const bystander = await episode();
     // A 3 s command deadline: the agent would report `timed out` in band if it could still answer.
+    const tStep = Date.now();
     const inflight = outcome(victim.env.step(bash('sleep 25; echo finished', 3)));
     await new Promise((r) => setTimeout(r, 500));
     await docker(['pause', victim.sandbox]);
     // Meanwhile another session is served normally.
     await bystanderStillWorks(bystander.env);
     const o = await inflight;
+    console.info(`[chaos] docker pause: step answered ${Date.now() - tStep} ms after it was sent (command deadline 3 s)`);
     expect(o).toEqual({ code: 'SANDBOX_ERROR', reward: null });
     await brokenSessionStaysBroken(victim.env);
     await waitFor(async () => !(await containerExists(victim.sandbox)), 30_000, `paused container ${victim.sandbox} to be removed`);
