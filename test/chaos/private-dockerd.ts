@@ -4,7 +4,7 @@
 // network none, so they need neither. Needs root and the dockerd binary; the facility below skips
 // with the reason, or fails under SANDGYM_REQUIRE_PRIVATE_DOCKERD=1 (set by .ci/run).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Facility } from '../../server/test/sandbox/facilities.js';
@@ -130,6 +130,7 @@ export class PrivateDockerd {
     const proc = this.proc;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const ctr = await this.containerdPid();
+    await this.noteContainerIds();
     proc.kill(signal);
     const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
     await this.exited;
@@ -139,6 +140,14 @@ export class PrivateDockerd {
       while (alive(ctr) && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 100));
       if (alive(ctr)) process.kill(ctr, 'SIGKILL');
     }
+  }
+
+  /** Full ids of every container the daemon has had (for cgroup cleanup after a SIGKILL). */
+  private readonly seenIds = new Set<string>();
+
+  private async noteContainerIds(): Promise<void> {
+    const r = await this.docker(['ps', '-aq', '--no-trunc']);
+    for (const id of r.stdout.split('\n').filter(Boolean)) this.seenIds.add(id);
   }
 
   /** The pid of the containerd this daemon started, if it runs (checked against its command line). */
@@ -210,6 +219,12 @@ export class PrivateDockerd {
     if (ctr) process.kill(ctr, 'SIGTERM');
     // Shims (and their containers) of this daemon's namespace that outlived a SIGKILL of it.
     await this.killOrphanShims();
+    // A container killed with its daemon (SIGKILL) can leave an empty cgroup behind: rmdir removes only
+    // empty ones, and only those of containers this daemon ran.
+    const controllers = await readdir('/sys/fs/cgroup').catch(() => [] as string[]);
+    for (const id of this.seenIds) {
+      for (const c of ['', ...controllers]) await rmdir(path.join('/sys/fs/cgroup', c, 'docker', id)).catch(() => undefined);
+    }
     const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(this.dir));
     for (const m of mounts.sort((a, b) => b.length - a.length)) await run('umount', ['-l', m]);
     await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
