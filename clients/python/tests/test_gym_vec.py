@@ -171,10 +171,11 @@ def _unbatch(envs: VectorEnv, obs: Any) -> list[Any]:
     return list(iterate(envs.observation_space, obs))
 
 
-def test_async_vector_env_text_observations_are_not_stale(url: str) -> None:
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_async_vector_env_text_observations_are_not_stale(url: str, shared_memory: bool) -> None:
     """gymnasium's own shared-memory reader for Text decodes once at construction; with the
-    registered reader every step's observation is the server's."""
-    envs = AsyncVectorEnv(_fns(url, "test/tools-v0", 2))
+    registered reader every step's observation is the server's (and without shared memory too)."""
+    envs = AsyncVectorEnv(_fns(url, "test/tools-v0", 2), shared_memory=shared_memory)
     try:
         envs.reset(seed=0)
         for k in range(3):
