@@ -1,6 +1,8 @@
 // Session resume (PROTOCOL.md §5a): how long the TS client takes from a cut TCP connection to the next
 // step answered on the resumed session, against the baseline of what a client without resume does
-// after a drop (a fresh connect + hello + make + reset, episode lost). Same server, same run.
+// after a drop (a fresh connect + hello + make + reset, episode lost). Same server, same run. Also what
+// offering resume costs per step (the server's replay books on the reply path): pipelined steps on a
+// server with resume_grace_ms 60000 against one with 0, in interleaved rounds.
 // Run: npx tsx bench/resume.bench.ts [iterations]
 import net from 'node:net';
 import pino from 'pino';
@@ -77,6 +79,33 @@ async function main(): Promise<void> {
   }
   await client.close();
   await proxy.close();
+
+  // Per-step cost of offering resume: 2000 steps, 64 in flight, rounds interleaved with a resume-off server.
+  const off = await buildApp({ fixtures: true, port: 0, resume_grace_ms: 0 }, { logger: pino({ level: 'silent' }) });
+  await off.app.listen({ port: 0, host: '127.0.0.1' });
+  const offUrl = `ws://127.0.0.1:${(off.app.server.address() as net.AddressInfo).port}${wsPath()}`;
+  const perStep: Record<'on' | 'off', number[]> = { on: [], off: [] };
+  for (let round = 0; round < 8; round++) {
+    for (const [name, url] of [['off', offUrl], ['on', direct]] as const) {
+      const c = await connect(url, { logger: quiet });
+      const e = await c.make<number, number>('test/noop-v0');
+      await e.reset();
+      const n = 2000;
+      let sent = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (sent < n) {
+            sent++;
+            await e.step(0);
+          }
+        }),
+      );
+      perStep[name].push(((performance.now() - t0) * 1000) / n);
+      await c.close();
+    }
+  }
+  await off.app.close();
   await built.app.close();
 
   const p50r = pct(resumed, 50);
@@ -85,6 +114,9 @@ async function main(): Promise<void> {
   console.log(`  cut -> step answered on the resumed session: p50 ${p50r.toFixed(1)} ms, p95 ${pct(resumed, 95).toFixed(1)} ms`);
   console.log(`  baseline connect + hello + make + reset:      p50 ${p50f.toFixed(1)} ms, p95 ${pct(fresh, 95).toFixed(1)} ms`);
   console.log(`  ratio resume / fresh start (p50): ${(p50r / p50f).toFixed(2)}`);
+  const on = pct(perStep.on, 50);
+  const offMed = pct(perStep.off, 50);
+  console.log(`  pipelined step, resume offered: median ${on.toFixed(1)} µs/step; resume off: ${offMed.toFixed(1)} µs/step; ratio ${(on / offMed).toFixed(3)}`);
 }
 
 main().catch((e) => {

@@ -43,8 +43,12 @@ function addBounded<T>(set: Set<T>, v: T, max: number): void {
 export class ReplayLog {
   /** Ids received (after hello) whose reply has not been produced yet. */
   readonly inflight = new Set<number>();
-  /** Replies sent, oldest first, within REPLAY_WINDOW_FRAMES / REPLAY_WINDOW_BYTES (the newest is always kept). */
+  /**
+   * Replies sent, oldest first, from `head` on: within REPLAY_WINDOW_FRAMES / REPLAY_WINDOW_BYTES (the
+   * newest is always kept). Evicted by moving `head` (per reply: O(1)); compacted now and then.
+   */
   private window: Frame[] = [];
+  private head = 0;
   private windowBytes = 0;
   /** Ids answered whose frame left the window. */
   private readonly done = new Set<number>();
@@ -65,15 +69,24 @@ export class ReplayLog {
   /** A reply left for the socket: remembered in the window. */
   sent(f: Frame): void {
     if (f.id === null || !this.inflight.delete(f.id)) return;
-    this.window.push(f);
+    const w = this.window;
+    w.push(f);
     this.windowBytes += sizeOf(f.data);
-    let drop = 0;
-    while (this.window.length - drop > 1 && (this.window.length - drop > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES)) {
-      const old = this.window[drop++] as Frame;
+    while (w.length - this.head > 1 && (w.length - this.head > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES)) {
+      const old = w[this.head] as Frame;
+      w[this.head++] = undefined as unknown as Frame; // let the frame be collected
       this.windowBytes -= sizeOf(old.data);
       addBounded(this.done, old.id as number, DONE_IDS_MAX);
     }
-    if (drop > 0) this.window = this.window.slice(drop);
+    if (this.head >= REPLAY_WINDOW_FRAMES * 4) {
+      this.window = w.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** The window's frames, oldest first. */
+  private windowFrames(): Frame[] {
+    return this.head === 0 ? this.window : this.window.slice(this.head);
   }
 
   /** A frame produced while detached. False when it does not fit the bounds (the caller expires). */
@@ -99,18 +112,20 @@ export class ReplayLog {
     const unseen: number[] = [];
     const lost: number[] = [];
     const inWindow = new Set<number>();
-    for (const f of this.window) if (f.id !== null && wanted.has(f.id)) inWindow.add(f.id);
+    const window = this.windowFrames();
+    for (const f of window) if (f.id !== null && wanted.has(f.id)) inWindow.add(f.id);
     const heldIds = new Set<number>();
     for (const f of this.held) if (f.id !== null) heldIds.add(f.id);
     for (const id of wanted) {
       if (this.inflight.has(id) || inWindow.has(id) || heldIds.has(id)) continue;
       (this.done.has(id) ? lost : unseen).push(id);
     }
-    const frames = [...this.window.filter((f) => f.id !== null && inWindow.has(f.id)), ...this.held];
+    const frames = [...window.filter((f) => f.id !== null && inWindow.has(f.id)), ...this.held];
     // Requests still running answer on the new connection, which now owes them.
     for (const id of this.inflight) to.inflight.add(id);
     this.inflight.clear();
     this.window = [];
+    this.head = 0;
     this.held = [];
     this.windowBytes = this.heldBytes = 0;
     this.done.clear();
@@ -121,6 +136,7 @@ export class ReplayLog {
   clear(): void {
     this.inflight.clear();
     this.window = [];
+    this.head = 0;
     this.held = [];
     this.windowBytes = this.heldBytes = 0;
     this.done.clear();
