@@ -104,7 +104,7 @@ function errorText(e: unknown): string {
 export async function replayEpisode(client: SandgymClient, r: EpisodeRecord, stochastic: boolean): Promise<EpisodeReplay> {
   const base = { episode_id: r.episode_id, env_id: r.env_id, seed: r.seed, steps: r.steps.length };
   const t = toTrajectory(r);
-  if (t === null) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: the reset failed (${r.error?.code ?? r.outcome})` };
+  if (t === null) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: the reset failed (${r.error?.code ?? r.end})` };
   let handle: EnvHandle | null = null;
   let replayedReset: unknown;
   const driver: ReplayDriver = {
@@ -125,7 +125,7 @@ export async function replayEpisode(client: SandgymClient, r: EpisodeRecord, sto
     const notes: string[] = [];
     if (r.seed === null) notes.push('the archived reset had no seed: not a determinism check');
     if (stochastic) notes.push(`${r.env_id} declares itself stochastic`);
-    if (r.outcome === 'error' && r.error) notes.push(`the archived episode ended in ${r.error.code} (${r.error.op}); the actions before it were replayed`);
+    if (r.end === 'error' && r.error) notes.push(`the archived episode ended in ${r.error.code} (${r.error.op}); the actions before it were replayed`);
     const note = notes.length ? { note: notes.join('; ') } : {};
     if (report.stop?.reason === 'error') {
       const where = report.stop.step === 0 ? 'make/reset' : `step ${report.stop.step - 1}`;

@@ -34,7 +34,7 @@ afterAll(async () => {
 describe('sandgym serve --archive / replay / report', () => {
   it('SIGTERM flushes every episode before the process exits', () => {
     expect(records).toHaveLength(8);
-    expect(records.find((r) => r.session_id === mix.solved.session)).toMatchObject({ outcome: 'terminated', return: 1 });
+    expect(records.find((r) => r.session_id === mix.solved.session)).toMatchObject({ end: 'terminated', return: 1 });
   });
 
   it('replay re-runs every archived episode in-process with no divergence (exit 0)', async () => {

@@ -70,7 +70,8 @@ describe.skipIf(why !== null)(`archive report in Chromium${why ? ` (skipped: ${w
       ['test/truncate-v0', 1],
     ]);
     const legend = await browser.page.textContent('.legend');
-    for (const cause of ['env error (2)', 'abandoned (reset) (2)', 'closed mid-episode (2)', 'not solved (4)']) expect(legend).toContain(cause);
+    // Causes as sandgym_failures_total names them: 2 rounds x (1 invalid action, 1 env error, 2 abandoned, 2 math not solved).
+    for (const cause of ['invalid_action (2)', 'env_error (2)', 'abandoned (4)', 'not_solved (4)']) expect(legend).toContain(cause);
     mkdirSync(dirname(ARTIFACT), { recursive: true });
     await browser.page.screenshot({ path: ARTIFACT, fullPage: true });
   }, 60_000);

@@ -80,7 +80,7 @@ describe.runIf(run)('sandgym rescore', () => {
   it('archives each code-v0 episode with its task hash, grade and graded workspace, and no hidden-test text', async () => {
     expect([...rewards.values()]).toEqual([1, 1]);
     const records = await loadArchive(archiveDir);
-    expect(records.map((r) => [r.env_id, r.task?.id, r.outcome])).toEqual(TASKS.map((t) => ['code-v0', t, 'terminated']));
+    expect(records.map((r) => [r.env_id, r.task?.id, r.end, r.outcome, r.score])).toEqual(TASKS.map((t) => ['code-v0', t, 'terminated', 'success', 1]));
     for (const r of records) {
       expect(r.task?.content_hash).toMatch(/^[0-9a-f]{64}$/);
       expect(r.grade).toMatchObject({ score: 1 });

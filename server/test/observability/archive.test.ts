@@ -9,7 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROTOCOL_VERSIONS } from '../../../protocol/src/index.js';
 import type { Archive } from '../../src/observability/archive/index.js';
 import type { EpisodeRecord } from '../../src/observability/archive/format.js';
-import { loadArchive } from '../../src/observability/archive/reader.js';
+import { loadArchive, readSummaries } from '../../src/observability/archive/reader.js';
+import type { EpisodeSummary } from '../../src/observability/episode-tracker.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { archivedServer, driveMix, gateS3, s3Facility, startS3, type MixResult, type S3Server } from './archive-helpers.js';
@@ -52,7 +53,7 @@ function checkMix(records: EpisodeRecord[], mix: MixResult, instance: string): v
   }
 
   const [solved] = bySession(records, mix.solved.session);
-  expect(solved).toMatchObject({ env_id: 'math-v0', seed: 11, options: {}, kwargs: {}, outcome: 'terminated', length: 1, return: mix.solved.reward, task: null });
+  expect(solved).toMatchObject({ env_id: 'math-v0', seed: 11, options: {}, kwargs: {}, end: 'terminated', outcome: 'success', score: 1, success: true, length: 1, return: mix.solved.reward, task: null });
   expect(mix.solved.reward).toBe(1);
   expect(solved?.steps).toHaveLength(1);
   expect(solved?.steps[0]).toMatchObject({ step: 0, action: mix.solved.answer, observation: 'Correct.', reward: 1, terminated: true, truncated: false });
@@ -62,11 +63,11 @@ function checkMix(records: EpisodeRecord[], mix: MixResult, instance: string): v
   expect(solved?.reset?.info).toMatchObject({ seed: 11 });
 
   const [failed] = bySession(records, mix.failed.session);
-  expect(failed).toMatchObject({ env_id: 'math-v0', seed: 12, kwargs: { difficulty: 'easy' }, outcome: 'terminated', return: 0 });
+  expect(failed).toMatchObject({ env_id: 'math-v0', seed: 12, kwargs: { difficulty: 'easy' }, end: 'terminated', outcome: 'failure', success: false, return: 0 });
   expect(failed?.steps[0]?.action).toBe('-1.5');
 
   const [counter] = bySession(records, mix.counter.session);
-  expect(counter).toMatchObject({ outcome: 'terminated', length: 3, return: 3, seed: 3 });
+  expect(counter).toMatchObject({ end: 'terminated', length: 3, return: 3, seed: 3 });
   expect(counter?.steps.map((s) => [s.step, s.action, s.observation, s.reward])).toEqual([
     [0, 1, 1, 1],
     [1, 1, 2, 1],
@@ -77,17 +78,17 @@ function checkMix(records: EpisodeRecord[], mix: MixResult, instance: string): v
   expect(counter?.request_errors[0]).toMatchObject({ op: 'step', code: 'INVALID_ACTION', scope: 'request', step_index: 1 });
 
   const [trunc] = bySession(records, mix.truncated.session);
-  expect(trunc).toMatchObject({ env_id: 'test/truncate-v0', outcome: 'truncated', length: 3, return: 1.5 });
+  expect(trunc).toMatchObject({ env_id: 'test/truncate-v0', end: 'truncated', length: 3, return: 1.5 });
   expect(trunc?.steps.map((s) => s.truncated)).toEqual([false, false, true]);
 
   const [crash] = bySession(records, mix.crashed.session);
-  expect(crash).toMatchObject({ env_id: 'test/crash-v0', outcome: 'error', length: 1 });
+  expect(crash).toMatchObject({ env_id: 'test/crash-v0', end: 'error', outcome: 'env_error', success: false, length: 1 });
   expect(crash?.error).toMatchObject({ op: 'step', code: 'ENV_ERROR', scope: 'session', step_index: 1 });
 
   const ab = bySession(records, mix.abandonedThenClosed.session);
-  expect(ab.map((r) => [r.outcome, r.seed, r.length])).toEqual([
-    ['abandoned', 5, 1],
-    ['closed', 6, 1],
+  expect(ab.map((r) => [r.end, r.outcome, r.seed, r.length])).toEqual([
+    ['abandoned', 'abandoned', 5, 1],
+    ['closed', 'abandoned', 6, 1],
   ]);
   expect(ab[1]?.close_reason).toBeTruthy();
 }
@@ -107,6 +108,23 @@ describe('trajectory archive: local directory', () => {
     checkMix(records, mix, archive.stats().instance);
     const s = archive.stats();
     expect(s).toMatchObject({ episodes_written: 8, objects_written: 1, held_bytes: 0, episodes_dropped: { memory: 0, episode_too_large: 0, store_error: 0 } });
+  });
+
+  it('the archive summarises each episode as the live episode tracker did (same outcome, score, task)', async () => {
+    const dir = await tempDir();
+    let archive: Archive;
+    ({ server, archive } = await archivedServer({ location: dir }));
+    const live: EpisodeSummary[] = [];
+    server.observability?.tracker.onFinished((s) => live.push(s));
+    await driveMix(server.url());
+    await server.stop();
+    server = null;
+    const archived: EpisodeSummary[] = [];
+    for await (const s of readSummaries(dir)) archived.push(s);
+    expect(archive.stats().episodes_written).toBe(8);
+    const key = (s: EpisodeSummary) => [s.episode_id, s.env_id, s.task_id, s.outcome, s.steps, s.return, s.score, s.success];
+    // The tracker has no episode for a failed reset; the mix has none, so both see the same 8.
+    expect(archived.map(key).sort()).toEqual(live.map(key).sort());
   });
 
   it('a server without --archive says archive: false (absent) in hello', async () => {
@@ -178,7 +196,7 @@ describe('trajectory archive: S3-compatible server (MinIO)', async () => {
     for (const n of names) expect(n).toMatch(new RegExp(`^\\d{4}/\\d{2}/\\d{2}/\\d{8}T\\d{9}Z-${archive.stats().instance}-\\d{6}\\.jsonl\\.gz$`));
     const records = await loadArchive(`s3://${bucket}/runs/a`);
     const last = records.pop() as EpisodeRecord;
-    expect(last).toMatchObject({ session_id: extra, outcome: 'closed', length: 1 });
+    expect(last).toMatchObject({ session_id: extra, end: 'closed', length: 1 });
     checkMix(records, mix, archive.stats().instance);
   }, 120_000);
 

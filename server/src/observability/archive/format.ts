@@ -6,16 +6,18 @@
 /** The value of every record's `format` field. */
 export const ARCHIVE_FORMAT = 'sandgym.episode/1';
 
-/**
- * How an episode ended. `terminated` / `truncated`: the env or the server's step limit ended it (a
- * reward, train on it). `error`: a session-scope error ended it (TIMEOUT, SANDBOX_ERROR, ENV_ERROR:
- * PROTOCOL.md §11a, never a score), or its reset failed. `closed`: the session closed while the episode
- * was running (client close, disconnect, idle reaping, shutdown). `abandoned`: the client reset the
- * session before the episode ended.
- */
-export type EpisodeOutcome = 'terminated' | 'truncated' | 'error' | 'closed' | 'abandoned';
+import { EPISODE_OUTCOMES, type EpisodeOutcome } from '../outcomes.js';
 
-export const EPISODE_OUTCOMES: readonly EpisodeOutcome[] = ['terminated', 'truncated', 'error', 'closed', 'abandoned'];
+/**
+ * What ended an episode, as replay needs it (the outcome on the shared taxonomy is `outcome`).
+ * `terminated` / `truncated`: the env or the server's step limit ended it (scored). `error`: a
+ * session-scope error ended it (TIMEOUT, SANDBOX_ERROR, ENV_ERROR), or its reset failed. `closed`: the
+ * session closed while the episode was running (client close, disconnect, idle reaping, shutdown).
+ * `abandoned`: the client reset the session before the episode ended.
+ */
+export type EpisodeEnd = 'terminated' | 'truncated' | 'error' | 'closed' | 'abandoned';
+
+export const EPISODE_ENDS: readonly EpisodeEnd[] = ['terminated', 'truncated', 'error', 'closed', 'abandoned'];
 
 export interface ArchivedError {
   op: 'make' | 'reset' | 'step' | 'close';
@@ -65,7 +67,16 @@ export interface EpisodeRecord {
   options: Record<string, unknown>;
   started_at: string;
   ended_at: string;
+  end: EpisodeEnd;
+  /**
+   * How it ended on the one outcome taxonomy of metrics and task statistics (observability/outcomes.ts:
+   * success, failure, timeout, sandbox_error, env_error, abandoned, shutdown), decided as the episode
+   * tracker decides it; `score` is episodeScore() (the last step's info.score, else the return) and
+   * `success` is outcome === 'success'.
+   */
   outcome: EpisodeOutcome;
+  score: number;
+  success: boolean;
   /** For `error`: the error that ended it; for `closed`: why the session closed. */
   error?: ArchivedError;
   close_reason?: string;
@@ -103,7 +114,9 @@ export function parseEpisodeLine(line: string, where: string): EpisodeRecord {
   if (v.format !== ARCHIVE_FORMAT) throw new ArchiveFormatError(`${where}: format ${JSON.stringify(v.format)} is not ${ARCHIVE_FORMAT}`);
   const bad = (field: string, want: string) => new ArchiveFormatError(`${where}: field ${field} must be ${want}`);
   for (const k of ['episode_id', 'session_id', 'env_id', 'started_at', 'ended_at'] as const) if (typeof v[k] !== 'string') throw bad(k, 'a string');
-  if (!EPISODE_OUTCOMES.includes(v.outcome as EpisodeOutcome)) throw bad('outcome', `one of ${EPISODE_OUTCOMES.join(', ')}`);
+  if (!EPISODE_ENDS.includes(v.end as EpisodeEnd)) throw bad('end', `one of ${EPISODE_ENDS.join(', ')}`);
+  if (!(EPISODE_OUTCOMES as readonly string[]).includes(v.outcome as string)) throw bad('outcome', `one of ${EPISODE_OUTCOMES.join(', ')}`);
+  if (typeof v.score !== 'number' || typeof v.success !== 'boolean') throw bad('score/success', 'a number and a boolean');
   if (!isObject(v.kwargs)) throw bad('kwargs', 'an object');
   if (!isObject(v.options)) throw bad('options', 'an object');
   if (v.seed !== null && !Number.isSafeInteger(v.seed)) throw bad('seed', 'an integer or null');

@@ -10,7 +10,7 @@ import { openStore, type ArchiveStore } from './store.js';
 import { ArchiveWriter, type ArchiveStats } from './writer.js';
 
 export { ARCHIVE_DEFAULTS, type ArchiveOptions } from './options.js';
-export { ARCHIVE_FORMAT, ArchiveFormatError, type EpisodeRecord, type EpisodeOutcome } from './format.js';
+export { ARCHIVE_FORMAT, ArchiveFormatError, type EpisodeEnd, type EpisodeRecord } from './format.js';
 export type { ArchiveStats } from './writer.js';
 
 export interface Archive {

@@ -6,6 +6,7 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
+import type { EpisodeSummary } from '../episode-tracker.js';
 import { ArchiveFormatError, parseEpisodeLine, type EpisodeRecord } from './format.js';
 import { LocalStore, openStore, type ArchiveStore, type S3Options } from './store.js';
 
@@ -86,4 +87,29 @@ export async function loadArchive(source: string, opts: ReadOptions = {}): Promi
   const out: EpisodeRecord[] = [];
   for await (const r of readArchive(source, opts)) out.push(r);
   return out;
+}
+
+/** An archived episode as the episode tracker summarises a live one (TaskStats.ingestAll on start). */
+export function summaryOf(r: EpisodeRecord): EpisodeSummary {
+  const s: EpisodeSummary = {
+    env_id: r.env_id,
+    episode_id: r.episode_id,
+    task_id: r.task?.id ?? null,
+    split: r.task?.split ?? null,
+    task_hash: r.task?.content_hash ?? null,
+    outcome: r.outcome,
+    steps: r.length,
+    return: r.return,
+    score: r.score,
+    success: r.success,
+    started_at: Date.parse(r.started_at),
+    ended_at: Date.parse(r.ended_at),
+  };
+  if (r.error) s.error_code = r.error.code;
+  return s;
+}
+
+/** Every archived episode's summary, in time order: `taskStats.ingestAll(readSummaries(source))`. */
+export async function* readSummaries(source: string, opts: ReadOptions = {}): AsyncGenerator<EpisodeSummary> {
+  for await (const r of readArchive(source, opts)) yield summaryOf(r);
 }

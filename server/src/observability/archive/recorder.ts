@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import type { ProtocolError } from '../../../../protocol/src/index.js';
 import { SERVER_VERSION } from '../../version.js';
 import { newEpisodeId, type ArtifactEvent, type CloseEvent, type EpisodeObserver, type ErrorEvent, type OpenEvent, type ResetEvent, type StepEvent } from '../episode-events.js';
-import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeOutcome, type EpisodeRecord } from './format.js';
+import { episodeScore, outcomeOfError, SUCCESS_SCORE, type EpisodeOutcome } from '../outcomes.js';
+import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeEnd, type EpisodeRecord } from './format.js';
 import type { ArchiveWriter } from './writer.js';
 
 export interface RecorderOptions {
@@ -39,9 +40,12 @@ interface Episode {
   length: number;
   grade: unknown;
   grader: unknown;
+  lastInfo: Record<string, unknown> | null;
   request_errors: ArchivedError[];
   workspace: Uint8Array | null;
-  outcome: EpisodeOutcome | null;
+  end: EpisodeEnd | null;
+  /** The close event's code (SHUTTING_DOWN...), for the outcome. */
+  closeCode?: string;
   error?: ArchivedError;
   close_reason?: string;
   dropped: boolean;
@@ -103,6 +107,7 @@ export class EpisodeRecorder implements EpisodeObserver {
     ep.pending.push(e);
     ep.ret += e.reward;
     ep.length++;
+    ep.lastInfo = e.info;
     if (e.info.grade !== undefined) {
       ep.grade = e.info.grade;
       ep.grader = e.info.grader ?? null;
@@ -138,6 +143,7 @@ export class EpisodeRecorder implements EpisodeObserver {
     const ep = this.episodes.get(e.session_id);
     if (!ep) return;
     ep.close_reason = e.reason;
+    if (e.code !== undefined) ep.closeCode = e.code;
     if (e.code === 'TIMEOUT' || e.code === 'SANDBOX_ERROR') {
       ep.error = { op: 'close', code: e.code, scope: 'session', message: e.reason, t: e.t };
       this.finish(ep, 'error', e.t);
@@ -180,16 +186,17 @@ export class EpisodeRecorder implements EpisodeObserver {
       length: 0,
       grade: null,
       grader: null,
+      lastInfo: null,
       request_errors: [],
       workspace: null,
-      outcome: null,
+      end: null,
       dropped: false,
     };
   }
 
-  private finish(ep: Episode, outcome: EpisodeOutcome, t: number): void {
+  private finish(ep: Episode, end: EpisodeEnd, t: number): void {
     if (this.episodes.get(ep.session_id) === ep) this.episodes.delete(ep.session_id);
-    ep.outcome = outcome;
+    ep.end = end;
     ep.ended = t;
     this.markDirty(ep);
   }
@@ -208,7 +215,7 @@ export class EpisodeRecorder implements EpisodeObserver {
     for (const ep of batch) {
       if (ep.dropped) continue;
       this.serialiseSteps(ep);
-      if (ep.outcome !== null && !ep.dropped) this.emit(ep);
+      if (ep.end !== null && !ep.dropped) this.emit(ep);
     }
   }
 
@@ -268,7 +275,8 @@ export class EpisodeRecorder implements EpisodeObserver {
       options: ep.options,
       started_at: new Date(ep.started).toISOString(),
       ended_at: new Date(ep.ended).toISOString(),
-      outcome: ep.outcome as EpisodeOutcome,
+      end: ep.end as EpisodeEnd,
+      ...outcomeOf(ep),
       ...(ep.error ? { error: ep.error } : {}),
       ...(ep.close_reason !== undefined ? { close_reason: ep.close_reason } : {}),
       return: ep.ret,
@@ -294,6 +302,20 @@ export class EpisodeRecorder implements EpisodeObserver {
     const buf = Buffer.from(tar.buffer, tar.byteOffset, tar.byteLength);
     return { encoding: 'tar+base64', bytes: tar.byteLength, sha256: createHash('sha256').update(buf).digest('hex'), data: buf.toString('base64') };
   }
+}
+
+/**
+ * The episode's outcome, score and success on the shared taxonomy, decided as the episode tracker
+ * (observability/episode-tracker.ts) decides it from the same events, with the same functions.
+ */
+function outcomeOf(ep: Episode): { outcome: EpisodeOutcome; score: number; success: boolean } {
+  const score = episodeScore(ep.lastInfo, ep.ret);
+  let outcome: EpisodeOutcome;
+  if (ep.end === 'terminated' || ep.end === 'truncated') outcome = score >= SUCCESS_SCORE ? 'success' : 'failure';
+  else if (ep.end === 'error') outcome = ep.closeCode === 'TIMEOUT' ? 'abandoned' : outcomeOfError(ep.error?.code ?? 'ENV_ERROR');
+  else if (ep.end === 'closed' && ep.closeCode !== undefined) outcome = outcomeOfError(ep.closeCode);
+  else outcome = 'abandoned';
+  return { outcome, score, success: outcome === 'success' };
 }
 
 function round3(n: number): number {

@@ -1,44 +1,27 @@
 // `sandgym report`: one self-contained HTML page about an archive (no scripts, no external resources:
 // inline SVG drawn here): outcomes, reward distribution, pass rate per task, episode lengths and
 // failure causes over time. Pure: records in, HTML out.
+import { causeOfError, causeOfZeroReason, isScored, zeroReasonClass } from '../outcomes.js';
 import type { EpisodeRecord } from './format.js';
 
-/** Full marks: the episode's score (code-v0: its last grade) within this of 1. */
-const PASS_EPSILON = 1e-9;
-
-/** An episode the env scored (terminated or truncated): the ones with a reward to train on. */
-export const isScored = (r: EpisodeRecord): boolean => r.outcome === 'terminated' || r.outcome === 'truncated';
-
-/** The episode's score: its last grade's total when graded, else the sum of its rewards. */
-export function scoreOf(r: EpisodeRecord): number {
-  const g = r.grade?.score;
-  return typeof g === 'number' ? g : r.return;
-}
-
-/** Passed: scored and full marks (the same rule as the live task statistics). */
-export const isPass = (r: EpisodeRecord): boolean => isScored(r) && scoreOf(r) >= 1 - PASS_EPSILON;
+/** Scored: the env ended it (success or failure on the shared taxonomy, observability/outcomes.ts). */
+export const isScoredRecord = (r: EpisodeRecord): boolean => isScored(r.outcome);
 
 /**
- * An episode's failure cause on the taxonomy of PROTOCOL.md §11a, or null for a pass. Errors by their
- * code; a graded zero by its zero_reason's stable prefix; closed / abandoned episodes as such; any
- * other scored episode below full marks is `not solved`.
+ * Failure causes of an episode on the one taxonomy of sandgym_failures_total (outcomes.ts): each
+ * request error (invalid_action...), then the episode's own: an error's cause by its code, a graded
+ * zero's by its zero_reason class (oom, agent_timeout, agent_error), `abandoned` / `shutdown`, and
+ * `not_solved` for a scored episode below full marks without a zero_reason. Empty for a success.
  */
-export function failureCause(r: EpisodeRecord): string | null {
-  if (r.outcome === 'error') {
-    const code = r.error?.code ?? 'ERROR';
-    return code === 'SANDBOX_ERROR' ? 'sandbox infrastructure' : code === 'ENV_ERROR' ? 'env error' : code === 'TIMEOUT' ? 'timeout' : code.toLowerCase();
-  }
-  if (r.outcome === 'closed') return 'closed mid-episode';
-  if (r.outcome === 'abandoned') return 'abandoned (reset)';
-  if (isPass(r)) return null;
-  const zero = r.grade?.zero_reason;
-  if (typeof zero === 'string') return `graded zero: ${zeroClass(zero)}`;
-  return 'not solved';
-}
-
-function zeroClass(reason: string): string {
-  const known = ['memory limit exceeded', 'test run timed out', 'tests timed out', 'grading run did not complete', 'hidden tests modified', 'test runner exited', 'collected', 'workspace', 'tampering suspected'];
-  return known.find((k) => reason.startsWith(k)) ?? 'other';
+export function failureCauses(r: EpisodeRecord): string[] {
+  const out = r.request_errors.map((e) => causeOfError(e.code) as string);
+  if (r.success) return out;
+  if (r.outcome === 'abandoned' || r.outcome === 'shutdown') out.push(r.outcome);
+  else if (r.outcome === 'failure') {
+    const zero = r.grade?.zero_reason;
+    out.push(typeof zero === 'string' ? causeOfZeroReason(zeroReasonClass(zero)) : 'not_solved');
+  } else out.push(causeOfError(r.error?.code ?? 'ENV_ERROR'));
+  return out;
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -82,11 +65,11 @@ function histogram(values: number[], title: string, opts: { bins?: number; integ
 function passRates(records: EpisodeRecord[]): string {
   const by = new Map<string, { pass: number; scored: number }>();
   for (const r of records) {
-    if (!isScored(r)) continue;
+    if (!isScoredRecord(r)) continue;
     const key = r.task ? `${r.env_id} · ${r.task.id}` : r.env_id;
     const e = by.get(key) ?? { pass: 0, scored: 0 };
     e.scored++;
-    if (isPass(r)) e.pass++;
+    if (r.success) e.pass++;
     by.set(key, e);
   }
   if (by.size === 0) return '<p class="empty">Pass rate per task: no scored episodes</p>';
@@ -103,21 +86,21 @@ function passRates(records: EpisodeRecord[]): string {
       return `<g class="task" data-task="${esc(k)}" data-rate="${rate}"><text x="${label - 6}" y="${y + 15}" text-anchor="end" class="lab">${esc(k.length > 34 ? `${k.slice(0, 33)}…` : k)}</text><rect x="${label}" y="${y + 3}" width="${W - label - 90}" height="${row - 6}" fill="#eee"/><rect x="${label}" y="${y + 3}" width="${w}" height="${row - 6}" fill="#59a14f"><title>${esc(k)}: ${e.pass}/${e.scored}</title></rect><text x="${W - 84}" y="${y + 15}" class="n">${(rate * 100).toFixed(0)}% (${e.pass}/${e.scored})</text></g>`;
     })
     .join('');
-  return `<figure><figcaption>Pass rate per task (full marks among scored episodes)</figcaption><svg role="img" aria-label="pass rate per task" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${bars}</svg></figure>`;
+  return `<figure><figcaption>Pass rate per task (success among scored episodes)</figcaption><svg role="img" aria-label="pass rate per task" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${bars}</svg></figure>`;
 }
 
 /** Failure causes over time: stacked bars per time bucket (by episode end), one colour per cause. */
 function causesOverTime(records: EpisodeRecord[], buckets = 12): string {
-  const failed = records.map((r) => ({ r, cause: failureCause(r), t: Date.parse(r.ended_at) })).filter((x) => x.cause !== null);
+  const failed = records.flatMap((r) => failureCauses(r).map((cause) => ({ cause, t: Date.parse(r.ended_at) })));
   if (failed.length === 0) return '<p class="empty">Failure causes over time: no failures</p>';
-  const causes = [...new Set(failed.map((f) => f.cause as string))].sort();
+  const causes = [...new Set(failed.map((f) => f.cause))].sort();
   const t0 = Math.min(...records.map((r) => Date.parse(r.ended_at)));
   const t1 = Math.max(...records.map((r) => Date.parse(r.ended_at)));
   const span = Math.max(1, t1 - t0);
   const grid = Array.from({ length: buckets }, () => new Map<string, number>());
   for (const f of failed) {
     const b = grid[Math.min(buckets - 1, Math.floor(((f.t - t0) / span) * buckets))] as Map<string, number>;
-    b.set(f.cause as string, (b.get(f.cause as string) ?? 0) + 1);
+    b.set(f.cause, (b.get(f.cause) ?? 0) + 1);
   }
   const W = 560;
   const H = 220;
@@ -137,7 +120,7 @@ function causesOverTime(records: EpisodeRecord[], buckets = 12): string {
   });
   const legend = causes.map((c, i) => `<span class="key"><i style="background:${PALETTE[i % PALETTE.length]}"></i>${esc(c)} (${failed.filter((f) => f.cause === c).length})</span>`).join(' ');
   const iso = (t: number) => new Date(t).toISOString().replace('T', ' ').slice(0, 19);
-  return `<figure><figcaption>Failure causes over time (episode end, ${buckets} buckets)</figcaption><svg role="img" aria-label="failure causes over time" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">
+  return `<figure><figcaption>Failure causes over time (by episode end, ${buckets} buckets; causes as in sandgym_failures_total)</figcaption><svg role="img" aria-label="failure causes over time" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">
 <line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#888"/>${bars}
 <text x="${pad}" y="${H - pad + 16}" class="ax">${iso(t0)}</text><text x="${W - pad}" y="${H - pad + 16}" text-anchor="end" class="ax">${iso(t1)}</text>
 <text x="${pad - 4}" y="${pad}" text-anchor="end" class="ax">${max}</text></svg><div class="legend">${legend}</div></figure>`;
@@ -154,7 +137,7 @@ export interface ReportSummary {
 export function summarise(records: EpisodeRecord[]): ReportSummary {
   const outcomes: Record<string, number> = {};
   for (const r of records) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-  return { episodes: records.length, scored: records.filter(isScored).length, passed: records.filter(isPass).length, outcomes, request_errors: records.reduce((a, r) => a + r.request_errors.length, 0) };
+  return { episodes: records.length, scored: records.filter(isScoredRecord).length, passed: records.filter((r) => r.success).length, outcomes, request_errors: records.reduce((a, r) => a + r.request_errors.length, 0) };
 }
 
 /** The whole page. `source` names the archive in the title. */
@@ -189,7 +172,7 @@ svg text{font-size:11px;fill:#333} svg .ax{fill:#666} .legend{margin-top:4px} .k
 <div class="stat" id="stat-request-errors"><b>${s.request_errors}</b>request errors (invalid actions...)</div>
 </div>
 <div class="grid">
-${histogram(records.filter(isScored).map(scoreOf), 'Reward distribution (score of scored episodes)')}
+${histogram(records.filter(isScoredRecord).map((r) => r.score), 'Reward distribution (score of scored episodes)')}
 ${passRates(records)}
 ${histogram(
   records.map((r) => r.length),
