@@ -103,6 +103,24 @@ def test_js_number_matches_node():
     assert not bad, bad[:5]
 
 
+def test_lone_surrogates_escape_like_json_stringify():
+    # A string a server sent may hold a lone surrogate ("\ud800" in its JSON): sending it back must work,
+    # in the bytes Node's JSON.stringify writes, and msgpack (UTF-8 only) must refuse it with the typed error.
+    value = {"a": "x\ud800\u00e9\U0001f600", "k\udfff": ["\udc00\ud83d", "plain"]}
+    text = codec.encode_json(value)
+    text.encode("utf-8")  # a valid text frame
+    assert codec.decode(text) == value
+    node = shutil.which("node")
+    assert node, "node is required (the server is node)"
+    out = subprocess.run(
+        [node, "-e", "process.stdout.write(JSON.stringify(JSON.parse(require('fs').readFileSync(0,'utf8'))))"],
+        input=text, capture_output=True, text=True, check=True,
+    ).stdout
+    assert out == text
+    with pytest.raises(codec.EncodeError, match="lone surrogate"):
+        codec.encode_msgpack(value)
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, [1, math.nan], {"a": math.inf}, 2**53, -(2**60)])
 @pytest.mark.parametrize("encoding", ["json", "msgpack"])
 def test_refuses_nan_infinity_and_huge_ints(bad, encoding):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -226,13 +227,28 @@ def _check_json_floats(v: Any, path: str) -> None:
             _check_json_floats(x, f"{path}/{i}")
 
 
+# A lone surrogate (U+D800..U+DFFF) has no UTF-8 form, so a text frame cannot carry it raw. JSON.stringify
+# (ES2019 "well-formed stringify") writes it as a \\uXXXX escape, which is valid JSON in valid UTF-8 that a
+# server decodes back to the same string: do the same, so a string the server sent can be sent back.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
 def encode_json(value: Any) -> str:
     """Encode a value as a JSON text frame (str), byte-identical to ``JSON.stringify``."""
     wire = to_wire(value)
     if _has_special_float(wire):
         _check_json_floats(wire, "")
-        return _js_dumps(wire)
-    return _dumps(wire)
+        text = _js_dumps(wire)
+    else:
+        text = _dumps(wire)
+    # isascii() is a C scan: the common frame pays nothing more.
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE.sub(_escape_surrogate, text)
+    return text
 
 
 def _reject_constant(name: str) -> Any:
@@ -327,7 +343,11 @@ _packer = msgpack.Packer(use_bin_type=True, default=_msgpack_default, autoreset=
 def _msgpack_bytes(wire: Any) -> bytes:
     if _has_wide_int(wire):
         wire = _widen(wire)
-    data: bytes = _packer.pack(wire)
+    try:
+        data: bytes = _packer.pack(wire)
+    except UnicodeEncodeError as e:
+        # msgpack strings are UTF-8: a lone surrogate has no encoding (JSON escapes it; msgpack cannot).
+        raise EncodeError(f"a string holds a lone surrogate ({e.object[e.start:e.end]!r}), which msgpack cannot carry: use JSON") from None
     return data
 
 
