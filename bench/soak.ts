@@ -29,6 +29,9 @@ interface Args {
   json: string | null;
 }
 
+/** A bad command line: printed as one line with exit code 2, no stack trace. */
+class UsageError extends Error {}
+
 function parseArgs(argv: string[]): Args {
   const a: Args = { seconds: 30 * 60, maxTotal: 10, load: 0.8, sampleMs: 10_000, json: null };
   for (let i = 0; i < argv.length; i++) {
@@ -36,7 +39,7 @@ function parseArgs(argv: string[]): Args {
     const v = argv[i + 1];
     const num = (what: string) => {
       const n = Number(v);
-      if (v === undefined || !Number.isFinite(n) || n <= 0) throw new Error(`${k} needs a positive number (${what}), got ${String(v)}`);
+      if (v === undefined || !Number.isFinite(n) || n <= 0) throw new UsageError(`${k} needs a positive number (${what}), got ${String(v)}`);
       i++;
       return n;
     };
@@ -46,12 +49,12 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--load') a.load = num('fraction of capacity');
     else if (k === '--sample-s') a.sampleMs = num('seconds between samples') * 1000;
     else if (k === '--json') {
-      if (!v) throw new Error('--json needs a file');
+      if (!v) throw new UsageError('--json needs a file');
       a.json = v;
       i++;
-    } else throw new Error(`unknown option ${k} (options: --minutes N | --seconds N, --max-total N, --load F, --sample-s N, --json FILE)`);
+    } else throw new UsageError(`unknown option ${k} (options: --minutes N | --seconds N, --max-total N, --load F, --sample-s N, --json FILE)`);
   }
-  if (a.load > 1) throw new Error('--load is a fraction of capacity (0 < F <= 1)');
+  if (a.load > 1) throw new UsageError('--load is a fraction of capacity (0 < F <= 1)');
   return a;
 }
 
@@ -296,6 +299,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof UsageError) {
+    process.stderr.write(`soak: ${e.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`soak failed: ${(e as Error).stack ?? String(e)}\n`);
   process.exit(1);
 });
