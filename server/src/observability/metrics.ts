@@ -10,6 +10,7 @@ import type { SandboxCreation } from '../sandbox/index.js';
 import type { SandboxService } from '../sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';
 import type { EpisodeSummary, EpisodeTracker } from './episode-tracker.js';
+import { type Series, StepHistogram } from './step-histogram.js';
 import { causeOfError, causeOfZeroReason, isScored, zeroReasonClass, zeroReasonOf, type FailureCause } from './outcomes.js';
 
 /** What the metrics read at scrape time from the server (ServerCore satisfies it). */
@@ -33,7 +34,6 @@ const CREATE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
 const REWARD_BUCKETS = [-1, -0.5, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1, 2, 5, 10, 100];
 const LENGTH_BUCKETS = [1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 75, 100, 200, 500, 1000];
 
-type Observe = { observe(v: number): void };
 type Inc = { inc(v?: number): void };
 
 export interface MetricsOptions {
@@ -48,7 +48,7 @@ export class ServerMetrics implements EpisodeObserver {
   /** env -> its catalog's task ids (absent: the env has none). */
   private readonly taskIds = new Map<string, Set<string>>();
 
-  private readonly stepDuration: Histogram<'env'>;
+  private readonly stepDuration: StepHistogram;
   private readonly resetDuration: Histogram<'env'>;
   private readonly gradeDuration: Histogram<'env'>;
   private readonly started: Counter<'env' | 'task'>;
@@ -59,12 +59,10 @@ export class ServerMetrics implements EpisodeObserver {
   private readonly errors: Counter<'env' | 'op' | 'code'>;
   private readonly gradedZero: Counter<'env' | 'zero_reason'>;
   private readonly sessionsOpened: Counter<'env'>;
-  private readonly steps: Counter<'env'>;
   private readonly createDuration: Histogram<'image' | 'result'>;
 
   /** Label children cached per key: prom-client's labels() hashes and allocates on every call. */
-  private readonly stepChild = new Map<string, Observe>();
-  private readonly stepCount = new Map<string, Inc>();
+  private readonly stepChild = new Map<string, Series>();
   private readonly failureChild = new Map<string, Inc>();
   private stopCreations: (() => void) | null = null;
 
@@ -82,7 +80,8 @@ export class ServerMetrics implements EpisodeObserver {
     }
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: reg });
 
-    this.stepDuration = new Histogram({ name: 'sandgym_step_duration_seconds', help: 'Time from a step starting to its result (env, sandbox and grading), by env.', labelNames: ['env'], buckets: STEP_BUCKETS, registers });
+    // The step path's histogram: its own preallocated series (step-histogram.ts), not prom-client's observe.
+    this.stepDuration = new StepHistogram('sandgym_step_duration_seconds', 'Time from a step starting to its result (env, sandbox and grading), by env.', 'env', STEP_BUCKETS, reg);
     this.resetDuration = new Histogram({ name: 'sandgym_reset_duration_seconds', help: 'Time from a reset starting to its result, by env.', labelNames: ['env'], buckets: STEP_BUCKETS, registers });
     this.gradeDuration = new Histogram({ name: 'sandgym_grading_duration_seconds', help: 'Grading runs (not served from the grade cache), as the env reports them in info.grade.timings_ms.total.', labelNames: ['env'], buckets: GRADE_BUCKETS, registers });
     this.started = new Counter({ name: 'sandgym_episodes_started_total', help: 'Episodes started (successful resets).', labelNames: ['env', 'task'], registers });
@@ -93,7 +92,17 @@ export class ServerMetrics implements EpisodeObserver {
     this.errors = new Counter({ name: 'sandgym_errors_total', help: 'Error replies to make, reset and step, by registry code.', labelNames: ['env', 'op', 'code'], registers });
     this.gradedZero = new Counter({ name: 'sandgym_graded_zero_total', help: 'Grades of zero with a zero_reason (integrity events), by reason class; a rise is the first sign of a policy probing the grader.', labelNames: ['env', 'zero_reason'], registers });
     this.sessionsOpened = new Counter({ name: 'sandgym_sessions_opened_total', help: 'Sessions opened (successful makes).', labelNames: ['env'], registers });
-    this.steps = new Counter({ name: 'sandgym_steps_total', help: 'Successful steps.', labelNames: ['env'], registers });
+    const stepDuration = this.stepDuration;
+    new Counter({
+      name: 'sandgym_steps_total',
+      help: 'Successful steps.',
+      labelNames: ['env'],
+      registers,
+      collect: function () {
+        this.reset();
+        for (const [labels, n] of stepDuration.totals()) this.inc(labels, n);
+      },
+    });
     this.createDuration = new Histogram({ name: 'sandgym_sandbox_create_duration_seconds', help: 'Sandbox creation attempts (container start and health check), by image and result (ok, failed).', labelNames: ['image', 'result'], buckets: CREATE_BUCKETS, registers });
 
     new Gauge({ name: 'sandgym_connections', help: 'Open WebSocket connections.', registers, collect: function () { this.set(src.connections.size); } });
@@ -205,15 +214,11 @@ export class ServerMetrics implements EpisodeObserver {
   onStep(e: StepEvent): void {
     const env = this.envIds.has(e.env_id) ? e.env_id : UNKNOWN_ENV;
     let h = this.stepChild.get(env);
-    let n = this.stepCount.get(env);
-    if (h === undefined || n === undefined) {
-      h = this.stepDuration.labels(env);
-      n = this.steps.labels(env);
+    if (h === undefined) {
+      h = this.stepDuration.child(env);
       this.stepChild.set(env, h);
-      this.stepCount.set(env, n);
     }
-    h.observe(e.duration_ms / 1000);
-    n.inc();
+    this.stepDuration.observe(h, e.duration_ms / 1000);
     const info = e.info;
     if (info.oom_killed === true) this.fail(env, 'oom');
     if (info.timed_out === true) this.fail(env, 'agent_timeout');

@@ -1,0 +1,149 @@
+// Step-path cost of the metrics (issue 15): the batch throughput benchmark of ws-overhead (batches of
+// 64 env-steps of test/noop-v0, 8 frames in flight) against two server processes in ONE run: one with
+// metrics (the default: episode hook, tracker, Prometheus counters and histograms on every step) and
+// one started with --no-metrics (no observer: the hook builds no event). Rounds alternate between the
+// two so drift on a shared machine hits both alike; server CPU per env-step (from /proc) is the steady
+// number, env-steps/s is reported too. A /metrics scrape runs once per round on the metrics server.
+// Asserts nothing: prints a markdown table and writes bench/results/metrics-overhead.json.
+//
+// Run: npx tsx bench/metrics-overhead.bench.ts   (or `npm run bench -- metrics-overhead`)
+// Env: BENCH_QUICK=1 shrinks every phase (smoke run).
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { EnvRegistry } from '../envs/src/registry.js';
+import { fixtureEnvs } from '../envs/src/fixtures/index.js';
+import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
+import { EpisodeObservers, type StepEvent } from '../server/src/observability/episode-events.js';
+import { EpisodeTracker } from '../server/src/observability/episode-tracker.js';
+import { ServerMetrics } from '../server/src/observability/metrics.js';
+import { cpuMicros, REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
+import { median, round } from './lib/stats.js';
+import { Driver, looksLikeError } from './lib/ws-driver.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const SESSIONS = 64;
+const WINDOW = 8;
+const FRAMES = QUICK ? 200 : 2_000;
+const ROUNDS = QUICK ? 2 : 7;
+
+interface Side {
+  name: 'metrics' | 'no_metrics';
+  server: ServerProcess;
+  driver: Driver;
+  make: (i: number) => string | Uint8Array;
+  cpu_us_per_env_step: number[];
+  env_steps_per_s: number[];
+}
+
+async function open(name: Side['name'], args: string[]): Promise<Side> {
+  const server = await startSandgym(args);
+  const d = await Driver.open(server.url);
+  const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
+  if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
+  const made = await d.requestMany(Array.from({ length: SESSIONS }, (_, i) => encodeJson({ id: 1 + i, type: 'make', env_id: 'test/noop-v0' })));
+  const sessions = made.map((m) => {
+    if (m.type !== 'result') throw new Error(`make failed: ${JSON.stringify(m)}`);
+    return m.result.session as string;
+  });
+  const resets = await d.requestMany(sessions.map((s, i) => encodeJson({ id: 1000 + i, type: 'reset', session: s })));
+  for (const r of resets) if (r.type !== 'result') throw new Error(`reset failed: ${JSON.stringify(r)}`);
+  const items = sessions.map((session) => ({ type: 'step', session, action: 0 }));
+  const make = (i: number) => encodeJson({ id: (i % 0x7fff_ffff) + 1, type: 'batch', requests: items });
+  const sample = await d.request(make(0));
+  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result')) throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
+  // Warm-up (JIT, socket buffers).
+  await d.pipelined(FRAMES / 4, WINDOW, make, looksLikeError);
+  return { name, server, driver: d, make, cpu_us_per_env_step: [], env_steps_per_s: [] };
+}
+
+async function round1(s: Side): Promise<void> {
+  const before = await cpuMicros(s.server.pid);
+  const r = await s.driver.pipelined(FRAMES, WINDOW, s.make, looksLikeError);
+  const cpu = (await cpuMicros(s.server.pid)) - before;
+  if (r.errors > 0) throw new Error(`${r.errors} failed batch frames (${s.name})`);
+  s.cpu_us_per_env_step.push(cpu / (FRAMES * SESSIONS));
+  s.env_steps_per_s.push((FRAMES * SESSIONS) / (r.elapsed_ms / 1000));
+}
+
+/**
+ * What metrics add to one step, in this process: the session's two clock reads and its event object,
+ * then the fan-out to the episode tracker and the metrics, N times (best of 5 repetitions).
+ */
+function observerNsPerStep(): number {
+  const registry = new EnvRegistry();
+  registry.registerAll(fixtureEnvs);
+  const observers = new EpisodeObservers({ warn: () => undefined });
+  const tracker = new EpisodeTracker();
+  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), socketBytes: () => ({ read: 0, written: 0 }) };
+  const metrics = new ServerMetrics(src, tracker, { processMetrics: false });
+  observers.add(tracker);
+  observers.add(metrics);
+  observers.reset({ session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', seed: undefined, options: {}, observation: 0, info: {}, duration_ms: 0, t: 0 });
+  const info = {};
+  const n = QUICK ? 200_000 : 2_000_000;
+  let best = Number.POSITIVE_INFINITY;
+  for (let rep = 0; rep < 5; rep++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      // Timed and built per step, as the session does it.
+      const t1 = performance.now();
+      const now = performance.now();
+      const e: StepEvent = { session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', step_index: i, action: 0, observation: 0, reward: 0, terminated: false, truncated: false, info, duration_ms: now - t1, t: performance.timeOrigin + now };
+      observers.step(e);
+    }
+    best = Math.min(best, Number(process.hrtime.bigint() - t0) / n);
+  }
+  return best;
+}
+
+async function main(): Promise<void> {
+  const observerNs = observerNsPerStep();
+  const load0 = loadavg()[0]!;
+  const off = await open('no_metrics', ['--no-metrics']);
+  const on = await open('metrics', []);
+  const metricsUrl = on.server.url.replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, '/metrics');
+  let scrapeBytes = 0;
+  try {
+    for (let i = 0; i < ROUNDS; i++) {
+      // Alternate which side goes first, so neither always gets the cooler machine.
+      const order = i % 2 === 0 ? [off, on] : [on, off];
+      for (const s of order) await round1(s);
+      scrapeBytes = (await (await fetch(metricsUrl)).text()).length;
+    }
+  } finally {
+    await Promise.all([off.driver.close(), on.driver.close()]);
+    await Promise.all([off.server.stop(), on.server.stop()]);
+  }
+  const m = (xs: number[]) => median(xs);
+  const cpuOff = m(off.cpu_us_per_env_step);
+  const cpuOn = m(on.cpu_us_per_env_step);
+  const tputOff = m(off.env_steps_per_s);
+  const tputOn = m(on.env_steps_per_s);
+  const results = {
+    machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0]!, 2) },
+    command: 'npx tsx bench/metrics-overhead.bench.ts',
+    batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
+    no_metrics: { cpu_us_per_env_step: round(cpuOff, 3), env_steps_per_s: Math.round(tputOff), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
+    metrics: { cpu_us_per_env_step: round(cpuOn, 3), env_steps_per_s: Math.round(tputOn), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)) },
+    cpu_ratio: round(cpuOn / cpuOff, 3),
+    throughput_ratio: round(tputOn / tputOff, 3),
+    scrape_bytes: scrapeBytes,
+    observer_ns_per_step: round(observerNs, 1),
+    observer_share_of_server_cpu: round(observerNs / 1000 / cpuOff, 4),
+  };
+  const table = [
+    '| batch of 64 env-steps, 8 frames in flight (medians of alternating rounds) | --no-metrics | metrics (default) | ratio |',
+    '|---|---|---|---|',
+    `| server CPU per env-step (µs) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} |`,
+    `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} |`,
+    `| added per step in-process (clocks, event, tracker, metrics), best of 5 (ns) | - | ${results.observer_ns_per_step} | ${results.observer_share_of_server_cpu} of a --no-metrics env-step |`,
+  ].join('\n');
+  process.stdout.write(`${table}\n\nload average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`);
+  const dir = join(REPO_ROOT, 'bench', 'results');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'metrics-overhead.json'), `${JSON.stringify(results, null, 2)}\n`);
+}
+
+await main();
