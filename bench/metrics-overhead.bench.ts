@@ -7,7 +7,8 @@
 // Asserts nothing: prints a markdown table and writes bench/results/metrics-overhead.json.
 //
 // Run: npx tsx bench/metrics-overhead.bench.ts   (or `npm run bench -- metrics-overhead`)
-// Env: BENCH_QUICK=1 shrinks every phase (smoke run).
+// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_AA=1 runs both sides without metrics (an
+//      A/A calibration: the ratio it prints is the setup's noise and bias on this machine).
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
@@ -102,8 +103,9 @@ async function main(): Promise<void> {
   const observerNs = observerNsPerStep();
   const load0 = loadavg()[0]!;
   const off = await open('no_metrics', ['--no-metrics']);
-  const on = await open('metrics', []);
-  const metricsUrl = on.server.url.replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, '/metrics');
+  // BENCH_AA=1: both servers without metrics, to see this machine's noise and any bias of the setup.
+  const on = await open('metrics', process.env.BENCH_AA === '1' ? ['--no-metrics'] : []);
+  const metricsUrl = (process.env.BENCH_AA === '1' ? off : on).server.url.replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, '/metrics');
   let scrapeBytes = 0;
   try {
     for (let i = 0; i < ROUNDS; i++) {
