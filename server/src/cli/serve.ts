@@ -1,11 +1,27 @@
 // `sandgym serve`: build the app from defaults < config file < flags (+ token sources) and listen.
 import { PROTOCOL_VERSION, wsPath } from '../../../protocol/src/index.js';
 import { buildApp } from '../app.js';
-import { loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
+import { CONFIG_SCHEMA, loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { ARCHIVE_HELP, ARCHIVE_OPTIONS, archiveOptionsFromValues } from './serve-archive.js';
+
+/** The config file's keys, from its schema (so the help cannot miss one), wrapped under the option column. */
+function configKeysHelp(): string {
+  const keys = Object.keys(CONFIG_SCHEMA.properties).filter((k) => k !== '$schema');
+  const lines: string[] = [];
+  let line = '';
+  for (const k of keys) {
+    const word = `${k},`;
+    if (line && line.length + 1 + word.length > 55) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line.slice(0, -1));
+  return lines.map((l) => ' '.repeat(25) + l).join('\n');
+}
 
 export const SERVE_HELP = `Usage: sandgym serve [options]
 
@@ -19,12 +35,9 @@ Options:
   --tokens-file <path>   accept the tokens in this file (one per line)
   --env-module <path>    load envs from this module (default export: an env
                          definition or an array of them; repeatable)
-  --config <file>        JSON config file (keys: host, port, tokens, fixtures,
-                         env_modules, driver, pools, max_message_bytes, max_sessions,
-                         max_sessions_per_connection, max_batch, step_timeout_ms,
-                         reset_timeout_ms, idle_timeout_ms, heartbeat_ms,
-                         log_level, log_format, metrics, insecure, tasks, splits, resume_grace_ms, sandbox:
-                         see docs/SANDBOX.md)
+  --config <file>        JSON config file; keys (limits: protocol/PROTOCOL.md §8,
+                         sandbox: docs/SANDBOX.md):
+${configKeysHelp()}
   --fixtures             also register the test/* fixture envs
   --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto | none
                          (default auto: Docker if a daemon answers, else
