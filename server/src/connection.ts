@@ -136,7 +136,8 @@ export class Connection implements Resumable {
   ) {
     this.authed = !core.tokens.enabled;
     const c = core.config;
-    this.replay = c.resume_grace_ms > 0 ? new ReplayLog(c.max_queued_requests, c.max_queued_bytes) : null;
+    // All connections' replay logs together stay within max_buffered_output_bytes (resume.ts ReplayPool).
+    this.replay = c.resume_grace_ms > 0 ? new ReplayLog(c.max_queued_requests, c.max_queued_bytes, core.resume.pool, c.max_buffered_output_bytes) : null;
     this.id = core.nextConnectionId();
     this.out = new WriteCoalescer(ws, socket, {
       // Room for a few of the largest frames the server accepts, and never below the default.
@@ -683,7 +684,9 @@ export class Connection implements Resumable {
     const r = this.replay as ReplayLog;
     if (r.hold(f)) return;
     const c = this.core.config;
-    void this.expire(`the replies held for the resume passed the limits (max_queued_requests ${c.max_queued_requests}, max_queued_bytes ${c.max_queued_bytes})`);
+    void this.expire(
+      `the replies held for the resume passed the limits (max_queued_requests ${c.max_queued_requests}, max_queued_bytes ${c.max_queued_bytes}, or max_buffered_output_bytes ${c.max_buffered_output_bytes} server-wide)`,
+    );
   }
 
   /**

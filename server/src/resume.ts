@@ -40,6 +40,17 @@ function addBounded<T>(set: Set<T>, v: T, max: number): void {
   set.add(v);
 }
 
+/**
+ * What every connection's ReplayLog keeps in memory, server-wide: window and held bytes. Without it
+ * resume turned into memory amplification: each connection kept up to REPLAY_WINDOW_BYTES of replies
+ * it had already sent (list_envs needs no session: max_connections x 8 MiB), and each detached one up
+ * to max_queued_bytes held (max_sessions x 64 MiB), none of it counted by max_buffered_output_bytes.
+ * The logs keep the sum within that same limit (test: resume-attacks.test.ts).
+ */
+export class ReplayPool {
+  total = 0;
+}
+
 export class ReplayLog {
   /** Ids received (after hello) whose reply has not been produced yet. */
   readonly inflight = new Set<number>();
@@ -59,6 +70,9 @@ export class ReplayLog {
   constructor(
     private readonly maxHeldFrames: number,
     private readonly maxHeldBytes: number,
+    /** Shared by the server's connections, bounded by `poolLimit` (max_buffered_output_bytes). */
+    private readonly pool: ReplayPool = new ReplayPool(),
+    private readonly poolLimit = Number.POSITIVE_INFINITY,
   ) {}
 
   /** A request was received: its reply is owed. */
@@ -71,11 +85,20 @@ export class ReplayLog {
     if (f.id === null || !this.inflight.delete(f.id)) return;
     const w = this.window;
     w.push(f);
-    this.windowBytes += sizeOf(f.data);
-    while (w.length - this.head > 1 && (w.length - this.head > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES)) {
+    const bytes = sizeOf(f.data);
+    this.windowBytes += bytes;
+    this.pool.total += bytes;
+    // Past the server-wide limit this connection gives up its own older replies (they become lost,
+    // never unseen: nothing runs twice); the newest is always kept.
+    while (
+      w.length - this.head > 1 &&
+      (w.length - this.head > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES || this.pool.total > this.poolLimit)
+    ) {
       const old = w[this.head] as Frame;
       w[this.head++] = undefined as unknown as Frame; // let the frame be collected
-      this.windowBytes -= sizeOf(old.data);
+      const oldBytes = sizeOf(old.data);
+      this.windowBytes -= oldBytes;
+      this.pool.total -= oldBytes;
       addBounded(this.done, old.id as number, DONE_IDS_MAX);
     }
     if (this.head >= REPLAY_WINDOW_FRAMES * 4) {
@@ -93,8 +116,11 @@ export class ReplayLog {
   hold(f: Frame): boolean {
     const bytes = sizeOf(f.data);
     if (this.held.length >= this.maxHeldFrames || this.heldBytes + bytes > this.maxHeldBytes) return false;
+    // Detached connections together hold no more than the server lets all connections buffer.
+    if (this.pool.total + bytes > this.poolLimit) return false;
     this.held.push(f);
     this.heldBytes += bytes;
+    this.pool.total += bytes;
     if (f.id !== null) this.inflight.delete(f.id);
     return true;
   }
@@ -124,10 +150,7 @@ export class ReplayLog {
     // Requests still running answer on the new connection, which now owes them.
     for (const id of this.inflight) to.inflight.add(id);
     this.inflight.clear();
-    this.window = [];
-    this.head = 0;
-    this.held = [];
-    this.windowBytes = this.heldBytes = 0;
+    this.release();
     this.done.clear();
     return { unseen, lost, frames };
   }
@@ -135,11 +158,17 @@ export class ReplayLog {
   /** Drops everything (the connection ended for good). */
   clear(): void {
     this.inflight.clear();
+    this.release();
+    this.done.clear();
+  }
+
+  /** Empties the window and the held frames, and gives their bytes back to the pool. */
+  private release(): void {
+    this.pool.total -= this.windowBytes + this.heldBytes;
     this.window = [];
     this.head = 0;
     this.held = [];
     this.windowBytes = this.heldBytes = 0;
-    this.done.clear();
   }
 }
 
@@ -175,6 +204,8 @@ export class ResumeTokens<C extends Resumable> {
   private readonly gone = new Map<string, GoneEntry>();
   /** Connections whose socket dropped and whose sessions wait for a resume. */
   readonly detached = new Set<C>();
+  /** Bytes all connections' ReplayLogs keep (windows and held frames). */
+  readonly pool = new ReplayPool();
 
   /** A new unguessable token for `conn`, bound to `principal`. Returns the token and its key. */
   issue(conn: C, principal: Buffer): { token: string; key: string } {

@@ -1,0 +1,396 @@
+// Attacks on session resume (PROTOCOL.md §5a), each against a real server over real sockets, written
+// as an attacker who has read the source would try them: take over or observe another client's
+// sessions (forged tokens, tokens in logs/metrics/errors, tokens after a restart or before hello),
+// make a step run twice or a reply reach the wrong connection, exhaust server memory through what
+// resume keeps (replay windows of many connections, huge replies held for detached ones), wedge the
+// server with malformed or out-of-order resume frames, and make a grace expiry look like a reward.
+// A drop is followed by polling the server's own books, never by a sleep standing in for it.
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
+import { RawClient, type Frame } from './helpers/raw-client.js';
+import { startServer, until, type TestServer } from './helpers/server.js';
+
+const HELLO = { versions: [...PROTOCOL_VERSIONS], client: { name: 'resume-attacks', version: '0' } };
+
+async function open(server: TestServer, token?: string): Promise<{ c: RawClient; resumeToken: string }> {
+  const c = await RawClient.open(server.url());
+  const r = await c.request('hello', token ? { ...HELLO, token } : HELLO);
+  if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
+  return { c, resumeToken: r.result.resume_token as string };
+}
+
+/** Ids of a new connection start high so they never meet the old connection's. */
+function highIds(c: RawClient, from = 100_000): void {
+  (c as unknown as { nextId: number }).nextId = from;
+}
+
+/** A network failure from the client side: no close frame, the server sees 1006. */
+async function cut(c: RawClient): Promise<void> {
+  c.ws.terminate();
+  await c.closed;
+}
+
+function sendWithId(c: RawClient, id: number, type: string, params: Frame, timeoutMs = 60_000): Promise<Frame> {
+  const p = c.waitFor(id, timeoutMs);
+  c.sendFrame({ id, type, ...params });
+  return p;
+}
+
+/** What a connection's replay log keeps (private fields, read to check the pool's books). */
+interface ReplayBooks {
+  windowBytes: number;
+  heldBytes: number;
+  inflight: Set<number>;
+}
+function booksOf(conn: unknown): ReplayBooks {
+  return (conn as { replay: ReplayBooks }).replay;
+}
+
+describe('resume attacks: tokens', () => {
+  let server: TestServer;
+  const logLines: string[] = [];
+  beforeAll(async () => {
+    // Every log line the server writes, at the most verbose level, is kept to be searched for tokens.
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    server = await startServer({ resume_grace_ms: 60_000 }, { logger: pino({ level: 'trace' }, sink) });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('forged tokens (random, a live one with a character changed, cut short, extended, case-flipped) never take the sessions and never spend the real one', async () => {
+    const { c: victim, resumeToken } = await open(server);
+    const s = await victim.make('test/counter-v0');
+    await victim.ok('reset', { session: s });
+    await cut(victim);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c: attacker } = await open(server);
+    const flip = (ch: string) => (ch === 'A' ? 'B' : 'A');
+    const forged = [
+      `r_${randomBytes(24).toString('base64url')}`,
+      resumeToken.slice(0, -1) + flip(resumeToken.slice(-1)),
+      resumeToken.slice(0, -1),
+      `${resumeToken}A`,
+      resumeToken.toUpperCase() === resumeToken ? resumeToken.toLowerCase() : resumeToken.toUpperCase(),
+      resumeToken.slice(2),
+      ' '.repeat(resumeToken.length),
+    ];
+    for (const token of forged) {
+      const e = await attacker.fails('resume', { token });
+      expect(e.code, token).toBe('RESUME_EXPIRED');
+      // The answer is the same for every forgery: it names nothing about the real token.
+      expect(JSON.stringify(e)).not.toContain(resumeToken);
+    }
+    expect(server.core.resume.detached.size).toBe(1);
+    // The owner still gets everything back, and the episode goes on.
+    const { c: owner } = await open(server);
+    expect((await owner.ok('resume', { token: resumeToken })).sessions).toEqual([s]);
+    expect((await owner.ok('step', { session: s, action: 1 })).observation).toBe(1);
+    await Promise.all([attacker.close(), owner.close()]);
+  });
+
+  it('a resume before hello is HANDSHAKE_REQUIRED and does not spend the token', async () => {
+    const { c: victim, resumeToken } = await open(server);
+    const s = await victim.make('test/counter-v0');
+    await cut(victim);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const pre = await RawClient.open(server.url());
+    expect((await pre.fails('resume', { token: resumeToken })).code).toBe('HANDSHAKE_REQUIRED');
+    expect(server.core.resume.detached.size).toBe(1);
+    const { c: owner } = await open(server);
+    expect((await owner.ok('resume', { token: resumeToken })).sessions).toEqual([s]);
+    await Promise.all([pre.close(), owner.close()]);
+  });
+
+  it('tokens appear in no log line (trace level), no /metrics line, and no error frame', async () => {
+    const { c: c1, resumeToken } = await open(server);
+    const s = await c1.make('test/slow-v0', { delay_ms: 200 });
+    await c1.ok('reset', { session: s });
+    void sendWithId(c1, 40, 'step', { session: s, action: 0 }).catch(() => undefined);
+    await c1.ok('ping');
+    await cut(c1);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c: c2, resumeToken: helloToken2 } = await open(server);
+    highIds(c2);
+    const reply = c2.waitFor(40, 30_000);
+    const res = await c2.ok('resume', { token: resumeToken, pending: [40] });
+    await reply;
+    // Spent, own, refused, expired: every error path, each with a real token in the request.
+    const { c: c3 } = await open(server);
+    const errors = [await c3.fails('resume', { token: resumeToken }), await c2.fails('resume', { token: res.resume_token }), await c2.fails('resume', { token: helloToken2 })];
+    for (const e of errors) {
+      for (const t of [resumeToken, res.resume_token, helloToken2]) expect(JSON.stringify(e)).not.toContain(t);
+    }
+    const metrics = await (await fetch(server.httpUrl('/metrics'))).text();
+    await Promise.all([c2.close(), c3.close()]);
+    await until(() => server.sessionCount() === 0, 10_000, 'sessions closed');
+    expect(logLines.length).toBeGreaterThan(10);
+    const tokens = [resumeToken, res.resume_token as string, helloToken2];
+    // The random part alone too: a log that reformats the token (prefix dropped) still leaks it.
+    for (const t of tokens) {
+      for (const needle of [t, t.slice(2)]) {
+        expect(logLines.filter((l) => l.includes(needle))).toEqual([]);
+        expect(metrics.includes(needle)).toBe(false);
+      }
+    }
+  });
+
+  it('a token does not survive a server restart: the new process answers RESUME_EXPIRED', async () => {
+    const first = await startServer({ resume_grace_ms: 60_000 });
+    const { c, resumeToken } = await open(first);
+    await c.make('test/counter-v0');
+    await cut(c);
+    await until(() => first.core.resume.detached.size === 1, 10_000, 'detach');
+    await first.stop();
+    const second = await startServer({ resume_grace_ms: 60_000 });
+    try {
+      const { c: c2 } = await open(second);
+      expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_EXPIRED' });
+      await c2.close();
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('resume attacks: replies', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ resume_grace_ms: 60_000 });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('a step whose reply arrived, claimed as pending anyway (many times over), is replayed once and never runs again', async () => {
+    const { c: c1, resumeToken } = await open(server);
+    const s = await c1.make('test/counter-v0');
+    await c1.ok('reset', { session: s });
+    expect((await sendWithId(c1, 10, 'step', { session: s, action: 1 })).result.observation).toBe(1);
+    await cut(c1);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c: c2 } = await open(server);
+    highIds(c2);
+    const res = await c2.ok('resume', { token: resumeToken, pending: [10, 10, 10, 10] });
+    expect(res).toMatchObject({ sessions: [s], unseen: [], lost: [] });
+    // Any further frames with id 10 would be a second delivery: a ping round trip flushes them.
+    await c2.ok('ping');
+    expect(c2.all.filter((f) => f.id === 10)).toHaveLength(1);
+    // The counter stepped once, not twice.
+    expect((await c2.ok('step', { session: s, action: 1 })).observation).toBe(2);
+    await c2.close();
+  });
+
+  it('a reply follows its sessions through two resumes in a row (A -> B -> C) and arrives once, on C only', async () => {
+    const { c: a, resumeToken: ta } = await open(server);
+    const s = await a.make('test/slow-v0', { delay_ms: 1500 });
+    await a.ok('reset', { session: s });
+    void sendWithId(a, 77, 'step', { session: s, action: 0 }).catch(() => undefined);
+    await a.ok('ping');
+    await cut(a);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'A detached');
+    const { c: b } = await open(server);
+    highIds(b, 200_000);
+    const rb = await b.ok('resume', { token: ta, pending: [77] });
+    expect(rb.sessions).toEqual([s]);
+    // B drops too, before the step is done (its reply is owed to B now, then to whoever resumes B).
+    await cut(b);
+    const { c: c } = await open(server);
+    highIds(c, 300_000);
+    const reply = c.waitFor(77, 30_000);
+    // B may not be detached yet when C asks (the server has not seen B's drop): either way C gets it.
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'B detached');
+    const rc = await c.ok('resume', { token: rb.resume_token, pending: [77] });
+    expect(rc).toMatchObject({ sessions: [s], unseen: [], lost: [] });
+    expect(await reply).toMatchObject({ id: 77, type: 'result', result: { reward: 0 } });
+    await c.ok('ping');
+    expect(c.all.filter((f) => f.id === 77)).toHaveLength(1);
+    expect(b.all.filter((f) => f.id === 77)).toHaveLength(0);
+    await c.close();
+  });
+
+  it('one connection cannot collect a second connection\'s sessions: resume twice, with its own new token, or after a make is RESUME_REFUSED and spends nothing', async () => {
+    const victims = await Promise.all([open(server), open(server)]);
+    const sessions = await Promise.all(victims.map(({ c }) => c.make('test/counter-v0')));
+    await Promise.all(victims.map(({ c }) => cut(c)));
+    await until(() => server.core.resume.detached.size === 2, 10_000, 'both detached');
+    const { c } = await open(server);
+    const first = await c.ok('resume', { token: victims[0].resumeToken });
+    expect(first.sessions).toEqual([sessions[0]]);
+    expect(await c.fails('resume', { token: victims[1].resumeToken })).toMatchObject({ code: 'RESUME_REFUSED', details: { reason: expect.stringContaining('already holds sessions') } });
+    expect(await c.fails('resume', { token: first.resume_token })).toMatchObject({ code: 'RESUME_REFUSED' });
+    expect(server.core.resume.detached.size).toBe(1);
+    // After a make on a fresh connection: refused as well.
+    const { c: d } = await open(server);
+    await d.make('test/noop-v0');
+    expect((await d.fails('resume', { token: victims[1].resumeToken })).code).toBe('RESUME_REFUSED');
+    // The second victim's token still works for a connection that holds nothing.
+    const { c: e } = await open(server);
+    expect((await e.ok('resume', { token: victims[1].resumeToken })).sessions).toEqual([sessions[1]]);
+    await Promise.all([c.close(), d.close(), e.close()]);
+  });
+
+  it('resume inside a batch is INVALID_MESSAGE with the batch id; the token is untouched', async () => {
+    const { c: v, resumeToken } = await open(server);
+    const s = await v.make('test/counter-v0');
+    await cut(v);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c } = await open(server);
+    const r = await c.request('batch', { requests: [{ type: 'resume', token: resumeToken }] });
+    expect(r).toMatchObject({ type: 'error', error: { code: 'INVALID_MESSAGE' } });
+    expect(r.id).toBe(2);
+    expect((await c.ok('resume', { token: resumeToken })).sessions).toEqual([s]);
+    await c.close();
+  });
+
+  it('hostile pending arrays: 65536 ids with duplicates is answered and cheap; non-integers, negatives, 2^32, 65537 items are INVALID_MESSAGE; none spends the token', async () => {
+    const { c: v, resumeToken } = await open(server);
+    const s = await v.make('test/counter-v0');
+    await v.ok('reset', { session: s });
+    await cut(v);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c } = await open(server);
+    for (const pending of [[1.5], ['7'], [-1], [2 ** 32], [null], Array.from({ length: 65_537 }, (_, i) => i)]) {
+      const e = await c.fails('resume', { token: resumeToken, pending });
+      expect(e.code).toBe('INVALID_MESSAGE');
+      expect(e.details.path).toMatch(/^\/pending/);
+    }
+    expect(server.core.resume.detached.size).toBe(1);
+    // The largest pending the schema allows, half of it duplicates, on a real resume.
+    const pending = Array.from({ length: 65_536 }, (_, i) => 500_000 + (i % 32_768));
+    const t0 = performance.now();
+    const res = await c.ok('resume', { token: resumeToken, pending });
+    const ms = performance.now() - t0;
+    expect(res.sessions).toEqual([s]);
+    // Never received: each reported unseen exactly once, whatever the duplicates.
+    expect(res.unseen).toHaveLength(32_768);
+    expect(new Set(res.unseen).size).toBe(32_768);
+    console.log(`resume with 65536 pending ids (32768 distinct) answered in ${ms.toFixed(0)} ms, round trip included`);
+    expect((await c.ok('step', { session: s, action: 1 })).observation).toBe(1);
+    await c.close();
+  });
+});
+
+describe('resume attacks: memory', () => {
+  // The smallest output budget the config allows: what every connection's replay log keeps together
+  // must stay within it.
+  const LIMIT = 1024 * 1024;
+
+  it('replay windows of many session-less connections stay within max_buffered_output_bytes server-wide', async () => {
+    const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
+    try {
+      const conns = await Promise.all(Array.from({ length: 6 }, () => open(server).then((o) => o.c)));
+      const frameBytes = JSON.stringify(await (conns[0] as RawClient).request('list_envs')).length;
+      const perConn = 64;
+      // Without a server-wide bound each connection would keep all of these (up to 8 MiB each).
+      expect(conns.length * perConn * frameBytes).toBeGreaterThan(2 * LIMIT);
+      await Promise.all(conns.map((c) => Promise.all(Array.from({ length: perConn }, () => c.request('list_envs')))));
+      const pool = server.core.resume.pool;
+      const books = [...server.core.connections].map(booksOf);
+      expect(books.reduce((n, b) => n + b.windowBytes + b.heldBytes, 0)).toBe(pool.total);
+      // Each connection keeps its newest reply whatever the budget; nothing else past the limit.
+      expect(pool.total).toBeLessThanOrEqual(LIMIT + conns.length * frameBytes);
+      await Promise.all(conns.map((c) => c.close()));
+      await until(() => server.core.connections.size === 0, 10_000, 'connections closed');
+      expect(pool.total).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('huge replies held for detached connections stay within max_buffered_output_bytes: the ones past it expire (said on resume), the others resume with their reply intact', async () => {
+    const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
+    try {
+      const n = 4;
+      const text = 'x'.repeat(400 * 1024);
+      const victims: Array<{ c: RawClient; resumeToken: string; sessions: string[] }> = [];
+      for (let i = 0; i < n; i++) {
+        const { c, resumeToken } = await open(server);
+        const slow = await c.make('test/slow-v0', { delay_ms: 3000 });
+        const tools = await c.make('test/tools-v0');
+        await c.ok('reset', { session: slow });
+        await c.ok('reset', { session: tools });
+        // One reply of ~400 KB, produced only when the slow step is done: after the drop.
+        const batch = [
+          { type: 'step', session: slow, action: 0 },
+          { type: 'step', session: tools, action: { name: 'echo', arguments: { text } } },
+        ];
+        void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
+        await c.ok('ping');
+        victims.push({ c, resumeToken, sessions: [slow, tools] });
+      }
+      await Promise.all(victims.map(({ c }) => cut(c)));
+      // Every drop seen, and every batch reply produced: held, or its connection expired for want of room.
+      const settled = () => {
+        const detached = [...server.core.resume.detached];
+        return server.core.connections.size === 0 && server.sessionCount() === 2 * detached.length && detached.every((d) => booksOf(d).inflight.size === 0);
+      };
+      await until(settled, 30_000, 'batch replies produced');
+      const pool = server.core.resume.pool;
+      expect(pool.total).toBeLessThanOrEqual(LIMIT);
+      const survivors = server.core.resume.detached.size;
+      // 4 x 400 KB does not fit in 1 MiB: at most two are held.
+      expect(survivors).toBeGreaterThanOrEqual(1);
+      expect(survivors).toBeLessThanOrEqual(2);
+      let resumed = 0;
+      let expired = 0;
+      for (const v of victims) {
+        const { c } = await open(server);
+        highIds(c);
+        const reply = c.waitFor(900, 10_000);
+        const r = await c.request('resume', { token: v.resumeToken, pending: [900] });
+        if (r.type === 'result') {
+          resumed++;
+          const got = await reply;
+          expect(got.result.results[1].result.observation).toBe(text);
+        } else {
+          expired++;
+          void reply.catch(() => undefined);
+          expect(r.error.code).toBe('RESUME_EXPIRED');
+          expect(r.error.details.reason).toContain('max_buffered_output_bytes');
+          expect(new Set(r.error.details.sessions)).toEqual(new Set(v.sessions));
+        }
+        await c.close();
+      }
+      expect(resumed).toBe(survivors);
+      expect(expired).toBe(n - survivors);
+      await until(() => server.sessionCount() === 0 && server.core.connections.size === 0, 10_000, 'all closed');
+      expect(pool.total).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('resume attacks: outcomes', () => {
+  it('a grace expiry mid-step is an abandoned episode (not scored), never a reward', async () => {
+    const server = await startServer({ resume_grace_ms: 300 });
+    try {
+      const { c, resumeToken } = await open(server);
+      const s = await c.make('test/slow-v0', { delay_ms: 60_000 });
+      await c.ok('reset', { session: s });
+      void sendWithId(c, 5, 'step', { session: s, action: 0 }).catch(() => undefined);
+      await c.ok('ping');
+      await cut(c);
+      await until(() => server.sessionCount() === 0, 30_000, 'grace expiry to close the session');
+      const { c: c2 } = await open(server);
+      expect(await c2.fails('resume', { token: resumeToken, pending: [5] })).toMatchObject({ code: 'RESUME_EXPIRED', details: { sessions: [s] } });
+      await c2.close();
+      const metrics = await (await fetch(server.httpUrl('/metrics'))).text();
+      const finished = metrics.split('\n').filter((l) => l.startsWith('sandgym_episodes_finished_total{') && l.includes('env="test/slow-v0"'));
+      expect(finished.some((l) => l.includes('outcome="abandoned"') && l.endsWith(' 1'))).toBe(true);
+      expect(finished.filter((l) => /outcome="(success|failure)"/.test(l) && !l.endsWith(' 0'))).toEqual([]);
+      expect(metrics.split('\n').filter((l) => l.startsWith('sandgym_episode_reward_count') && l.includes('test/slow-v0') && !l.endsWith(' 0'))).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
