@@ -155,6 +155,11 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
   const { app } = sg;
   // Before listen: hello announces it, and app.close() (the signal path below) flushes it.
   if (archive) await (await import('../observability/archive/index.js')).installArchive(sg, archive);
+  // Task statistics start from the archived episodes (the summaries the live tracker would have made).
+  if (archive && sg.observability) {
+    const { readSummaries } = await import('../observability/archive/reader.js');
+    await sg.observability.loadHistory(readSummaries(archive.location, archive.s3 ? { s3: archive.s3 } : {}), app.log);
+  }
   // Handlers go in before the listening line is printed: a supervisor may signal as soon as it
   // sees it, and an uninstalled handler means the default action (die without cleanup).
   let stopping = false;

@@ -27,6 +27,25 @@ export class Observability {
     core.taskStatsFor = (envId) => this.taskStats.viewFor(envId);
   }
 
+  /**
+   * Counts archived episodes into the task statistics (on start, before the server listens): `source`
+   * yields EpisodeSummary, e.g. the archive reader's readSummaries(location). An archive that cannot be
+   * read (a new directory, a corrupt object) leaves the statistics with what was read, and says so.
+   */
+  async loadHistory(source: AsyncIterable<EpisodeSummary>, log: { info(o: object, m: string): void; warn(o: object, m: string): void }): Promise<number> {
+    let n = 0;
+    try {
+      for await (const s of source) {
+        this.taskStats.ingest(s);
+        n++;
+      }
+      log.info({ episodes: n }, 'task statistics loaded from the archive');
+    } catch (err) {
+      log.warn({ err, episodes: n }, 'task statistics: the archive could not be read (whole or in part); counting on from what was read');
+    }
+    return n;
+  }
+
   close(): void {
     for (const r of this.removers.splice(0)) r();
     this.metrics.close();
