@@ -33,6 +33,9 @@ const COMMANDS: [command: string, args: string[]][] = [
   ['tasks check', [TASKS]],
   ['tasks validate', [TASKS]],
   ['play', ['x-v0']],
+  ['replay', ['archive.jsonl.gz']],
+  ['rescore', ['archive.jsonl.gz']],
+  ['report', ['archive.jsonl.gz']],
 ];
 
 const argvOf = (command: string, args: string[], ...more: string[]) => [...command.split(' '), ...args, ...more];

@@ -127,6 +127,20 @@ describe('trajectory archive: local directory', () => {
     expect(archived.map(key).sort()).toEqual(live.map(key).sort());
   });
 
+  it('an episode still running at shutdown is archived on the way down: end closed, outcome shutdown', async () => {
+    const dir = await tempDir();
+    ({ server } = await archivedServer({ location: dir, flush_ms: 3_600_000 }));
+    const c = await RawClient.connect(server.url());
+    const sid = await c.make('test/counter-v0');
+    await c.ok('reset', { session: sid, seed: 4 });
+    await c.ok('step', { session: sid, action: 1 });
+    await server.stop();
+    server = null;
+    await c.closed;
+    const [r] = await loadArchive(dir);
+    expect(r).toMatchObject({ session_id: sid, end: 'closed', outcome: 'shutdown', length: 1, close_reason: 'server is shutting down' });
+  });
+
   it('a server without --archive says archive: false (absent) in hello', async () => {
     server = await startServer();
     expect((await helloCapabilities(server.url())).archive).toBeUndefined();

@@ -133,7 +133,9 @@ export class ArchiveWriter {
     const attempts = this.opts.attempts ?? 4;
     let wait = this.opts.retryMs ?? 500;
     try {
-      const body = await gzipAsync(lines.join('\n') + '\n');
+      // Level 1: about twice as fast as the default 6 on episode JSON, for a few percent more bytes
+      // (repetitive JSON compresses well at any level); the CPU is the server's.
+      const body = await gzipAsync(lines.join('\n') + '\n', { level: 1 });
       for (let i = 1; ; i++) {
         try {
           await this.opts.store.put(name, body);

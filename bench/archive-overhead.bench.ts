@@ -1,0 +1,213 @@
+// Cost of the trajectory archive (issue 15) per step, measured against a server without it in the same
+// run: two server processes, one started with --archive DIR (recording, serialising, gzip and writing
+// batches: all of it counts, the gzip thread pool included, since CPU is read from /proc for the whole
+// process) and one without. Rounds alternate between the two so drift on a shared machine hits both.
+//   math-v0: batches of 64 sessions x [reset, step] (one episode per session per frame, 8 frames in
+//            flight); server CPU per env-step (a reset and its step count as one) and episodes/s.
+//   code-v0 (Docker): sequential episodes of 8 bash steps, a write_file and a submit (graded); server
+//            CPU per step and wall time per episode. Skipped without Docker and its python image.
+// Asserts nothing: prints markdown tables and writes bench/results/archive-overhead.json.
+//
+// Run: npx tsx bench/archive-overhead.bench.ts   (or `npm run bench -- archive-overhead`)
+// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_SKIP_CODE=1 / BENCH_SKIP_MATH=1 skip a part.
+
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { connect } from '../clients/ts/src/index.js';
+import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
+import { cpuMicros, REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
+import { median, round } from './lib/stats.js';
+import { Driver, looksLikeError } from './lib/ws-driver.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const SESSIONS = 64;
+const WINDOW = 8;
+const FRAMES = QUICK ? 100 : 600;
+const ROUNDS = QUICK ? 2 : 7;
+const CODE_ROUNDS = QUICK ? 1 : 3;
+const CODE_BASH_STEPS = 8;
+
+interface MathSide {
+  name: 'archive' | 'no_archive';
+  server: ServerProcess;
+  driver: Driver;
+  make: (i: number) => string | Uint8Array;
+  cpu_us_per_env_step: number[];
+  episodes_per_s: number[];
+}
+
+async function openMath(name: MathSide['name'], args: string[]): Promise<MathSide> {
+  const server = await startSandgym(args);
+  const d = await Driver.open(server.url);
+  const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
+  if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
+  const made = await d.requestMany(Array.from({ length: SESSIONS }, (_, i) => encodeJson({ id: 1 + i, type: 'make', env_id: 'math-v0' })));
+  const sessions = made.map((m) => {
+    if (m.type !== 'result') throw new Error(`make failed: ${JSON.stringify(m)}`);
+    return m.result.session as string;
+  });
+  // One episode per session per frame: reset (a fixed seed per session) then a wrong answer.
+  const items = sessions.flatMap((session, i) => [
+    { type: 'reset', session, seed: i },
+    { type: 'step', session, action: '\\boxed{42}' },
+  ]);
+  const make = (i: number) => encodeJson({ id: (i % 0x7fff_ffff) + 1, type: 'batch', requests: items });
+  const sample = await d.request(make(0));
+  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result')) throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
+  await d.pipelined(FRAMES / 4, WINDOW, make, looksLikeError);
+  return { name, server, driver: d, make, cpu_us_per_env_step: [], episodes_per_s: [] };
+}
+
+async function mathRound(s: MathSide): Promise<void> {
+  const before = await cpuMicros(s.server.pid);
+  const r = await s.driver.pipelined(FRAMES, WINDOW, s.make, looksLikeError);
+  const cpu = (await cpuMicros(s.server.pid)) - before;
+  if (r.errors > 0) throw new Error(`${r.errors} failed batch frames (${s.name})`);
+  s.cpu_us_per_env_step.push(cpu / (FRAMES * SESSIONS));
+  s.episodes_per_s.push((FRAMES * SESSIONS) / (r.elapsed_ms / 1000));
+}
+
+async function dirBytes(dir: string): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    files++;
+    bytes += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return { files, bytes };
+}
+
+async function math(archiveDir: string) {
+  const off = await openMath('no_archive', []);
+  const on = await openMath('archive', ['--archive', archiveDir, '--archive-flush-ms', '1000']);
+  try {
+    for (let i = 0; i < ROUNDS; i++) for (const s of i % 2 === 0 ? [off, on] : [on, off]) await mathRound(s);
+  } finally {
+    await Promise.all([off.driver.close(), on.driver.close()]);
+    await Promise.all([off.server.stop(), on.server.stop()]);
+  }
+  const cpuOff = median(off.cpu_us_per_env_step);
+  const cpuOn = median(on.cpu_us_per_env_step);
+  const written = await dirBytes(archiveDir);
+  return {
+    batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
+    no_archive: { cpu_us_per_env_step: round(cpuOff, 3), episodes_per_s: Math.round(median(off.episodes_per_s)), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
+    archive: { cpu_us_per_env_step: round(cpuOn, 3), episodes_per_s: Math.round(median(on.episodes_per_s)), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)) },
+    cpu_ratio: round(cpuOn / cpuOff, 3),
+    added_cpu_us_per_env_step: round(cpuOn - cpuOff, 3),
+    throughput_ratio: round(median(on.episodes_per_s) / median(off.episodes_per_s), 3),
+    archive_objects: written.files,
+    archive_bytes_per_episode: round(written.bytes / ((ROUNDS + 1.25) * FRAMES * SESSIONS + SESSIONS), 1),
+  };
+}
+
+async function dockerReady(): Promise<string | null> {
+  if (process.env.BENCH_SKIP_CODE === '1') return 'BENCH_SKIP_CODE=1';
+  try {
+    const docker = new Docker();
+    await docker.ping();
+    await docker.getImage('sandgym/python:1').inspect();
+    return null;
+  } catch (e) {
+    return `no Docker or no sandgym/python:1 image (${(e as Error).message})`;
+  }
+}
+
+async function codeEpisode(url: string): Promise<{ steps: number; ms: number }> {
+  const c = await connect(url, { requestTimeoutMs: 600_000 });
+  try {
+    const env = await c.make('code-v0', { shaping: 'none' });
+    const t0 = performance.now();
+    await env.reset({ seed: 1, options: { task_id: 'py-slugify' } });
+    let steps = 0;
+    for (let i = 0; i < CODE_BASH_STEPS; i++, steps++) await env.step({ name: 'bash', arguments: { command: `ls -la; echo step ${i}` } });
+    await env.step({ name: 'write_file', arguments: { path: 'slug.py', content: 'def slugify(s):\n    return s\n' } });
+    await env.step({ name: 'submit', arguments: {} });
+    steps += 2;
+    const ms = performance.now() - t0;
+    await env.close();
+    return { steps, ms };
+  } finally {
+    await c.close();
+  }
+}
+
+async function code(archiveDir: string) {
+  const why = await dockerReady();
+  if (why) return { skipped: why };
+  const args = ['--driver', 'docker'];
+  const sides = {
+    no_archive: { server: await startSandgym(args), cpu: [] as number[], ms: [] as number[] },
+    archive: { server: await startSandgym([...args, '--archive', archiveDir]), cpu: [] as number[], ms: [] as number[] },
+  };
+  try {
+    // Warm-up: pools, images in the page cache, JIT.
+    for (const s of Object.values(sides)) await codeEpisode(s.server.url);
+    for (let i = 0; i < CODE_ROUNDS; i++) {
+      for (const s of i % 2 === 0 ? [sides.no_archive, sides.archive] : [sides.archive, sides.no_archive]) {
+        const before = await cpuMicros(s.server.pid);
+        const e = await codeEpisode(s.server.url);
+        s.cpu.push(((await cpuMicros(s.server.pid)) - before) / e.steps);
+        s.ms.push(e.ms);
+      }
+    }
+  } finally {
+    await Promise.all(Object.values(sides).map((s) => s.server.stop()));
+  }
+  const cOff = median(sides.no_archive.cpu);
+  const cOn = median(sides.archive.cpu);
+  return {
+    episode: `py-slugify, ${CODE_BASH_STEPS} bash steps + write_file + submit (graded)`,
+    rounds: CODE_ROUNDS,
+    no_archive: { cpu_us_per_step: Math.round(cOff), ms_per_episode: Math.round(median(sides.no_archive.ms)) },
+    archive: { cpu_us_per_step: Math.round(cOn), ms_per_episode: Math.round(median(sides.archive.ms)) },
+    cpu_ratio: round(cOn / cOff, 3),
+    added_cpu_us_per_step: Math.round(cOn - cOff),
+    wall_ratio: round(median(sides.archive.ms) / median(sides.no_archive.ms), 3),
+  };
+}
+
+async function main(): Promise<void> {
+  const load0 = loadavg()[0] as number;
+  const tmp = await mkdtemp(join(tmpdir(), 'sandgym-bench-archive-'));
+  try {
+    const m = process.env.BENCH_SKIP_MATH === '1' ? null : await math(join(tmp, 'math'));
+    const c = await code(join(tmp, 'code'));
+    const results = {
+      machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0] as number, 2) },
+      command: 'npx tsx bench/archive-overhead.bench.ts',
+      math: m,
+      code: c,
+    };
+    const lines = m
+      ? [
+          '| math-v0: batches of 64 x [reset, step], 8 frames in flight (medians of alternating rounds) | no archive | --archive DIR | ratio |',
+          '|---|---|---|---|',
+          `| server CPU per env-step (µs; a reset and its step) | ${m.no_archive.cpu_us_per_env_step} | ${m.archive.cpu_us_per_env_step} | ${m.cpu_ratio} |`,
+          `| episodes/s | ${m.no_archive.episodes_per_s.toLocaleString('en-US')} | ${m.archive.episodes_per_s.toLocaleString('en-US')} | ${m.throughput_ratio} |`,
+          `| archive bytes per episode (gzip) | - | ${m.archive_bytes_per_episode} | - |`,
+        ]
+      : ['math-v0: skipped (BENCH_SKIP_MATH=1)'];
+    if ('skipped' in c) lines.push('', `code-v0: skipped (${c.skipped})`);
+    else {
+      lines.push(
+        '',
+        `| code-v0: ${c.episode} (medians of ${c.rounds} alternating rounds) | no archive | --archive DIR | ratio |`,
+        '|---|---|---|---|',
+        `| server CPU per step (µs) | ${c.no_archive.cpu_us_per_step} | ${c.archive.cpu_us_per_step} | ${c.cpu_ratio} |`,
+        `| wall time per episode (ms) | ${c.no_archive.ms_per_episode} | ${c.archive.ms_per_episode} | ${c.wall_ratio} |`,
+      );
+    }
+    process.stdout.write(`${lines.join('\n')}\n\nload average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}\n`);
+    const dir = join(REPO_ROOT, 'bench', 'results');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'archive-overhead.json'), `${JSON.stringify(results, null, 2)}\n`);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+await main();
