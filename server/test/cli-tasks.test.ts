@@ -63,7 +63,7 @@ test('check passes on the shipped set and fails (exit 1) on a copied task in the
 });
 
 test.each([
-  [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate\)/],
+  [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, stats\)/],
   [['--json'], 'tasks', /expected a subcommand/],
   [['list', TASKS_DIR, '--bogus'], 'tasks list', /unknown option '--bogus'/],
   [['check', TASKS_DIR, '--threshold'], 'tasks check', /option '--threshold' needs a value/],
