@@ -95,10 +95,10 @@ def train(url: str, env_id: str = "math-v0", *, steps: int = 40, seed: int = 0, 
         tokenizer = tiny_tokenizer()
         model = tiny_model(len(tokenizer), seed)
         # The tiny model writes in the answer alphabet only (constrained decoding, as a JSON-mode server does):
-        # digits, \boxed{ and }, for the whole max_completion_length; the chat markers, roles, [UNK] and the
-        # end-of-turn token are suppressed, so about one random completion in five has the rubric's format
-        # (a number inside \boxed{}) and most groups carry a learning signal from the first step.
-        keep = {tokenizer.convert_tokens_to_ids(t) for t in ANSWER_TOKENS}
+        # digits, \boxed{, } and the end-of-turn token; the chat markers, roles and [UNK] are suppressed, so
+        # about one random completion in ten has the rubric's format (a number inside \boxed{}) and many
+        # groups carry a learning signal from the first step.
+        keep = {tokenizer.convert_tokens_to_ids(t) for t in ANSWER_TOKENS} | {tokenizer.eos_token_id}
         generation_kwargs = {"suppress_tokens": [i for i in range(len(tokenizer)) if i not in keep]}
     sg = SandgymTRL(url, env_id, env_kwargs=env_kwargs)
     # one task per prompt, cycled: the seeds name math-v0's problems
