@@ -3,12 +3,15 @@
 // sessions (forged tokens, tokens in logs/metrics/errors, tokens after a restart or before hello),
 // make a step run twice or a reply reach the wrong connection, exhaust server memory through what
 // resume keeps (replay windows of many connections, huge replies held for detached ones), wedge the
-// server with malformed or out-of-order resume frames, and make a grace expiry look like a reward.
+// server with malformed or out-of-order resume frames, make a grace expiry look like a reward, and (as
+// a hostile server answering resume weirdly) hang the TS client.
 // A drop is followed by polling the server's own books, never by a sleep standing in for it.
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
+import { connect, SandgymError } from '../../clients/ts/src/index.js';
 import { PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
 import { RawClient, type Frame } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
@@ -393,4 +396,69 @@ describe('resume attacks: outcomes', () => {
       await server.stop();
     }
   });
+});
+
+describe('resume attacks: a server that answers resume weirdly does not hang the TS client', () => {
+  const GRACE_MS = 2000;
+  const HELLO_RESULT = {
+    version: 2,
+    server: { name: 'hostile', version: '0' },
+    capabilities: { batch: true, msgpack: true, pipelining: true, tool_call: true, resume: true },
+    limits: { max_message_bytes: 1 << 20, max_sessions: 8, max_batch: 8, step_timeout_ms: 30_000, idle_timeout_ms: 0, resume_grace_ms: GRACE_MS },
+  };
+  // How the hostile server answers the resume (null: never answers).
+  const answers: Record<string, Frame | null> = {
+    'an error resume never gets (INTERNAL)': { type: 'error', error: { code: 'INTERNAL', message: 'internal error: boom', retryable: false, scope: 'request' } },
+    'a result that is not an object': { type: 'result', result: ['no'] },
+    'lost that is not a list': { type: 'result', result: { resume_token: 'r_x', sessions: [], unseen: [], lost: 7 } },
+    silence: null,
+  };
+
+  /** A real WebSocket server: hello, make, reset as expected; the first connection's first step cuts the socket. */
+  async function hostile(answer: Frame | null): Promise<{ url: string; close: () => Promise<void> }> {
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise<void>((r) => wss.once('listening', () => r()));
+    let n = 0;
+    wss.on('connection', (ws) => {
+      const first = ++n === 1;
+      ws.on('message', (raw) => {
+        const m = JSON.parse(String(raw)) as Frame;
+        const reply = (f: Frame) => ws.send(JSON.stringify({ id: m.id, ...f }));
+        if (m.type === 'hello') reply({ type: 'result', result: { ...HELLO_RESULT, resume_token: `r_${n}` } });
+        else if (m.type === 'make') reply({ type: 'result', result: { session: 's_1', env_spec: { id: 'x' } } });
+        else if (m.type === 'reset') reply({ type: 'result', result: { observation: 0, info: {} } });
+        else if (m.type === 'step' && first) ws.terminate();
+        else if (m.type === 'resume') {
+          if (answer !== null) reply(answer);
+        } else reply({ type: 'result', result: {} });
+      });
+    });
+    const port = (wss.address() as { port: number }).port;
+    return {
+      url: `ws://127.0.0.1:${port}/v2/ws`,
+      close: () =>
+        new Promise<void>((r) => {
+          for (const c of wss.clients) c.terminate();
+          wss.close(() => r());
+        }),
+    };
+  }
+
+  for (const [name, answer] of Object.entries(answers)) {
+    it(`${name}: the step fails with a typed error within the grace period`, async () => {
+      const srv = await hostile(answer);
+      const quiet = { info: () => undefined, warn: () => undefined };
+      const client = await connect(srv.url, { logger: quiet, connectTimeoutMs: 1000 });
+      try {
+        const env = await client.make('x');
+        await env.reset();
+        const guard = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the step hung')), GRACE_MS + 15_000).unref());
+        const e = await Promise.race([env.step(0).then(() => null, (err: unknown) => err), guard]);
+        expect(e).toBeInstanceOf(SandgymError);
+      } finally {
+        await client.close();
+        await srv.close();
+      }
+    });
+  }
 });
