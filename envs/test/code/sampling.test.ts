@@ -152,3 +152,42 @@ describe('TaskSampler configuration', () => {
     for (let seed = 0; seed < 20; seed++) expect(s.pick(list, 'train', seed).task).toBe(new Rng(seed).pick(list));
   });
 });
+
+describe('code-v0 refuses bad sampling input with INVALID_ARGUMENT before touching a sandbox', async () => {
+  const { createCodeEnv } = await import('../../src/code/code-env.js');
+  const { TaskSet } = await import('../../src/code/task-loader.js');
+  const { InvalidArgument } = await import('../../src/api.js');
+  const { shippedTasks } = await import('./helpers.js');
+  const def = createCodeEnv({ taskSet: new TaskSet(await shippedTasks(), ['train', 'eval']) });
+  // A provider that fails the test if reached: every refusal below happens before any sandbox.
+  const sandboxes = {
+    acquire: async () => {
+      throw new Error('acquire must not be reached');
+    },
+    release: async () => undefined,
+  };
+  const logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const create = (kwargs: Record<string, unknown>) => def.create({ signal: new AbortController().signal, logger, sandboxes, step_timeout_ms: 120_000 }, kwargs);
+
+  it('make kwargs the schema allows but that contradict each other', async () => {
+    await expect(Promise.resolve().then(() => create({ sampling: 'frontier', frontier: { low: 0.9, high: 0.1 } }))).rejects.toMatchObject({ name: 'InvalidArgument', path: '/frontier/low' });
+    await expect(Promise.resolve().then(() => create({ sampling: 'epoch', epoch: { worker: 3, workers: 3 } }))).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(Promise.resolve().then(() => create({ epoch: { worker: 0, workers: 2 } }))).rejects.toMatchObject({ path: '/epoch' });
+  });
+
+  it('hostile reset options: cursor outside epoch mode, a non-integer or negative cursor, cursor with task_id', async () => {
+    const uniform = await create({});
+    await expect(uniform.reset(1, { cursor: 0 })).rejects.toMatchObject({ name: 'InvalidArgument', path: '/cursor' });
+    const epoch = await create({ sampling: 'epoch', epoch: { worker: 0, workers: 2 } });
+    for (const cursor of [-1, 1.5, '3', null, 2 ** 60]) await expect(epoch.reset(1, { cursor })).rejects.toMatchObject({ path: '/cursor' });
+    await expect(epoch.reset(1, { cursor: 0, task_id: 'py-slugify' })).rejects.toMatchObject({ path: '/cursor' });
+    await expect(epoch.reset(1, { bogus: 1 })).rejects.toMatchObject({ path: '/bogus' });
+    const frontier = await create({ sampling: 'frontier' });
+    await expect(frontier.reset(1, { split: 'eval' })).rejects.toMatchObject({ path: '/split' });
+  });
+
+  it('declares the sampling kwargs in its kwargs_schema (the server refuses anything else at make)', () => {
+    const props = (def.kwargs_schema as { properties: Record<string, unknown> }).properties;
+    expect(Object.keys(props).sort()).toEqual(['epoch', 'frontier', 'sampling', 'shaping']);
+  });
+});
