@@ -160,6 +160,12 @@ describe('trajectory archive: local directory', () => {
     await c.ok('reset', { session: s2, seed: 1 });
     await c.ok('step', { session: s2, action: 'x'.repeat(3000) });
     await c.close();
+    await archive.flush();
+    // The operator sees it on /metrics.
+    const scrape = await (await fetch(server.httpUrl('/metrics'))).text();
+    expect(scrape).toMatch(/^sandgym_archive_episodes_dropped_total\{reason="memory"\} 1$/m);
+    expect(scrape).toMatch(/^sandgym_archive_episodes_written_total 1$/m);
+    expect(scrape).toMatch(/^sandgym_archive_held_bytes 0$/m);
     await server.stop();
     server = null;
     const records = await loadArchive(dir);

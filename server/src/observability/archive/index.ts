@@ -4,6 +4,7 @@
 // `closed`, then every batch is written before the process exits).
 import type { SandgymApp } from '../../app.js';
 import type { ArtifactEvent } from '../episode-events.js';
+import { registerArchiveMetrics } from './metrics.js';
 import { EpisodeRecorder } from './recorder.js';
 import { ARCHIVE_DEFAULTS, type ArchiveOptions } from './options.js';
 import { openStore, type ArchiveStore } from './store.js';
@@ -51,6 +52,8 @@ export async function installArchive(sg: SandgymApp, opts: ArchiveOptions): Prom
   sg.core.observers.add(archive.recorder);
   // Artifacts (code-v0's graded workspace) reach the recorder through EnvContext.artifacts.
   sg.core.observers.artifacts = (e: ArtifactEvent) => archive.recorder.onArtifact(e);
+  // Its counters on /metrics (when the server keeps metrics), read at scrape time.
+  if (sg.observability) registerArchiveMetrics(sg.observability.metrics.registry, () => archive.stats());
   // Capabilities are fixed before the server listens; every hello after this one says so.
   sg.core.helloResult.capabilities.archive = true;
   // onClose runs after preClose (core.shutdown: every session closed, so every episode finished).
