@@ -722,6 +722,10 @@ export class Connection implements Resumable {
     const core = this.core;
     const r = this.replay;
     if (r === null) return this.sendError(m.id, resumeDisabled(), bin);
+    // During a shutdown a connection whose sessions are being closed has none left on its books, and
+    // could take a detached connection's: they would escape both its shutdown and expireAll, closed
+    // (unawaited) only when the socket goes, after the server said it was done (resume-attacks.test.ts).
+    if (core.shuttingDown) return this.sendError(m.id, err('SHUTTING_DOWN'), bin);
     if (this.sessions.size > 0 || this.pendingMakes > 0) return this.sendError(m.id, refused('this connection already holds sessions; resume on a new connection'), bin);
     // Checked before claiming, so presenting one's own token does not spend it.
     if (core.resume.peek(m.token) === this) return this.sendError(m.id, refused("the token is this connection's own"), bin);

@@ -12,7 +12,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { connect, SandgymError } from '../../clients/ts/src/index.js';
+import type { EnvDefinition } from '../../envs/src/api.js';
 import { PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
+import { testRegistry } from './helpers/extra-envs.js';
 import { RawClient, type Frame } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
 
@@ -370,6 +372,49 @@ describe('resume attacks: memory', () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe('resume attacks: shutdown', () => {
+  it('a resume while the server shuts down is SHUTTING_DOWN: it cannot pull a detached connection\'s sessions out of the shutdown\'s reach', async () => {
+    // An env whose close waits until the test lets it go: the shutdown is held open, deterministically,
+    // on a connection that has no session left on its books (they are forgotten before being closed).
+    let release = () => {};
+    const closing = new Promise<void>((r) => {
+      release = r;
+    });
+    const slowClose: EnvDefinition = {
+      id: 'x/held-close-v0',
+      description: 'close waits for the test',
+      observation_space: { type: 'discrete', n: 2 },
+      action_space: { type: 'discrete', n: 2 },
+      max_episode_steps: null,
+      create: () => ({
+        reset: async () => ({ observation: 0 }),
+        step: async () => ({ observation: 0, reward: 0, terminated: false }),
+        close: () => closing,
+      }),
+    };
+    const registry = testRegistry();
+    registry.registerAll([slowClose]);
+    const server = await startServer({ resume_grace_ms: 600_000 }, { registry });
+    const { c: victim, resumeToken } = await open(server);
+    await victim.make('test/counter-v0');
+    await cut(victim);
+    await until(() => server.core.resume.detached.size === 1, 10_000, 'detach');
+    const { c: x } = await open(server);
+    await x.make('x/held-close-v0');
+    const stopped = server.stop();
+    // The shutdown has begun on x: its event arrives, its session is being closed (held by the env).
+    const shutdownEvent = await x.nextUnclaimed(10_000);
+    expect(shutdownEvent).toMatchObject({ type: 'event', event: 'shutdown' });
+    const r = await x.request('resume', { token: resumeToken });
+    expect(r).toMatchObject({ type: 'error', error: { code: 'SHUTTING_DOWN' } });
+    release();
+    await stopped;
+    // The shutdown closed the detached connection's session itself (expireAll), before returning.
+    expect(server.sessionCount()).toBe(0);
+    expect(server.core.resume.detached.size).toBe(0);
   });
 });
 
