@@ -389,10 +389,29 @@ def ping_op() -> Op:
     return Op("ping", {"t": time.time() * 1000.0}, lambda _res: time.perf_counter() - t0)
 
 
+def _resume_result(res: Any) -> Mapping[str, Any]:
+    # Checked here, inside the call: a result of another shape used to raise from the code that
+    # applies it (outside the reconnect's error handling), killing the reconnect and leaving every
+    # call that waited for it hanging (tests/test_resume_attacks.py).
+    def ids(v: Any) -> bool:
+        return isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
+
+    if (
+        not isinstance(res, Mapping)
+        or not isinstance(res.get("resume_token"), str)
+        or not isinstance(res.get("sessions"), list)
+        or not all(isinstance(s, str) for s in res["sessions"])
+        or not ids(res.get("unseen"))
+        or not ids(res.get("lost"))
+    ):
+        raise SandgymError(f"malformed resume result: {str(res)[:200]}", code="INTERNAL")
+    return res
+
+
 def resume_op(token: str, pending: Sequence[int]) -> Op:
-    """Reattach a dropped connection's sessions (PROTOCOL.md §5a); its value is the result as is:
-    ``{resume_token, sessions, unseen, lost}``."""
-    return Op("resume", {"token": token, "pending": list(pending)})
+    """Reattach a dropped connection's sessions (PROTOCOL.md §5a); its value is the result, checked:
+    ``{resume_token, sessions, unseen, lost}`` (another shape raises an ``INTERNAL`` SandgymError)."""
+    return Op("resume", {"token": token, "pending": list(pending)}, _resume_result)
 
 
 def list_envs_op() -> Op:

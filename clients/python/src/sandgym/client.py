@@ -259,6 +259,12 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
                 except (ConnectionClosedError, RequestTimeoutError, OSError) as exc:
                     last = f"{type(exc).__name__}: {exc}"
                     await ws.close()
+                except SandgymError as exc:
+                    # Any other answer (an error §5a does not give, a malformed result): the sessions
+                    # cannot be taken back. Failing them with it beats a dead reconnect task that
+                    # leaves every waiting call hanging (tests/test_resume_attacks.py).
+                    self._resume_failed(exc, owed)
+                    return
                 else:
                     self._resumed(res, attempt, loop.time() - t0)
                     return

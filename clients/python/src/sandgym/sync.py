@@ -336,6 +336,12 @@ class Client(ClientBase[_Call]):
                 except (ConnectionClosedError, RequestTimeoutError, OSError) as exc:
                     last = f"{type(exc).__name__}: {exc}"
                     ws.close()
+                except SandgymError as exc:
+                    # Any other answer (an error §5a does not give, a malformed result): the sessions
+                    # cannot be taken back. Failing them with it beats an exception out of the reader
+                    # that leaves the waiting calls hanging (tests/test_resume_attacks.py).
+                    self._resume_failed(exc, owed)
+                    return True
                 else:
                     self._resumed(res, attempt, time.monotonic() - t0)
                     return True
