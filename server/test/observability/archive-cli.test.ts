@@ -46,6 +46,18 @@ describe('sandgym serve --archive / replay / report', () => {
     expect(r.code).toBe(0);
   }, 120_000);
 
+  it('replay against a running server (--url) matches too', async () => {
+    const other = await startCliServer(['--fixtures', '--log-level', 'warn'], {}, 60_000);
+    try {
+      const r = await runCli(['replay', archiveDir, '--url', other.url, '--json'], {}, 120_000);
+      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
+      expect(lines.map((l) => l.verdict)).toEqual(new Array(8).fill('same'));
+      expect(r.code).toBe(0);
+    } finally {
+      await other.stop();
+    }
+  }, 120_000);
+
   it('replay reports the first divergence of a tampered episode: step, field, expected, got (exit 1)', async () => {
     const counter = records.find((r) => r.session_id === mix.counter.session) as EpisodeRecord;
     const tampered = structuredClone(counter);
