@@ -88,6 +88,8 @@ export interface SchedulerStats {
   queued: number;
   queued_by_class: Record<string, number>;
   ewma_service_ms: number | null;
+  /** (client, class) lanes kept: active ones plus idle ones whose fairness tag still matters. */
+  lanes: number;
 }
 
 const QUEUED = 0;
@@ -186,6 +188,8 @@ export class Scheduler {
   private readonly entries = new Map<string, Entry>();
   private readonly queuedPerClient = new Map<string, number>();
   private readonly weights = new Map<string, number>();
+  /** Lane count at which idle lanes are swept (one-shot clients, e.g. connection groups, must not pile up). */
+  private sweepAt = 1024;
   private readonly deadlines = new IndexedHeap<Entry>(
     (a, b) => a.deadline < b.deadline || (a.deadline === b.deadline && a.seq < b.seq),
     (e) => e.dpos,
@@ -260,6 +264,7 @@ export class Scheduler {
     if (mine >= this.maxQueuedPerClient) return { ok: false, reason: 'client_queue_full', limit: this.maxQueuedPerClient };
 
     const cq = this.classes[cls] as ClassQueue;
+    if (this.lanes.size >= this.sweepAt) this.sweepLanes();
     const lane = this.lane(client, cls);
     const start = Math.max(cq.v, lane.finish);
     lane.finish = start + units / lane.weight;
@@ -391,7 +396,7 @@ export class Scheduler {
   stats(): SchedulerStats {
     const byClass: Record<string, number> = {};
     for (const cq of this.classes) byClass[cq.name] = cq.queued;
-    return { capacity: this.capacity, held: this.held, reclaiming: this.reclaimingUnits, queued: this.queued, queued_by_class: byClass, ewma_service_ms: this.ewma };
+    return { capacity: this.capacity, held: this.held, reclaiming: this.reclaimingUnits, queued: this.queued, queued_by_class: byClass, ewma_service_ms: this.ewma, lanes: this.lanes.size };
   }
 
   // ---- internals ----
@@ -409,6 +414,18 @@ export class Scheduler {
       this.lanes.set(key, lane);
     }
     return lane;
+  }
+
+  /**
+   * Drops every idle lane, and puts the next sweep at twice what is left, so sweeping is amortised O(1)
+   * per submit and one-shot clients (connection groups) cannot pile lanes up. An idle lane's finish tag
+   * exceeds v by at most its last request's units / weight (all its requests were admitted, so v
+   * reached their start tags): a client whose lane was swept gains at most that much on its return,
+   * once per sweep. A lane whose tag is spent (finish <= v) is dropped at once when it empties.
+   */
+  private sweepLanes(): void {
+    for (const [key, lane] of this.lanes) if (lane.live === 0) this.lanes.delete(key);
+    this.sweepAt = Math.max(1024, 2 * this.lanes.size);
   }
 
   private topClass(): ClassQueue | undefined {

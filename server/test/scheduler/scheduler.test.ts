@@ -224,6 +224,19 @@ describe('group admission', () => {
   });
 });
 
+describe('memory', () => {
+  it('does not keep a lane per one-shot client forever', () => {
+    const s = make({ capacity: 4, maxQueued: 100 });
+    // 20,000 clients (e.g. connection groups) that each come once, in rounds of 4 that overlap.
+    for (let i = 0; i < 20_000; i++) {
+      sub(s, `r${i}`, `conn:${i}`, 'train', i);
+      for (const d of s.schedule(i)) if (d.kind === 'admit' && i >= 3) s.release(`r${i - 3}`, i);
+      s.schedule(i);
+    }
+    expect(s.stats().lanes).toBeLessThanOrEqual(2048);
+  });
+});
+
 describe('progress', () => {
   it('reports position, units ahead and a wait estimated from the EWMA of completed holds', () => {
     const s = make({ capacity: 2, ewmaAlpha: 0.5 });
