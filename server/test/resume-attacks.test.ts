@@ -444,7 +444,7 @@ describe('resume attacks: outcomes', () => {
 });
 
 describe('resume attacks: a server that answers resume weirdly does not hang the TS client', () => {
-  const GRACE_MS = 2000;
+  const GRACE_MS = 1000;
   const HELLO_RESULT = {
     version: 2,
     server: { name: 'hostile', version: '0' },

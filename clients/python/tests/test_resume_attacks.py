@@ -18,7 +18,7 @@ from websockets.asyncio.server import ServerConnection, serve
 import sandgym
 from sandgym import AsyncClient, Client
 
-GRACE_MS = 3000
+GRACE_MS = 1000
 
 HELLO = {
     "version": 2,
