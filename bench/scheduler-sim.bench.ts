@@ -70,7 +70,7 @@ interface Policy {
   schedule(now: number): Decision[];
   release(id: string, now: number): void;
   releaseMember(id: string, now: number): boolean;
-  creationFailed(id: string, now: number): FailureOutcome;
+  creationFailed(id: string, now: number, member?: number): FailureOutcome;
   nextDeadline(): number | null;
 }
 
@@ -81,6 +81,7 @@ class Fifo implements Policy {
   private head = 0;
   private held = 0;
   private readonly live = new Map<string, { units: number; out: number; deadline: number; at: number; retries: number }>();
+  private readonly memberRetries = new Map<string, number>();
   constructor(private readonly capacity: number) {}
   submit(r: { id: string; deadline: number; units: number }, now: number): SubmitResult {
     this.q.push({ id: r.id, units: r.units, deadline: r.deadline, at: now, retries: 0 });
@@ -120,14 +121,20 @@ class Fifo implements Policy {
     this.live.delete(id);
     return true;
   }
-  creationFailed(id: string, now: number): FailureOutcome {
+  creationFailed(id: string, now: number, member = 0): FailureOutcome {
     const e = this.live.get(id)!;
-    if (e.retries >= RETRY_BUDGET || now >= e.deadline) {
+    // Same budget rule as the scheduler: per member for a group.
+    const key = `${id}/${member}`;
+    const tries = e.units > 1 ? (this.memberRetries.get(key) ?? 0) : e.retries;
+    if (tries >= RETRY_BUDGET || now >= e.deadline) {
       this.release(id);
-      return { action: 'give_up', reason: e.retries >= RETRY_BUDGET ? 'retries_exhausted' : 'deadline' };
+      return { action: 'give_up', reason: tries >= RETRY_BUDGET ? 'retries_exhausted' : 'deadline' };
+    }
+    if (e.units > 1) {
+      this.memberRetries.set(key, tries + 1);
+      return { action: 'recreate', attempt: tries + 1 };
     }
     e.retries += 1;
-    if (e.units > 1) return { action: 'recreate', attempt: e.retries };
     this.release(id);
     this.q.push({ id, units: 1, deadline: e.deadline, at: e.at, retries: e.retries });
     return { action: 'requeued', attempt: e.retries };
@@ -182,6 +189,7 @@ interface Trace {
   op: number[];
   req: number[];
   now: number[];
+  member: number[];
 }
 
 function simulate(name: string, policy: Policy, reqs: Req[], trace: Trace): Omit<Result, 'cpu_ns_per_call' | 'cpu_us_per_decision' | 'replay_cpu_ms'> {
@@ -201,10 +209,11 @@ function simulate(name: string, policy: Policy, reqs: Req[], trace: Trace): Omit
   let gaveUp = 0;
   let seq = 0;
   let decisions = 0;
-  const rec = (op: number, i: number, now: number) => {
+  const rec = (op: number, i: number, now: number, m = 0) => {
     trace.op.push(op);
     trace.req.push(i);
     trace.now.push(now);
+    trace.member.push(m);
   };
   let lastTick = -1;
   let end = 0;
@@ -280,8 +289,8 @@ function simulate(name: string, policy: Policy, reqs: Req[], trace: Trace): Omit
       if (r.units === 1) policy.release(r.id, now);
       else policy.releaseMember(r.id, now);
     } else if (ev.kind === FAILED) {
-      rec(OP_FAILED, ev.req, now);
-      outcome = policy.creationFailed(r.id, now);
+      rec(OP_FAILED, ev.req, now, ev.member);
+      outcome = policy.creationFailed(r.id, now, ev.member);
     }
     if (ev.kind === FAILED && outcome) {
       failures++;
@@ -324,7 +333,7 @@ function simulate(name: string, policy: Policy, reqs: Req[], trace: Trace): Omit
 function replay(make: () => Policy, reqs: Req[], trace: Trace): number {
   const policy = make();
   const subs = reqs.map((r) => ({ id: r.id, client: r.client, cls: r.cls, deadline: r.deadline, units: r.units, preemptible: r.preemptible }));
-  const { op, req, now } = trace;
+  const { op, req, now, member } = trace;
   const n = op.length;
   const c0 = process.cpuUsage();
   for (let k = 0; k < n; k++) {
@@ -343,7 +352,7 @@ function replay(make: () => Policy, reqs: Req[], trace: Trace): number {
         policy.releaseMember(subs[req[k]!]!.id, t);
         break;
       case OP_FAILED:
-        policy.creationFailed(subs[req[k]!]!.id, t);
+        policy.creationFailed(subs[req[k]!]!.id, t, member[k]);
         break;
       default:
         policy.nextDeadline();
@@ -372,7 +381,7 @@ const factories = {
 const results: Result[] = [];
 const traces: Trace[] = [];
 for (const name of ['fifo', 'scheduler'] as const) {
-  const trace: Trace = { op: [], req: [], now: [] };
+  const trace: Trace = { op: [], req: [], now: [], member: [] };
   const sim = simulate(name, factories[name](), reqs, trace);
   results.push({ ...sim, replay_cpu_ms: 0, cpu_ns_per_call: 0, cpu_us_per_decision: 0 });
   traces.push(trace);

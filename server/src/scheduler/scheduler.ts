@@ -122,6 +122,8 @@ class Entry {
   prev: Entry | null = null;
   next: Entry | null = null;
   inHolders = false;
+  /** A group's creation retries per member (allocated at its first failure). */
+  memberRetries: number[] | null = null;
   constructor(
     readonly id: string,
     public lane: Lane,
@@ -343,19 +345,30 @@ export class Scheduler {
   /**
    * Creating an admitted request's sandbox failed (infrastructure: PROTOCOL.md §11a SANDBOX_ERROR).
    * A single request goes back to its original place in the queue; a group keeps its units and
-   * recreates that member; both within the retry budget and before the deadline.
+   * recreates that member (`member`: 0..units-1, each member has its own budget, so a big group is not
+   * lost to failures spread over its members); both within the retry budget and before the deadline.
    */
-  creationFailed(id: string, now: number): FailureOutcome {
+  creationFailed(id: string, now: number, member?: number): FailureOutcome {
     const e = this.admitted(id);
-    const inTime = now < e.deadline;
-    const budget = e.retries < this.retryBudget;
-    if (!inTime || !budget || e.reclaiming) {
+    if (e.units > 1 && (typeof member !== 'number' || !Number.isSafeInteger(member) || member < 0 || member >= e.units)) {
+      throw new SchedulerInputError('member', `a group's failed member must be an integer in [0, ${e.units}) (got ${String(member)})`);
+    }
+    let tries = e.retries;
+    if (e.units > 1) {
+      e.memberRetries ??= new Array<number>(e.units).fill(0);
+      tries = e.memberRetries[member as number] as number;
+    }
+    const budget = tries < this.retryBudget;
+    if (now >= e.deadline || !budget || e.reclaiming) {
       this.dropHold(e);
       this.finish(e);
       return { action: 'give_up', reason: budget ? 'deadline' : 'retries_exhausted' };
     }
+    if (e.memberRetries) {
+      e.memberRetries[member as number] = tries + 1;
+      return { action: 'recreate', attempt: tries + 1 };
+    }
     e.retries += 1;
-    if (e.units > 1) return { action: 'recreate', attempt: e.retries };
     this.dropHold(e);
     e.state = QUEUED;
     // Its lane may have been dropped while it was admitted (idle, tag spent): requeue in the live one.

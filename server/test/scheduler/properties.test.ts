@@ -95,7 +95,7 @@ describe('scheduler invariants under random events', () => {
                 s.cancel(id);
                 r.state = 'done';
               } else {
-                const f = s.creationFailed(id, now);
+                const f = s.creationFailed(id, now, r.units > 1 ? o.pick % r.units : undefined);
                 if (f.action === 'requeued') r.state = 'queued';
                 else if (f.action === 'give_up') r.state = 'done';
                 else expect(r.units).toBeGreaterThan(1);

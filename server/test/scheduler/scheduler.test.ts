@@ -213,13 +213,17 @@ describe('group admission', () => {
     expect(() => s.releaseMember('g', 9)).toThrow(UnknownRequestError);
   });
 
-  it('recreates a failed member in place (the group keeps its units) and gives the whole group up at the budget', () => {
+  it('recreates a failed member in place (the group keeps its units), with a budget per member, and gives the whole group up when one member spends it', () => {
     const s = make({ capacity: 3, retryBudget: 1 });
     sub(s, 'g', 'a', 'train', 0, { units: 3 });
     s.schedule(0);
-    expect(s.creationFailed('g', 1)).toEqual({ action: 'recreate', attempt: 1 });
+    expect(() => s.creationFailed('g', 1)).toThrow(SchedulerInputError); // which member?
+    expect(() => s.creationFailed('g', 1, 3)).toThrow(SchedulerInputError);
+    expect(s.creationFailed('g', 1, 0)).toEqual({ action: 'recreate', attempt: 1 });
+    expect(s.creationFailed('g', 1, 1)).toEqual({ action: 'recreate', attempt: 1 });
+    expect(s.creationFailed('g', 1, 2)).toEqual({ action: 'recreate', attempt: 1 });
     expect(s.stats().held).toBe(3);
-    expect(s.creationFailed('g', 2)).toEqual({ action: 'give_up', reason: 'retries_exhausted' });
+    expect(s.creationFailed('g', 2, 1)).toEqual({ action: 'give_up', reason: 'retries_exhausted' });
     expect(s.stats().held).toBe(0);
   });
 });
