@@ -107,7 +107,7 @@ class Lane {
     readonly client: string,
     readonly cls: number,
     readonly key: string,
-    readonly weight: number,
+    public weight: number,
   ) {}
 }
 
@@ -172,6 +172,11 @@ function checkWeight(field: string, w: unknown): number {
   return w;
 }
 
+/** A NaN `now` would compare false with every deadline and expire the whole queue: refuse it. */
+function checkNow(now: unknown): void {
+  if (typeof now !== 'number' || !Number.isFinite(now)) throw new SchedulerInputError('now', `must be a finite number (got ${String(now)})`);
+}
+
 function checkKey(field: string, v: unknown): string {
   if (typeof v !== 'string' || v.length === 0 || v.length > 512) throw new SchedulerInputError(field, 'must be a non-empty string of at most 512 characters');
   return v;
@@ -232,7 +237,12 @@ export class Scheduler {
   /** Sets a client's weight for requests it submits from now on (queued ones keep their tags). */
   setWeight(client: string, weight: number): void {
     checkKey('client', client);
-    this.weights.set(client, checkWeight('weight', weight));
+    const w = checkWeight('weight', weight);
+    this.weights.set(client, w);
+    for (let c = 0; c < this.classes.length; c++) {
+      const lane = this.lanes.get(`${c}\u0000${client}`);
+      if (lane) lane.weight = w;
+    }
   }
 
   /**
@@ -253,7 +263,7 @@ export class Scheduler {
     if (typeof req.deadline !== 'number' || Number.isNaN(req.deadline) || req.deadline === Number.NEGATIVE_INFINITY) {
       throw new SchedulerInputError('deadline', `must be a number or Infinity (got ${String(req.deadline)})`);
     }
-    if (typeof now !== 'number' || !Number.isFinite(now)) throw new SchedulerInputError('now', `must be a finite number (got ${String(now)})`);
+    checkNow(now);
     const units = positiveInt('units', req.units ?? 1);
     const limit = this.groupLimit();
     if (units > limit) throw new GroupTooLargeError(units, limit);
@@ -277,10 +287,12 @@ export class Scheduler {
   }
 
   /**
-   * Admits what fits, expires what is overdue and asks for preemptions, in that order. Call it after
-   * every event (submit, release, failure) and when the earliest deadline (nextDeadline()) comes.
+   * Expires what is overdue, then admits what fits in order, then (when the head does not fit) asks
+   * for preemptions. Call it after every event (submit, release, failure) and when the earliest
+   * deadline (nextDeadline()) comes.
    */
   schedule(now: number): Decision[] {
+    checkNow(now);
     const out: Decision[] = [];
     this.expire(now, out);
     for (;;) {
@@ -314,6 +326,7 @@ export class Scheduler {
 
   /** The request finished (episode over, session closed, or a preempted holder gave its sandboxes back). */
   release(id: string, now: number): void {
+    checkNow(now);
     const e = this.admitted(id);
     this.free(e, e.outstanding, now);
     this.finish(e);
@@ -321,6 +334,7 @@ export class Scheduler {
 
   /** One member of an admitted group finished; true when it was the last (the group completes as one). */
   releaseMember(id: string, now: number): boolean {
+    checkNow(now);
     const e = this.admitted(id);
     this.free(e, 1, now);
     if (e.outstanding > 0) return false;
@@ -349,6 +363,7 @@ export class Scheduler {
    * lost to failures spread over its members); both within the retry budget and before the deadline.
    */
   creationFailed(id: string, now: number, member?: number): FailureOutcome {
+    checkNow(now);
     const e = this.admitted(id);
     if (e.units > 1 && (typeof member !== 'number' || !Number.isSafeInteger(member) || member < 0 || member >= e.units)) {
       throw new SchedulerInputError('member', `a group's failed member must be an integer in [0, ${e.units}) (got ${String(member)})`);

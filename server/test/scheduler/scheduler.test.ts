@@ -228,6 +228,26 @@ describe('group admission', () => {
   });
 });
 
+describe('weights', () => {
+  it('applies a changed weight to requests submitted after the change, also in an existing lane', () => {
+    const s = make({ capacity: 1, maxQueued: 10_000 });
+    sub(s, 'a-first', 'a', 'train'); // a's lane exists (weight 1) before the change
+    s.setWeight('a', 3);
+    for (let i = 0; i < 400; i++) {
+      sub(s, `a${i}`, 'a', 'train');
+      sub(s, `b${i}`, 'b', 'train');
+    }
+    let a = 0;
+    let running = '';
+    for (let t = 0; t < 400; t++) {
+      if (running) s.release(running, t);
+      running = ids(s.schedule(t))[0] ?? '';
+      if (running.startsWith('a')) a++;
+    }
+    expect(Math.abs(a / 400 - 0.75)).toBeLessThan(0.01);
+  });
+});
+
 describe('memory', () => {
   it('does not keep a lane per one-shot client forever', () => {
     const s = make({ capacity: 4, maxQueued: 100 });
@@ -314,6 +334,8 @@ describe('hostile input: typed errors, state unchanged', () => {
     expect(() => s.setWeight('a', Number.NaN)).toThrow(SchedulerInputError);
     expect(() => s.setWeight('a', -2)).toThrow(SchedulerInputError);
     expect(() => s.setCapacity(-1)).toThrow(SchedulerInputError);
+    // A NaN clock would compare false with every deadline and expire the whole queue.
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) expect(() => s.schedule(bad)).toThrow(SchedulerInputError);
     expect(() => s.release('ok', 0)).toThrow(UnknownRequestError); // queued, not admitted
     expect(() => s.creationFailed('nope', 0)).toThrow(UnknownRequestError);
     expect(() => s.cancel('nope')).toThrow(UnknownRequestError);
