@@ -24,7 +24,7 @@ import {
 } from '../../protocol/src/index.js';
 import { ProtocolError, reasonOf, sessionClosed } from './errors.js';
 import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
-import { principalOf, refused, ReplayLog, resumeDisabled, type Frame, type Resumable } from './resume.js';
+import { expired, principalOf, refused, ReplayLog, resumeDisabled, type Frame, type Resumable } from './resume.js';
 import type { ServerCore } from './server-core.js';
 import { Session, type BatchCollector, type Job, type SessionRequest, type SessionResult } from './session.js';
 
@@ -273,7 +273,12 @@ export class Connection implements Resumable {
     if (e instanceof ProtocolError) {
       // A refused value inside a readable frame is answered with the frame's id (PROTOCOL.md §2).
       this.sendError(refusedRequestId(e), e, isBinary);
-      if (e.code === 'TOO_LARGE') this.ws.close(CLOSE_CODES.TOO_LARGE, 'message too large');
+      if (e.code === 'TOO_LARGE') {
+        // The server ends it: a goodbye (§5a), even if the client then drops instead of answering the
+        // close frame (1006), which used to detach the connection and keep its sessions for a resume.
+        this.ended = true;
+        this.ws.close(CLOSE_CODES.TOO_LARGE, 'message too large');
+      }
       return;
     }
     this.sendError(null, err('PARSE_ERROR', { reason: reasonOf(e) }), isBinary);
@@ -728,7 +733,10 @@ export class Connection implements Resumable {
     if (core.shuttingDown) return this.sendError(m.id, err('SHUTTING_DOWN'), bin);
     if (this.sessions.size > 0 || this.pendingMakes > 0) return this.sendError(m.id, refused('this connection already holds sessions; resume on a new connection'), bin);
     // Checked before claiming, so presenting one's own token does not spend it.
-    if (core.resume.peek(m.token) === this) return this.sendError(m.id, refused("the token is this connection's own"), bin);
+    const holder = core.resume.peek(m.token);
+    if (holder === this) return this.sendError(m.id, refused("the token is this connection's own"), bin);
+    // The server closed that connection (its token lives until the socket is gone): nothing to take.
+    if (holder?.ended) return this.sendError(m.id, expired('the server closed that connection'), bin);
     const claimed = core.resume.claim(m.token, this.principal);
     if (claimed instanceof ProtocolError) {
       core.log.debug({ code: claimed.code }, 'resume refused');

@@ -262,6 +262,10 @@ export function refused(reason: string): ProtocolError {
   return protocolError('RESUME_REFUSED', { reason }, { reason });
 }
 
+export function expired(reason: string): ProtocolError {
+  return protocolError('RESUME_EXPIRED', { reason }, { reason });
+}
+
 export function resumeDisabled(): ProtocolError {
   const reason = 'this server does not offer resume (resume_grace_ms is 0)';
   return protocolError('RESUME_EXPIRED', { reason }, { reason });

@@ -418,6 +418,53 @@ describe('resume attacks: shutdown', () => {
   });
 });
 
+describe('resume attacks: a close the server initiates is a goodbye', () => {
+  it('a client that sent a frame past max_message_bytes and then dropped without answering the close frame is not detached: its sessions close, its token is gone', async () => {
+    const server = await startServer({ resume_grace_ms: 600_000, max_message_bytes: 1024 });
+    try {
+      const { c, resumeToken } = await open(server);
+      const s = await c.make('test/counter-v0');
+      await c.ok('reset', { session: s });
+      // Cut the TCP connection the moment the TOO_LARGE error arrives, synchronously, before ws can
+      // answer the server's close frame: the server sees 1006 although it ended the connection itself.
+      c.ws.prependListener('message', () => c.ws.terminate());
+      c.sendFrame({ id: 9, type: 'step', session: s, action: 'x'.repeat(4096) });
+      await c.closed;
+      await until(() => server.core.connections.size === 0, 10_000, 'the server to see the drop');
+      await until(() => server.sessionCount() === 0, 10_000, 'the sessions to close');
+      expect(server.core.resume.detached.size).toBe(0);
+      const { c: c2 } = await open(server);
+      expect((await c2.fails('resume', { token: resumeToken })).code).toBe('RESUME_EXPIRED');
+      await c2.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('while the server waits for the close frame of a connection it ended, a resume with its token takes nothing', async () => {
+    const server = await startServer({ resume_grace_ms: 600_000, max_message_bytes: 1024 });
+    try {
+      const { c, resumeToken } = await open(server);
+      const s = await c.make('test/counter-v0');
+      // The client stops reading: the server's TOO_LARGE and close frame sit unread, the close unanswered.
+      (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+      c.sendFrame({ id: 9, type: 'step', session: s, action: 'x'.repeat(4096) });
+      const { c: c2 } = await open(server);
+      // The oversized frame was handled before c2's hello (one event loop, frames in arrival order is
+      // not guaranteed across sockets): wait until the server has ended c's connection.
+      await until(() => [...server.core.connections].some((k) => (k as unknown as { ended: boolean }).ended), 10_000, 'the server to end the connection');
+      expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_EXPIRED', details: { reason: expect.stringContaining('server closed') } });
+      expect(server.sessionCount()).toBe(1);
+      c.ws.terminate();
+      await until(() => server.sessionCount() === 0, 10_000, 'the sessions to close');
+      expect(server.core.resume.detached.size).toBe(0);
+      await c2.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('resume attacks: outcomes', () => {
   it('a grace expiry mid-step is an abandoned episode (not scored), never a reward', async () => {
     const server = await startServer({ resume_grace_ms: 300 });
