@@ -88,11 +88,12 @@ export class ReplayLog {
     const bytes = sizeOf(f.data);
     this.windowBytes += bytes;
     this.pool.total += bytes;
-    // Past the server-wide limit this connection gives up its own older replies (they become lost,
-    // never unseen: nothing runs twice); the newest is always kept.
+    // Past half the server-wide limit this connection gives up its own older replies (they become
+    // lost, never unseen: nothing runs twice); the newest is always kept. Half: windows are a courtesy,
+    // and must not leave the replies held for detached connections (which are owed) without room.
     while (
       w.length - this.head > 1 &&
-      (w.length - this.head > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES || this.pool.total > this.poolLimit)
+      (w.length - this.head > REPLAY_WINDOW_FRAMES || this.windowBytes > REPLAY_WINDOW_BYTES || this.pool.total > this.poolLimit / 2)
     ) {
       const old = w[this.head] as Frame;
       w[this.head++] = undefined as unknown as Frame; // let the frame be collected
