@@ -154,7 +154,16 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
   const sg = await buildApp(cfg);
   const { app } = sg;
   // Before listen: hello announces it, and app.close() (the signal path below) flushes it.
-  if (archive) await (await import('../observability/archive/index.js')).installArchive(sg, archive);
+  if (archive) {
+    const installed = await (await import('../observability/archive/index.js')).installArchive(sg, archive);
+    // Fail at start, not at the first batch: a directory that cannot be written, a missing bucket, bad credentials.
+    try {
+      await installed.store.check();
+    } catch (e) {
+      await app.close().catch(() => undefined);
+      throw new UnavailableError(`--archive ${archive.location}: cannot write there: ${(e as Error).message}`, { cause: e });
+    }
+  }
   // Task statistics start from the archived episodes (the summaries the live tracker would have made).
   if (archive && sg.observability) {
     const { readSummaries } = await import('../observability/archive/reader.js');

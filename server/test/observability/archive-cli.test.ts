@@ -92,6 +92,11 @@ describe('sandgym serve --archive / replay / report', () => {
     expect((await runCli(['replay', archiveDir, '--url', 'http://x'])).code).toBe(2);
     expect((await runCli(['serve', '--archive', 's3://Bad_Bucket/x'])).code).toBe(2);
     expect((await runCli(['serve', '--archive-max-mb', '5'])).code).toBe(2);
+    // A directory that cannot be written is refused at start (exit 4), not discovered at the first batch.
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'x');
+    const unwritable = await runCli(['serve', '--driver', 'none', '--port', '0', '--archive', join(file, 'archive')]);
+    expect([unwritable.code, unwritable.stderr]).toEqual([4, expect.stringContaining('cannot write there')]);
   }, 120_000);
 
   it('report writes a self-contained page (no script, no external URL) with the archive numbers', async () => {

@@ -11,6 +11,7 @@ import type { Archive } from '../../src/observability/archive/index.js';
 import type { EpisodeRecord } from '../../src/observability/archive/format.js';
 import { loadArchive, readSummaries } from '../../src/observability/archive/reader.js';
 import type { EpisodeSummary } from '../../src/observability/episode-tracker.js';
+import { runCli } from '../helpers/cli.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { archivedServer, driveMix, gateS3, s3Facility, startS3, type MixResult, type S3Server } from './archive-helpers.js';
@@ -218,6 +219,13 @@ describe('trajectory archive: S3-compatible server (MinIO)', async () => {
     const last = records.pop() as EpisodeRecord;
     expect(last).toMatchObject({ session_id: extra, end: 'closed', length: 1 });
     checkMix(records, mix, archive.stats().instance);
+  }, 120_000);
+
+  it.runIf(run)('sandgym serve refuses at start a bucket that does not exist (exit 4)', async () => {
+    const s = s3 as S3Server;
+    const r = await runCli(['serve', '--driver', 'none', '--port', '0', '--archive', 's3://sandgym-no-such-bucket/x', '--archive-s3-endpoint', s.endpoint], s.env, 60_000);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('s3://sandgym-no-such-bucket/x: no such bucket');
   }, 120_000);
 
   it.runIf(run)('a bucket that does not exist: batches are retried, then counted as lost; the server keeps serving', async () => {

@@ -1,6 +1,6 @@
 // The S3-compatible store (AWS S3, MinIO...) through the AWS SDK v3 S3 client: its signing, retries and
 // credential chain. Loaded only when an archive names an s3:// location.
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { isArchiveObject, type ArchiveStore, type S3Location, type S3Options } from './store.js';
 
 /** An S3 bucket and prefix. Credentials: the SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles, IMDS...). */
@@ -26,6 +26,17 @@ export class S3Store implements ArchiveStore {
 
   private key(name: string): string {
     return this.where.prefix ? `${this.where.prefix}/${name}` : name;
+  }
+
+  /** The bucket exists and these credentials reach it (HeadBucket). */
+  async check(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.where.bucket }));
+    } catch (e) {
+      const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const why = status === 404 ? 'no such bucket' : status === 403 ? 'access denied (credentials?)' : (e as Error).message || (e as Error).name;
+      throw new Error(`${this.location}: ${why}`, { cause: e });
+    }
   }
 
   async put(name: string, body: Uint8Array): Promise<void> {

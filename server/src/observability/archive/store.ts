@@ -1,7 +1,7 @@
 // Where archive objects go: a local directory or an S3-compatible bucket (s3-store.ts: the AWS SDK v3
 // S3 client, its signing, retries and credential chain, never our own). Both stores take whole objects (one gzip
 // batch each) and list them in name order, which is time order (naming.ts).
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 
 export interface ArchiveStore {
@@ -14,6 +14,8 @@ export interface ArchiveStore {
   get(name: string): Promise<Uint8Array>;
   /** Releases connections (S3); a no-op for a directory. */
   destroy?(): void;
+  /** Fails (with the store's own error) when objects cannot be written there: checked once at start. */
+  check(): Promise<void>;
 }
 
 /** Objects a reader takes (batches written by the archive; a plain .jsonl is accepted for hand-made files). */
@@ -29,6 +31,13 @@ export class LocalStore implements ArchiveStore {
     const tmp = join(dirname(path), `.${name.split('/').pop()}.tmp`);
     await writeFile(tmp, body);
     await rename(tmp, path);
+  }
+
+  async check(): Promise<void> {
+    await mkdir(this.location, { recursive: true });
+    const probe = join(this.location, `.probe-${process.pid}-${Date.now()}`);
+    await writeFile(probe, '');
+    await rm(probe, { force: true });
   }
 
   async list(): Promise<string[]> {
