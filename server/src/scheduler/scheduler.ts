@@ -33,6 +33,12 @@ export interface SchedulerConfig {
   defaultWeight?: number;
   /** Classes whose requests are preemptible whatever the request says (e.g. ['background']). */
   preemptibleClasses?: readonly string[];
+  /**
+   * How long a request waits before holders are preempted for it (default 0). With thousands of
+   * sandboxes one completes every few milliseconds: a short grace lets the waiter take a freed one
+   * instead of throwing away an episode's work. nextDeadline() includes the end of the grace.
+   */
+  preemptGraceMs?: number;
 }
 
 export interface SubmitRequest {
@@ -210,6 +216,9 @@ export class Scheduler {
   private readonly maxGroupSize: number;
   private readonly alpha: number;
   private readonly defaultWeight: number;
+  private readonly grace: number;
+  /** When a waiter's preemption grace ends (Infinity: none pending). */
+  private wakeAt = Number.POSITIVE_INFINITY;
 
   constructor(config: SchedulerConfig) {
     if (typeof config !== 'object' || config === null) throw new SchedulerInputError('config', 'must be an object');
@@ -231,6 +240,9 @@ export class Scheduler {
     if (typeof alpha !== 'number' || !(alpha > 0 && alpha <= 1)) throw new SchedulerInputError('config.ewmaAlpha', `must be in (0, 1] (got ${String(alpha)})`);
     this.alpha = alpha;
     this.defaultWeight = checkWeight('config.defaultWeight', config.defaultWeight ?? 1);
+    const grace = config.preemptGraceMs ?? 0;
+    if (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0) throw new SchedulerInputError('config.preemptGraceMs', `must be a finite number >= 0 (got ${String(grace)})`);
+    this.grace = grace;
     for (const [client, w] of Object.entries(config.weights ?? {})) this.weights.set(client, checkWeight(`config.weights[${JSON.stringify(client)}]`, w));
   }
 
@@ -294,6 +306,7 @@ export class Scheduler {
   schedule(now: number): Decision[] {
     checkNow(now);
     const out: Decision[] = [];
+    this.wakeAt = Number.POSITIVE_INFINITY;
     this.expire(now, out);
     for (;;) {
       const cq = this.topClass();
@@ -310,7 +323,7 @@ export class Scheduler {
         continue;
       }
       if (e.units > this.capacity - this.held) {
-        this.preemptFor(e, out);
+        this.preemptFor(e, now, out);
         break; // the head is a reservation: nothing behind it overtakes it
       }
       this.admit(e, cq, now, out);
@@ -318,10 +331,14 @@ export class Scheduler {
     return out;
   }
 
-  /** The earliest deadline of a queued request (when schedule() next has something to expire), or null. */
+  /**
+   * When schedule() next has something to do that no event will trigger: the earliest deadline of a
+   * queued request, or the end of a waiter's preemption grace; null when nothing is pending.
+   */
   nextDeadline(): number | null {
     const e = this.deadlines.peek();
-    return e && Number.isFinite(e.deadline) ? e.deadline : null;
+    const t = Math.min(e ? e.deadline : Number.POSITIVE_INFINITY, this.wakeAt);
+    return Number.isFinite(t) ? t : null;
   }
 
   /** The request finished (episode over, session closed, or a preempted holder gave its sandboxes back). */
@@ -545,12 +562,16 @@ export class Scheduler {
    * admitted first (it has done the least work). When they cannot make it fit, nobody is preempted:
    * the work would be lost without admitting `e` any sooner than waiting does.
    */
-  private preemptFor(e: Entry, out: Decision[]): void {
+  private preemptFor(e: Entry, now: number, out: Decision[]): void {
     let need = e.units - (this.capacity - this.held) - this.reclaimingUnits;
     if (need <= 0) return;
     let available = 0;
     for (let c = this.classes.length - 1; c > e.lane.cls; c--) available += (this.classes[c] as ClassQueue).preemptibleUnits;
     if (available < need) return;
+    if (now - e.submittedAt < this.grace) {
+      this.wakeAt = e.submittedAt + this.grace; // look again when the grace ends, unless an event comes first
+      return;
+    }
     for (let c = this.classes.length - 1; c > e.lane.cls && need > 0; c--) {
       const cq = this.classes[c] as ClassQueue;
       while (need > 0 && cq.holdersTail) {

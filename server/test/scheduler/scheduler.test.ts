@@ -136,6 +136,25 @@ describe('preemption', () => {
     expect(s.stats()).toMatchObject({ held: 3, reclaiming: 0 });
   });
 
+  it('waits out the preemption grace first: a holder that finishes meanwhile spares the preemption', () => {
+    const s = make({ capacity: 2, preemptibleClasses: ['background'], preemptGraceMs: 50 });
+    sub(s, 'bg1', 'z', 'background', 0);
+    sub(s, 'bg2', 'z', 'background', 0);
+    s.schedule(0);
+    sub(s, 'ev1', 'e', 'eval', 10);
+    expect(s.schedule(10)).toEqual([]);
+    expect(s.nextDeadline()).toBe(60); // the end of ev1's grace: the wiring's one timer
+    s.release('bg1', 30);
+    expect(ids(s.schedule(30))).toEqual(['ev1']);
+    expect(s.nextDeadline()).toBeNull();
+    sub(s, 'ev2', 'e', 'eval', 40);
+    expect(s.schedule(40)).toEqual([]);
+    expect(s.schedule(89)).toEqual([]);
+    expect(s.schedule(90)).toEqual([{ kind: 'preempt', id: 'bg2', for: 'ev2' }]);
+    expect(() => make({ preemptGraceMs: -1 })).toThrow(SchedulerInputError);
+    expect(() => make({ preemptGraceMs: Number.NaN })).toThrow(SchedulerInputError);
+  });
+
   it('never preempts for a same- or lower-class waiter, nor when the victims would not make it fit', () => {
     const s = make({ capacity: 2 });
     sub(s, 'bg', 'z', 'background', 0, { preemptible: true });
