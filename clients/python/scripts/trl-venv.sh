@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Makes (once) and prints the path of the venv that runs the Python client's TRL tests
 # (clients/python/tests/trl): torch, transformers, trl ... pinned in clients/python/requirements-trl.txt.
-# The stack is ~6 GB installed (PyPI's torch needs the CUDA runtime wheels even on CPU) and took 10.6 min
-# to install cold on a loaded 2-core machine, so the venv lives outside the work tree, in a machine-wide
+# The stack is 5.9 GB installed (PyPI's torch needs the CUDA runtime wheels even on CPU) and took 635 s
+# to install cold on the 2-core machine under load, so the venv lives outside the work tree, in a machine-wide
 # cache keyed by the requirements file and the Python version: a fresh clone on the same machine reuses
 # it; a fresh machine builds it once. A venv is complete only when its marker exists (an interrupted
 # build is removed and redone). The sandgym client itself is installed into it by run-tests.sh.

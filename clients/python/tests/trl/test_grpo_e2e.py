@@ -23,7 +23,7 @@ from _server import REPO  # noqa: E402
 sys.path.insert(0, str(REPO / "examples" / "python"))
 import trl_grpo  # noqa: E402
 
-STEPS = 40  # about 3 s of CPU per step here (batch 16, 12 new tokens)
+STEPS = 40  # about 2 s of CPU per step here (batch 16, at most 16 new tokens): 125 s at load ~5
 
 
 @pytest.fixture(scope="module")
