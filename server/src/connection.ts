@@ -121,6 +121,8 @@ export class Connection implements Resumable {
   private resumeKey: string | null = null;
   /** The socket dropped and the sessions wait for a resume (the grace timer runs). */
   private detached = false;
+  /** When the socket dropped (Date.now()); the idle clocks of the sessions pause from here to the resume. */
+  private detachedAt = 0;
   private graceTimer: NodeJS.Timeout | null = null;
   /** No resume can take this connection's sessions any more: closed on purpose, expired or handed over. */
   private ended = false;
@@ -677,6 +679,7 @@ export class Connection implements Resumable {
 
   private detach(): void {
     this.detached = true;
+    this.detachedAt = Date.now();
     this.core.resume.detached.add(this);
     const grace = this.core.config.resume_grace_ms;
     this.graceTimer = setTimeout(() => void this.expire(`the grace period of ${grace} ms passed without a resume`), grace);
@@ -770,10 +773,12 @@ export class Connection implements Resumable {
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     this.resumeKey = null;
-    // Idle time is not counted while detached: the grace period bounds it.
-    const now = Date.now();
+    // Idle time is not counted while detached (the grace period bounds it), but a resume is no activity
+    // either: the clocks move by the time away, never restart, so a client that drops and resumes
+    // without stepping cannot hold its sandboxes past idle_timeout_ms of attached time.
+    const away = Math.max(0, Date.now() - this.detachedAt);
     for (const [id, s] of this.sessions) {
-      s.lastActive = now;
+      s.lastActive += away;
       to.sessions.set(id, s);
     }
     this.sessions.clear();

@@ -491,6 +491,43 @@ describe('resume attacks: outcomes', () => {
   });
 });
 
+describe('resume attacks: a drop-and-resume loop is no activity', () => {
+  it('a client that only drops and resumes cannot hold a session (and its sandbox) past idle_timeout_ms of attached time', async () => {
+    const idleMs = 2000;
+    const server = await startServer({ resume_grace_ms: 60_000, idle_timeout_ms: idleMs });
+    try {
+      let { c, resumeToken } = await open(server);
+      const s = await c.make('test/counter-v0');
+      await c.ok('reset', { session: s });
+      let attachedMs = 0;
+      let gone = false;
+      // Each round: attached for 200 ms without a request, then cut, then resumed. Before the fix every
+      // resume restarted the idle clock, so this loop kept the session forever.
+      for (let round = 0; round < 60 && !gone; round++) {
+        const t0 = Date.now();
+        await new Promise((r) => setTimeout(r, 200));
+        attachedMs += Date.now() - t0;
+        if (server.sessionCount() === 0) break;
+        await cut(c);
+        if (!(await until(() => server.core.resume.detached.size === 1 || server.sessionCount() === 0, 10_000, 'detach').then(() => server.core.resume.detached.size === 1))) break;
+        const next = await open(server);
+        highIds(next.c, 100_000 + round * 1000);
+        const r = await sendWithId(next.c, 100_000 + round * 1000 + 999, 'resume', { token: resumeToken });
+        c = next.c;
+        if (r.type !== 'result' || !(r.result.sessions as string[]).includes(s)) gone = true;
+        else resumeToken = r.result.resume_token as string;
+      }
+      // Gone inside the loop (60 rounds: ~12 s attached, six idle periods), not by a wait after it.
+      expect(gone || server.sessionCount() === 0).toBe(true);
+      // ...and for idleness, after at least idle_timeout_ms of attached time, never before.
+      expect(attachedMs).toBeGreaterThanOrEqual(idleMs);
+      await c.close().catch(() => undefined);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('resume attacks: a server that answers resume weirdly does not hang the TS client', () => {
   const GRACE_MS = 1000;
   const HELLO_RESULT = {
