@@ -33,13 +33,26 @@ interface Model {
   lane: string;
   seq: number;
   everAdmitted: boolean;
+  preemptible: boolean;
+  submittedAt: number;
 }
 
 describe('scheduler invariants under random events', () => {
   it('holds every invariant after every event', () => {
+    // What the random runs exercised, summed: each path must have been taken, or the invariants say little.
+    const seen = { admit: 0, expire: 0, preempt: 0, requeued: 0, recreate: 0, give_up: 0, group_done: 0 };
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 6 }), fc.array(opArb, { maxLength: 300 }), (capacity, ops) => {
-        const s = new Scheduler({ capacity, classes: CLASSES, maxQueued: 40, maxQueuedPerClient: 25, retryBudget: 1, weights: { c0: 1, c1: 3, c2: 0.5 }, preemptibleClasses: ['background'] });
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.constantFrom(0, 5, 20), fc.array(opArb, { minLength: 30, maxLength: 200, size: 'max' }), (capacity, grace, ops) => {
+        const s = new Scheduler({
+          capacity,
+          classes: CLASSES,
+          maxQueued: 40,
+          maxQueuedPerClient: 25,
+          retryBudget: 1,
+          weights: { c0: 1, c1: 3, c2: 0.5 },
+          preemptibleClasses: ['background'],
+          preemptGraceMs: grace,
+        });
         const m = new Map<string, Model>();
         const firstAdmits = new Map<string, number[]>(); // lane -> submission seqs in first-admission order
         let now = 0;
@@ -50,6 +63,7 @@ describe('scheduler invariants under random events', () => {
             const r = m.get(d.id);
             expect(r, `decision for unknown id ${d.id}`).toBeDefined();
             if (!r) continue;
+            seen[d.kind] += 1;
             if (d.kind === 'admit') {
               expect(r.state).toBe('queued');
               expect(r.deadline).toBeGreaterThan(now);
@@ -66,7 +80,13 @@ describe('scheduler invariants under random events', () => {
               expect(r.deadline).toBeLessThanOrEqual(now);
               r.state = 'expired';
             } else {
+              // A victim holds sandboxes, was preemptible, and ranks strictly below the waiter it is for.
               expect(r.state).toBe('admitted');
+              const w = m.get(d.for);
+              expect(w?.state).toBe('queued');
+              expect(r.preemptible).toBe(true);
+              expect(Number(r.lane.split('/')[0])).toBeGreaterThan(Number(w?.lane.split('/')[0]));
+              expect(now - (w?.submittedAt ?? now)).toBeGreaterThanOrEqual(grace);
             }
           }
         };
@@ -74,7 +94,7 @@ describe('scheduler invariants under random events', () => {
           if (o.op === 'submit') {
             const id = `r${n}`;
             const res = s.submit({ id, client: `c${o.client}`, cls: CLASSES[o.cls] as string, deadline: now + o.ttl, units: Math.min(o.units, capacity), preemptible: o.preemptible }, now);
-            if (res.ok) m.set(id, { state: 'queued', units: Math.min(o.units, capacity), outstanding: 0, deadline: now + o.ttl, lane: `${o.cls}/${o.client}`, seq: n, everAdmitted: false });
+            if (res.ok) m.set(id, { state: 'queued', units: Math.min(o.units, capacity), outstanding: 0, deadline: now + o.ttl, lane: `${o.cls}/${o.client}`, seq: n, everAdmitted: false, preemptible: o.preemptible || o.cls === 3, submittedAt: now });
             n++;
           } else if (o.op === 'tick') {
             now += o.dt;
@@ -90,12 +110,16 @@ describe('scheduler invariants under random events', () => {
                 const last = s.releaseMember(id, now);
                 r.outstanding -= 1;
                 expect(last).toBe(r.outstanding === 0);
-                if (last) r.state = 'done';
+                if (last) {
+                  r.state = 'done';
+                  seen.group_done += 1;
+                }
               } else if (o.op === 'cancel') {
                 s.cancel(id);
                 r.state = 'done';
               } else {
                 const f = s.creationFailed(id, now, r.units > 1 ? o.pick % r.units : undefined);
+                seen[f.action] += 1;
                 if (f.action === 'requeued') r.state = 'queued';
                 else if (f.action === 'give_up') r.state = 'done';
                 else expect(r.units).toBeGreaterThan(1);
@@ -111,8 +135,9 @@ describe('scheduler invariants under random events', () => {
         }
         for (const seqs of firstAdmits.values()) expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       }),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
+    for (const [path, n] of Object.entries(seen)) expect(n, `${path} never happened in 150 random runs`).toBeGreaterThan(0);
   });
 
   it('never starves a low-weight client inside its class: it is served within ceil(w_high / w_low) + 2 admissions', () => {
