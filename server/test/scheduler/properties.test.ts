@@ -132,6 +132,13 @@ describe('scheduler invariants under random events', () => {
           expect(st.held).toBe(held);
           expect(st.held).toBeLessThanOrEqual(capacity);
           expect(st.queued).toBe(live('queued').length);
+          // The one-pass progress agrees with progress(id) for every queued request, positions 0..n-1.
+          const all: number[] = [];
+          s.progressAll((id, p) => {
+            expect(p).toEqual(s.progress(id));
+            all.push(p.position);
+          });
+          expect(all).toEqual(live('queued').map((_, k) => k));
         }
         for (const seqs of firstAdmits.values()) expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
       }),
