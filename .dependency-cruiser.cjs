@@ -50,6 +50,15 @@ module.exports = {
       to: { path: OURS, pathNot: '^(server/src/sandbox|sandbox-contract|protocol)/' },
     },
     {
+      name: 'scheduler-core-is-sans-io',
+      comment:
+        'server/src/scheduler/ is a pure core (time comes in as an argument, decisions go out): it knows no sandbox, ' +
+        'session, socket or env, and may use only itself and protocol/ (docs/SCHEDULING.md).',
+      severity: 'error',
+      from: { path: '^server/src/scheduler/' },
+      to: { path: OURS, pathNot: '^(server/src/scheduler|protocol)/' },
+    },
+    {
       name: 'product-code-imports-no-tests',
       comment: 'Product code never imports test helpers, fixtures under test/ or benchmarks.',
       severity: 'error',

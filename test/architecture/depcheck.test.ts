@@ -70,6 +70,8 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
       'protocol/src/bad.ts': "import type { Env } from '../../envs/src/api.js';\nexport type Y = Env;\n",
       'clients/ts/src/bad.ts': "export { seam } from '../../../server/src/sandbox-adapter.js';\n",
       'sandbox-contract/bad.ts': "import type { Session } from '../server/src/session.js';\nexport type Z = Session;\n",
+      // The scheduler core reaching into the sandbox layer (it must stay sans-I/O).
+      'server/src/scheduler/bad-core.ts': "import type { Limits } from '../sandbox/types.js';\nexport type S = Limits;\n",
       'envs/src/typo.ts': "export const g = () => import('./no-such-module.js');\n",
       // Product code using a devDependency (absent from a production install).
       'server/src/uses-dev.ts': "import devOnly from 'dev-only';\nexport const d = devOnly;\n",
@@ -85,6 +87,7 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
       'protocol-imports-nothing-of-ours: protocol/src/bad.ts → envs/src/api.ts',
       'clients-ts-only-protocol: clients/ts/src/bad.ts → server/src/sandbox-adapter.ts',
       'sandbox-contract-only-protocol: sandbox-contract/bad.ts → server/src/session.ts',
+      'scheduler-core-is-sans-io: server/src/scheduler/bad-core.ts → server/src/sandbox/types.ts',
       'no-unresolvable-import: envs/src/typo.ts → ./no-such-module.js',
       'no-unlisted-package: server/src/uses-dev.ts → node_modules/dev-only/index.js',
     ];
