@@ -212,3 +212,16 @@ async def test_max_turns_and_bad_arguments(url):
             await rollout_group(client, "math-v0", lambda m, t, c: "", group_size=0)
         with pytest.raises(ValueError, match="discrete"):  # not a chat env: a usage error, raised
             await rollout_group(client, "test/noop-v0", lambda m, t, c: "", group_size=1)
+
+
+def test_lost_connection_codes_are_infrastructure_never_the_policys():
+    # PROTOCOL.md §11a: RESUME_EXPIRED (the grace period passed; the sessions were closed) and REPLY_LOST (the
+    # request ran, its reply went with the connection) are the connection's: rerun the episode, never score it.
+    from sandgym.rollouts import Failure
+
+    expired = Failure.from_error(sandgym.ResumeExpiredError("grace passed", code="RESUME_EXPIRED"))
+    lost = Failure.from_error(sandgym.SandgymError("reply lost", code="REPLY_LOST"))
+    invalid = Failure.from_error(sandgym.SandgymError("bad argument", code="INVALID_ARGUMENT"))
+    assert (expired.source, expired.code, expired.retryable) == ("server", "RESUME_EXPIRED", True)
+    assert (lost.code, lost.retryable) == ("REPLY_LOST", True)
+    assert not invalid.retryable

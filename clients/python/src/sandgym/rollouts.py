@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 #: failures that are the infrastructure's, per PROTOCOL.md §11a: run the episode again, never score it
-RETRY_CODES = frozenset({"SANDBOX_ERROR", "TIMEOUT", "CAPACITY", "SHUTTING_DOWN"})
+# Infrastructure per PROTOCOL.md §11a: running the episode again may succeed. RESUME_EXPIRED and REPLY_LOST
+# are the connection's (§5a): the episode's sessions or a reply went with it, the policy did nothing wrong.
+RETRY_CODES = frozenset({"SANDBOX_ERROR", "TIMEOUT", "CAPACITY", "SHUTTING_DOWN", "RESUME_EXPIRED", "REPLY_LOST"})
 
 
 @dataclass
