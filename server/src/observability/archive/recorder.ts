@@ -49,6 +49,12 @@ interface Episode {
   error?: ArchivedError;
   close_reason?: string;
   dropped: boolean;
+  /**
+   * Its steps passed the per-episode cap: it is still archived, as a record without steps (steps_omitted),
+   * so an agent cannot erase a failed episode from the archive (and from the stats read from it) by
+   * making it huge.
+   */
+  stepsOmitted: boolean;
 }
 
 /** Keys of a grading report that may quote hidden tests (grade.ts GradeResult.log_tail): never archived. */
@@ -104,7 +110,8 @@ export class EpisodeRecorder implements EpisodeObserver {
   onStep(e: StepEvent): void {
     const ep = this.episodes.get(e.session_id);
     if (ep === undefined || ep.id !== e.episode_id) return;
-    ep.pending.push(e);
+    // A dropped episode keeps no references to its steps (they would stay alive until it ends).
+    if (!ep.dropped) ep.pending.push(e);
     ep.ret += e.reward;
     ep.length++;
     ep.lastInfo = e.info;
@@ -155,7 +162,7 @@ export class EpisodeRecorder implements EpisodeObserver {
   /** EnvContext.artifacts of a session: kept with its running episode (code-v0: the graded workspace tar). */
   onArtifact(e: ArtifactEvent): void {
     const ep = this.episodes.get(e.session_id);
-    if (ep && e.name === 'final_workspace') ep.workspace = e.data;
+    if (ep && !ep.dropped && e.name === 'final_workspace') ep.workspace = e.data;
   }
 
   /** Serialises everything pending now (shutdown, tests): after it, every finished episode is with the writer. */
@@ -191,6 +198,7 @@ export class EpisodeRecorder implements EpisodeObserver {
       workspace: null,
       end: null,
       dropped: false,
+      stepsOmitted: false,
     };
   }
 
@@ -213,9 +221,10 @@ export class EpisodeRecorder implements EpisodeObserver {
     const batch = this.dirty;
     this.dirty = new Set();
     for (const ep of batch) {
-      if (ep.dropped) continue;
-      this.serialiseSteps(ep);
-      if (ep.end !== null && !ep.dropped) this.emit(ep);
+      if (!ep.dropped) this.serialiseSteps(ep);
+      if (ep.end === null) continue;
+      if (!ep.dropped) this.emit(ep);
+      if (ep.dropped && ep.stepsOmitted) this.emitWithoutSteps(ep);
     }
   }
 
@@ -248,6 +257,7 @@ export class EpisodeRecorder implements EpisodeObserver {
 
   private dropEpisode(ep: Episode, reason: 'memory' | 'episode_too_large'): false {
     ep.dropped = true;
+    if (reason === 'episode_too_large') ep.stepsOmitted = true;
     this.writer.release(ep.bytes);
     ep.bytes = 0;
     ep.parts = [];
@@ -258,6 +268,26 @@ export class EpisodeRecorder implements EpisodeObserver {
   }
 
   private emit(ep: Episode): void {
+    const line = this.line(ep, false);
+    const extra = line.length - ep.bytes;
+    if (!this.book(ep, extra)) return;
+    ep.parts = [];
+    ep.workspace = null;
+    this.writer.enqueue(line, ep.bytes);
+  }
+
+  /**
+   * The record of an episode whose steps passed the per-episode cap: everything but its steps, reset
+   * observation, kwargs, options and workspace (the fields whose size the client or agent controls),
+   * with steps_omitted. Written when the writer has room (else it stays counted as dropped).
+   */
+  private emitWithoutSteps(ep: Episode): void {
+    const line = this.line(ep, true);
+    if (line.length > this.opts.maxEpisodeBytes || !this.writer.reserve(line.length)) return;
+    this.writer.enqueue(line, line.length);
+  }
+
+  private line(ep: Episode, withoutSteps: boolean): string {
     const info = ep.info;
     const resetInfo = ep.reset?.info ?? {};
     const taskId = resetInfo.task_id;
@@ -269,10 +299,10 @@ export class EpisodeRecorder implements EpisodeObserver {
       session_id: ep.session_id,
       connection_id: info?.connection_id ?? null,
       env_id: ep.env_id,
-      kwargs: info?.kwargs ?? {},
+      kwargs: withoutSteps ? {} : (info?.kwargs ?? {}),
       task: typeof taskId === 'string' ? { id: taskId, split: str(resetInfo.split), content_hash: str(resetInfo.task_hash) } : null,
       seed: ep.seed ?? null,
-      options: ep.options,
+      options: withoutSteps ? {} : ep.options,
       started_at: new Date(ep.started).toISOString(),
       ended_at: new Date(ep.ended).toISOString(),
       end: ep.end as EpisodeEnd,
@@ -281,20 +311,16 @@ export class EpisodeRecorder implements EpisodeObserver {
       ...(ep.close_reason !== undefined ? { close_reason: ep.close_reason } : {}),
       return: ep.ret,
       length: ep.length,
-      reset: ep.reset ? { observation: ep.reset.observation, info: stripInfo(ep.reset.info), duration_ms: round3(ep.reset.duration_ms) } : null,
+      reset: ep.reset ? { observation: withoutSteps ? null : ep.reset.observation, info: stripInfo(ep.reset.info), duration_ms: round3(ep.reset.duration_ms) } : null,
       request_errors: ep.request_errors,
       grade: (ep.grade as Record<string, unknown> | null) === null ? null : (stripInfo({ grade: ep.grade }).grade as Record<string, unknown>),
       grader: ep.grader as Record<string, unknown> | null,
-      ...(ep.workspace ? { final_workspace: this.workspaceOf(ep.workspace) } : {}),
+      ...(ep.workspace && !withoutSteps ? { final_workspace: this.workspaceOf(ep.workspace) } : {}),
+      ...(withoutSteps ? { steps_omitted: { reason: 'episode_too_large' as const, steps: ep.length } } : {}),
     };
     // The head is serialised whole, then the steps (already text) are spliced in as its last field.
     const head = JSON.stringify(record);
-    const line = `${head.slice(0, -1)},"steps":[${ep.parts.join(',')}]}`;
-    const extra = line.length - ep.bytes;
-    if (!this.book(ep, extra)) return;
-    ep.parts = [];
-    ep.workspace = null;
-    this.writer.enqueue(line, ep.bytes);
+    return `${head.slice(0, -1)},"steps":[${withoutSteps ? '' : ep.parts.join(',')}]}`;
   }
 
   private workspaceOf(tar: Uint8Array): ArchivedWorkspace | { omitted: string; bytes: number } {
