@@ -10,6 +10,7 @@ import { gradeSubmission } from '../../../envs/src/code/grade.js';
 import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
 import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../../envs/src/code/task-types.js';
+import { readTar, WorkspaceTooLarge } from '../../../envs/src/code/workspace-tar.js';
 import type { EpisodeRecord } from '../observability/archive/format.js';
 import { loadArchive } from '../observability/archive/reader.js';
 import { choiceValue, intValue, nonEmptyValue, parseCommand, type CommandDef, type OptionDefs } from './args.js';
@@ -32,7 +33,8 @@ Options:
   -h, --help             show this help
 
 Episodes without an archived workspace (other envs, or an episode never graded) and
-episodes whose task is not in the task set are counted as skipped. The score compared is
+episodes whose task is not in the task set or whose archived tar cannot be read are
+counted as skipped. The score compared is
 the last grade's rubric total, which is also the sum of the episode's rewards.
 
 Exit codes: 0 no score changed; 1 some score changed (listed); 2 usage; 3 the archive or
@@ -89,6 +91,20 @@ export function rescorable(r: EpisodeRecord, tasks: ReadonlyMap<string, LoadedTa
   return { tar, old: score, task };
 }
 
+/**
+ * Why an archived tar cannot be read (truncated, not a tar: an edited archive), or null. Read in memory
+ * as the grader reads it; a tar over the grader's caps is readable here (the grader scores it 0).
+ * Checked before grading so one bad episode is skipped instead of ending the whole re-grade.
+ */
+async function unreadableTar(tar: Uint8Array): Promise<string | null> {
+  try {
+    await readTar(tar);
+    return null;
+  } catch (e) {
+    return e instanceof WorkspaceTooLarge ? null : `archived workspace is not a readable tar (${(e as Error).message})`;
+  }
+}
+
 function testsText(t: unknown): string | null {
   if (typeof t !== 'object' || t === null) return null;
   const { passed, collected } = t as { passed?: unknown; collected?: unknown };
@@ -138,6 +154,11 @@ export async function runRescore(argv: string[], io: CliIo, deps: RescoreDeps): 
       const worker = async () => {
         while (next < work.length) {
           const w = work[next++] as (typeof work)[number];
+          const unreadable = await unreadableTar(w.tar);
+          if (unreadable !== null) {
+            skipped.push({ episode_id: w.r.episode_id, reason: unreadable });
+            continue;
+          }
           const g = await gradeSubmission(w.task, w.tar, {
             provider: handle.provider,
             requirement: { image: w.task.spec.image, ...(w.task.spec.limits ? { limits: w.task.spec.limits } : {}) },
