@@ -105,7 +105,7 @@ export async function replayEpisode(client: SandgymClient, r: EpisodeRecord, sto
   const base = { episode_id: r.episode_id, env_id: r.env_id, seed: r.seed, steps: r.steps.length };
   const t = toTrajectory(r);
   if (t === null) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: the reset failed (${r.error?.code ?? r.end})` };
-  if (r.steps_omitted) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: its ${r.steps_omitted.steps} steps passed the archive's per-episode cap` };
+  if (r.steps_omitted) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: its ${r.steps_omitted.steps} steps were not archived (${r.steps_omitted.reason})` };
   let handle: EnvHandle | null = null;
   let replayedReset: unknown;
   const driver: ReplayDriver = {

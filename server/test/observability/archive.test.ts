@@ -147,7 +147,7 @@ describe('trajectory archive: local directory', () => {
     expect((await helloCapabilities(server.url())).archive).toBeUndefined();
   });
 
-  it('drops (and counts) episodes beyond the memory cap instead of holding them, and keeps the rest', async () => {
+  it('drops (and counts) trajectories beyond the memory cap instead of holding them, keeps the episode as a record without steps, and keeps the rest', async () => {
     const dir = await tempDir();
     // Room for a small counter episode, not for a math episode's observation text.
     let archive: Archive;
@@ -165,12 +165,14 @@ describe('trajectory archive: local directory', () => {
     // The operator sees it on /metrics.
     const scrape = await (await fetch(server.httpUrl('/metrics'))).text();
     expect(scrape).toMatch(/^sandgym_archive_episodes_dropped_total\{reason="memory"\} 1$/m);
-    expect(scrape).toMatch(/^sandgym_archive_episodes_written_total 1$/m);
+    // Written: the counter episode, and the math episode's record without steps.
+    expect(scrape).toMatch(/^sandgym_archive_episodes_written_total 2$/m);
     expect(scrape).toMatch(/^sandgym_archive_held_bytes 0$/m);
     await server.stop();
     server = null;
     const records = await loadArchive(dir);
-    expect(records.map((r) => r.env_id)).toEqual(['test/counter-v0']);
+    expect(records.map((r) => r.env_id)).toEqual(['test/counter-v0', 'math-v0']);
+    expect(records[1]).toMatchObject({ outcome: 'failure', length: 1, steps: [], steps_omitted: { reason: 'memory', steps: 1 } });
     expect(archive.stats().episodes_dropped.memory).toBe(1);
     expect(archive.stats().held_bytes).toBe(0);
   });

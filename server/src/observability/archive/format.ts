@@ -92,10 +92,11 @@ export interface EpisodeRecord {
   grader: Record<string, unknown> | null;
   final_workspace?: ArchivedWorkspace | { omitted: string; bytes: number };
   /**
-   * Present when the episode passed the per-episode byte cap: `steps` is empty, and kwargs, options, the
-   * reset observation and the workspace are left out; outcome, score, length and the grade are kept.
+   * Present when the episode's trajectory was dropped (past the per-episode cap, or the archive's memory
+   * cap): `steps` is empty, and kwargs, options, the reset observation and the workspace are left out;
+   * outcome, score, length and the grade are kept.
    */
-  steps_omitted?: { reason: 'episode_too_large'; steps: number };
+  steps_omitted?: { reason: 'episode_too_large' | 'memory'; steps: number };
 }
 
 export class ArchiveFormatError extends Error {

@@ -50,11 +50,11 @@ interface Episode {
   close_reason?: string;
   dropped: boolean;
   /**
-   * Its steps passed the per-episode cap: it is still archived, as a record without steps (steps_omitted),
-   * so an agent cannot erase a failed episode from the archive (and from the stats read from it) by
-   * making it huge.
+   * Its steps passed the per-episode cap or the memory cap: it is still archived, as a record without
+   * steps (steps_omitted), so an agent cannot erase a failed episode from the archive (and from the stats
+   * read from it) by making it, or the episodes around it, huge.
    */
-  stepsOmitted: boolean;
+  stepsOmitted: 'memory' | 'episode_too_large' | null;
 }
 
 /** Keys of a grading report that may quote hidden tests (grade.ts GradeResult.log_tail): never archived. */
@@ -198,7 +198,7 @@ export class EpisodeRecorder implements EpisodeObserver {
       workspace: null,
       end: null,
       dropped: false,
-      stepsOmitted: false,
+      stepsOmitted: null,
     };
   }
 
@@ -224,7 +224,7 @@ export class EpisodeRecorder implements EpisodeObserver {
       if (!ep.dropped) this.serialiseSteps(ep);
       if (ep.end === null) continue;
       if (!ep.dropped) this.emit(ep);
-      if (ep.dropped && ep.stepsOmitted) this.emitWithoutSteps(ep);
+      if (ep.dropped && ep.stepsOmitted !== null) this.emitWithoutSteps(ep);
     }
   }
 
@@ -257,7 +257,7 @@ export class EpisodeRecorder implements EpisodeObserver {
 
   private dropEpisode(ep: Episode, reason: 'memory' | 'episode_too_large'): false {
     ep.dropped = true;
-    if (reason === 'episode_too_large') ep.stepsOmitted = true;
+    ep.stepsOmitted = reason;
     this.writer.release(ep.bytes);
     ep.bytes = 0;
     ep.parts = [];
@@ -279,11 +279,11 @@ export class EpisodeRecorder implements EpisodeObserver {
   /**
    * The record of an episode whose steps passed the per-episode cap: everything but its steps, reset
    * observation, kwargs, options and workspace (the fields whose size the client or agent controls),
-   * with steps_omitted. Written when the writer has room (else it stays counted as dropped).
+   * with steps_omitted. Booked with the writer's summary headroom (else it is lost, counted as dropped).
    */
   private emitWithoutSteps(ep: Episode): void {
     const line = this.line(ep, true);
-    if (line.length > this.opts.maxEpisodeBytes || !this.writer.reserve(line.length)) return;
+    if (line.length > this.opts.maxEpisodeBytes || !this.writer.reserveSummary(line.length)) return;
     this.writer.enqueue(line, line.length);
   }
 
@@ -316,7 +316,7 @@ export class EpisodeRecorder implements EpisodeObserver {
       grade: (ep.grade as Record<string, unknown> | null) === null ? null : (stripInfo({ grade: ep.grade }).grade as Record<string, unknown>),
       grader: ep.grader as Record<string, unknown> | null,
       ...(ep.workspace && !withoutSteps ? { final_workspace: this.workspaceOf(ep.workspace) } : {}),
-      ...(withoutSteps ? { steps_omitted: { reason: 'episode_too_large' as const, steps: ep.length } } : {}),
+      ...(withoutSteps && ep.stepsOmitted !== null ? { steps_omitted: { reason: ep.stepsOmitted, steps: ep.length } } : {}),
     };
     // The head is serialised whole, then the steps (already text) are spliced in as its last field.
     const head = JSON.stringify(record);

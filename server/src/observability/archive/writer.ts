@@ -76,6 +76,17 @@ export class ArchiveWriter {
     return true;
   }
 
+  /**
+   * Books `n` bytes of a record without steps (an episode whose trajectory was dropped): allowed past
+   * max_bytes by a small headroom (1/16 of it), so a full buffer loses trajectories, not the fact and
+   * outcome of the episodes (a policy filling the buffer must not erase its failures from the archive).
+   */
+  reserveSummary(n: number): boolean {
+    if (this.held + n > this.opts.maxBytes + Math.floor(this.opts.maxBytes / 16)) return false;
+    this.held += n;
+    return true;
+  }
+
   release(n: number): void {
     this.held -= n;
   }
