@@ -134,6 +134,9 @@ class CodeEnvInstance implements EnvInstance {
   private readonly agentRoot: string;
   /** What the last bash command hit (PROTOCOL.md §11a: the agent's faults are observations, reported in info too). */
   private lastBash: { timed_out: boolean; oom_killed: boolean } | null = null;
+  /** When the current step started, and how long its tool may run (undefined: no step deadline). */
+  private stepStart = 0;
+  private toolLimitMs: number | undefined;
   /** How reset picks a task when it names none (make kwargs `sampling`); set by create(). */
   sampler: TaskSampler = new TaskSampler({}, undefined);
   /** What the last pick said about itself (reset info.sampling; absent for uniform picks). */
@@ -240,11 +243,16 @@ class CodeEnvInstance implements EnvInstance {
     if (!tool) throw new InvalidArgument(`unknown tool ${JSON.stringify(name)}`, '/name');
     this.steps += 1;
     this.lastBash = null;
-    const observation = await this.runTool(name, args ?? {});
     const submitted = name === 'submit';
     const truncated = !submitted && this.steps >= this.task.spec.max_steps;
     const mode = this.shaping();
     const wantGrade = submitted || truncated || mode === 'every_step' || (mode === 'on_write' && name === 'write_file');
+    // The agent's commands end inside the step deadline, leaving a grading step room to grade: an agent
+    // that sleeps past the deadline gets its own timeout (info.timed_out, a scored episode), never the
+    // server's TIMEOUT (unscored: a failure it could erase from the stats and from its rewards).
+    this.stepStart = performance.now();
+    this.toolLimitMs = this.gradeBudgetMs === undefined ? undefined : Math.max(1000, this.gradeBudgetMs - (wantGrade ? (RUN_OVERHEAD_S + 3) * 1000 : 0));
+    const observation = await this.runTool(name, args ?? {});
     let reward = 0;
     const components = this.zeroComponents();
     let grade: GradeResult | null = null;
@@ -328,15 +336,21 @@ class CodeEnvInstance implements EnvInstance {
       ...(p?.scratch ? { scratch: p.scratch } : {}),
       ...(this.opts.runner ?? {}),
       killStragglers: this.opts.killStragglers ?? true,
-      ...(this.gradeBudgetMs !== undefined ? { budgetMs: this.gradeBudgetMs } : {}),
+      // What the step's tool left of the budget (never below what a grading run needs to start).
+      ...(this.gradeBudgetMs !== undefined ? { budgetMs: Math.max((RUN_OVERHEAD_S + 1) * 1000, this.gradeBudgetMs - (performance.now() - this.stepStart)) } : {}),
     });
+  }
+
+  /** A tool's own timeout, within this step's limit. */
+  private toolTimeoutMs(ms: number): number {
+    return this.toolLimitMs === undefined ? ms : Math.min(ms, this.toolLimitMs);
   }
 
   private async runTool(name: string, args: Record<string, unknown>): Promise<string> {
     const sb = this.sb as Sandbox;
     switch (name) {
       case 'bash': {
-        const timeoutS = bashTimeoutS(args, DEFAULT_BASH_TIMEOUT_S, MAX_BASH_TIMEOUT_S);
+        const timeoutS = bashTimeoutS(args, DEFAULT_BASH_TIMEOUT_S, this.toolLimitMs === undefined ? MAX_BASH_TIMEOUT_S : Math.min(MAX_BASH_TIMEOUT_S, Math.floor(this.toolLimitMs / 1000)));
         const r = await sb.exec({ argv: ['bash', '-c', String(args.command ?? '')], cwd: this.agentRoot, timeout_ms: timeoutS * 1000, max_output_bytes: 4 * this.cap });
         this.lastBash = { timed_out: r.timed_out === true, oom_killed: r.oom_killed === true };
         return formatBashResult(r, timeoutS, this.cap);
@@ -344,7 +358,7 @@ class CodeEnvInstance implements EnvInstance {
       case 'read_file': {
         const p = confinePath(String(args.path ?? ''), this.agentRoot);
         if (!p) return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE}`;
-        const r = await sb.exec({ argv: ['cat', '--', p.abs], cwd: this.agentRoot, timeout_ms: 30_000, max_output_bytes: MAX_READ_BYTES });
+        const r = await sb.exec({ argv: ['cat', '--', p.abs], cwd: this.agentRoot, timeout_ms: this.toolTimeoutMs(30_000), max_output_bytes: MAX_READ_BYTES });
         if (r.exit_code !== 0) return `error: cannot read ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^cat: /, '') || `exit code ${r.exit_code}`}`;
         return this.sliceLines(r.stdout, p.rel, args.start_line, args.end_line, r.truncated);
       }
@@ -356,7 +370,7 @@ class CodeEnvInstance implements EnvInstance {
           argv: ['sh', '-c', 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write_file', p.abs],
           cwd: this.agentRoot,
           stdin: content,
-          timeout_ms: 30_000,
+          timeout_ms: this.toolTimeoutMs(30_000),
           max_output_bytes: 4096,
         });
         if (r.exit_code !== 0) return `error: cannot write ${WORKSPACE}/${p.rel}: ${r.stderr.trim() || `exit code ${r.exit_code}`}`;
@@ -366,7 +380,7 @@ class CodeEnvInstance implements EnvInstance {
         const p = confinePath(typeof args.path === 'string' && args.path !== '' ? args.path : WORKSPACE, this.agentRoot);
         if (!p) return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE}`;
         const script = 'cd -- "$1" || exit 2; find . -mindepth 1 -maxdepth 4 \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune -o \\( -type d -printf "%P/\\n" -o -printf "%P\\n" \\) | LC_ALL=C sort | head -n 2000';
-        const r = await sb.exec({ argv: ['sh', '-c', script, 'list_files', p.abs], cwd: this.agentRoot, timeout_ms: 30_000, max_output_bytes: 4 * this.cap });
+        const r = await sb.exec({ argv: ['sh', '-c', script, 'list_files', p.abs], cwd: this.agentRoot, timeout_ms: this.toolTimeoutMs(30_000), max_output_bytes: 4 * this.cap });
         if (r.exit_code !== 0) return `error: cannot list ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^sh: \d+: cd: /, '') || `exit code ${r.exit_code}`}`;
         const where = p.rel ? `${WORKSPACE}/${p.rel}` : WORKSPACE;
         return r.stdout.trim() === '' ? `${where}: (empty)` : `${where}:\n${capText(r.stdout.trimEnd(), this.cap)}`;
