@@ -20,6 +20,11 @@ import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-pla
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
 const GRADE_MARGIN_MS = 15_000;
+/**
+ * A tool's limit on a step that also grades (shaping every_step / on_write, the step-limit step): the
+ * grading run rarely uses its RUN_OVERHEAD_S reserve, so this fits inside the step deadline.
+ */
+const GRADING_STEP_TOOL_MS = 10_000;
 import { DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rubricSpec, type Weights } from './rubric.js';
 import { SAMPLING_KWARGS_SCHEMA, SamplingConfigError, TaskSampler, type Picked, type SamplingKwargs } from './sampling.js';
 import { TaskAccessError, type TaskSet } from './task-loader.js';
@@ -134,8 +139,7 @@ class CodeEnvInstance implements EnvInstance {
   private readonly agentRoot: string;
   /** What the last bash command hit (PROTOCOL.md §11a: the agent's faults are observations, reported in info too). */
   private lastBash: { timed_out: boolean; oom_killed: boolean } | null = null;
-  /** When the current step started, and how long its tool may run (undefined: no step deadline). */
-  private stepStart = 0;
+  /** How long the current step's tool may run (undefined: no step deadline). */
   private toolLimitMs: number | undefined;
   /** How reset picks a task when it names none (make kwargs `sampling`); set by create(). */
   sampler: TaskSampler = new TaskSampler({}, undefined);
@@ -249,9 +253,10 @@ class CodeEnvInstance implements EnvInstance {
     const wantGrade = submitted || truncated || mode === 'every_step' || (mode === 'on_write' && name === 'write_file');
     // The agent's commands end inside the step deadline, leaving a grading step room to grade: an agent
     // that sleeps past the deadline gets its own timeout (info.timed_out, a scored episode), never the
-    // server's TIMEOUT (unscored: a failure it could erase from the stats and from its rewards).
-    this.stepStart = performance.now();
-    this.toolLimitMs = this.gradeBudgetMs === undefined ? undefined : Math.max(1000, this.gradeBudgetMs - (wantGrade ? (RUN_OVERHEAD_S + 3) * 1000 : 0));
+    // server's TIMEOUT (unscored: a failure it could erase from the stats and from its rewards). The
+    // grading budget itself stays fixed (a grade must not depend on how long the tool took); a tool on a
+    // step that grades gets GRADING_STEP_TOOL_MS, taken from the runner's overhead reserve.
+    this.toolLimitMs = this.gradeBudgetMs === undefined ? undefined : wantGrade ? Math.min(this.gradeBudgetMs, GRADING_STEP_TOOL_MS) : this.gradeBudgetMs;
     const observation = await this.runTool(name, args ?? {});
     let reward = 0;
     const components = this.zeroComponents();
@@ -336,8 +341,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(p?.scratch ? { scratch: p.scratch } : {}),
       ...(this.opts.runner ?? {}),
       killStragglers: this.opts.killStragglers ?? true,
-      // What the step's tool left of the budget (never below what a grading run needs to start).
-      ...(this.gradeBudgetMs !== undefined ? { budgetMs: Math.max((RUN_OVERHEAD_S + 1) * 1000, this.gradeBudgetMs - (performance.now() - this.stepStart)) } : {}),
+      ...(this.gradeBudgetMs !== undefined ? { budgetMs: this.gradeBudgetMs } : {}),
     });
   }
 
