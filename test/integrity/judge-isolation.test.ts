@@ -303,7 +303,10 @@ for (const drv of DRIVERS) {
       const listen =
         'if command -v python3 >/dev/null; then python3 -c "import socket,time\nt=socket.socket(); t.bind((\'127.0.0.1\',8080)); t.listen()\n' +
         "u=socket.socket(socket.AF_UNIX); u.bind('/tmp/sq.sock'); u.listen()\na=socket.socket(socket.AF_UNIX); a.bind('\\0sandgym-squat'); a.listen()\ntime.sleep(300)\" & " +
-        'else nc -l -p 8080 </dev/null >/dev/null 2>&1 & httpd -p 127.0.0.1:8081 -h /tmp; fi; sleep 1; cat /proc/net/tcp /proc/net/tcp6 /proc/net/unix';
+        'else nc -l -p 8080 </dev/null >/dev/null 2>&1 & httpd -p 127.0.0.1:8081 -h /tmp; fi; ' +
+        // Until the listener is up (python3 can take over a second to start on a loaded machine), at most 8 s.
+        "i=0; while [ $i -lt 80 ] && ! grep -Eq ':1F9[01] 0+:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null; do sleep 0.1; i=$((i+1)); done; " +
+        'cat /proc/net/tcp /proc/net/tcp6 /proc/net/unix';
       const s1 = await attack(env, listen, 10);
       // The squat was real: a listening (0A) socket on 8080 (1F90) existed while the command ran.
       expect(s1.observation).toMatch(/:1F9[01] 0+:0000 0A/);
