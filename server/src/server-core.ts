@@ -176,7 +176,9 @@ export class ServerCore {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     this.stopTimers();
-    await Promise.all([...this.connections].map((c) => c.shutdown()));
+    // One connection that fails to shut down (a socket in a state nobody expected) must not fail the
+    // shutdown of the others, nor skip the sandbox release below: log it and go on.
+    await Promise.all([...this.connections].map((c) => c.shutdown().catch((e: unknown) => this.log.error({ err: e }, 'connection shutdown failed'))));
     // Sessions waiting for a resume that cannot come now.
     await this.resume.expireAll('server is shutting down');
     if (this.sandbox) {

@@ -187,7 +187,8 @@ describe.skipIf(!HAS_DOCKER)('a sandbox image that is not built (docker)', () =>
       await c.make('math-v0');
       await c.close();
     } finally {
-      expect(await s.stop()).toBe(0);
+      const code = await s.stop();
+      expect(code, s.stderr()).toBe(0);
     }
   }, 120_000);
 });
