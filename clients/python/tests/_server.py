@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -134,3 +135,24 @@ def wait_until(pred: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:
             return True
         time.sleep(interval)
     return bool(pred())
+
+
+#: each sandboxed env's image (see `node bin/sandgym.js images list`)
+SANDBOX_IMAGES = {"shell-v0": "sandgym/busybox:1", "code-v0": "sandgym/python:1"}
+
+
+def docker_facility() -> str:
+    """'' when Docker answers and the images are built, else why not."""
+    if shutil.which("docker") is None:
+        return "no docker CLI on PATH"
+    try:
+        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        return "docker info timed out"
+    if info.returncode != 0:
+        return f"no Docker daemon answers ({info.stderr.strip()[:200]}); run scripts/start-dockerd.sh"
+    for image in SANDBOX_IMAGES.values():
+        r = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False)
+        if r.returncode != 0:
+            return f"image {image} missing; run `node bin/sandgym.js images build`"
+    return ""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _server import REPO, ServerFactory, ServerProcess
+from _server import REPO, ServerFactory, ServerProcess, docker_facility
 
 VECTORS = REPO / "protocol" / "vectors"
 
@@ -39,3 +40,22 @@ def server(servers: ServerFactory) -> ServerProcess:
 @pytest.fixture(scope="session")
 def url(server: ServerProcess) -> str:
     return server.url
+
+
+# A server with the Docker driver for the sandboxed envs (shell-v0, code-v0). Without Docker or the images the
+# module using it is skipped with the reason, unless SANDGYM_REQUIRE_DOCKER=1 (set by .ci/run) asks for a failure,
+# as server/test/sandbox/facilities.ts does for the TypeScript suites.
+@pytest.fixture(scope="module")
+def docker_url() -> Iterator[str]:
+    why = docker_facility()
+    if why:
+        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
+        pytest.skip(f"shell-v0 / code-v0 need Docker: {why}")
+    srv = ServerProcess()
+    srv.args[srv.args.index("--driver") + 1] = "docker"
+    srv.start()
+    try:
+        yield srv.url
+    finally:
+        srv.stop()

@@ -4,32 +4,12 @@ Skipped without Docker or the images (the reason named), failing instead under S
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import sandgym
-from _server import ServerProcess
 from sandgym.chat import SYSTEM_PROMPT_TOOLS, AsyncChatEnv
-from test_gym_vec_sandbox import _docker_facility
-
-
-@pytest.fixture(scope="module")
-def docker_url() -> Iterator[str]:
-    why = _docker_facility()
-    if why:
-        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
-        pytest.skip(f"shell-v0 / code-v0 need Docker: {why}")
-    srv = ServerProcess()
-    srv.args[srv.args.index("--driver") + 1] = "docker"
-    srv.start()
-    try:
-        yield srv.url
-    finally:
-        srv.stop()
 
 
 def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:

@@ -9,11 +9,7 @@ TypeScript suites.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import warnings
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -24,43 +20,7 @@ from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 import sandgym
 import sandgym.gym
-from _server import ServerProcess
-
-#: each env's sandbox image (see `node bin/sandgym.js images list`)
-IMAGES = {"shell-v0": "sandgym/busybox:1", "code-v0": "sandgym/python:1"}
-
-
-def _docker_facility() -> str:
-    """'' when Docker answers and the images are built, else why not."""
-    if shutil.which("docker") is None:
-        return "no docker CLI on PATH"
-    try:
-        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30, check=False)
-    except subprocess.TimeoutExpired:
-        return "docker info timed out"
-    if info.returncode != 0:
-        return f"no Docker daemon answers ({info.stderr.strip()[:200]}); run scripts/start-dockerd.sh"
-    for image in IMAGES.values():
-        r = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False)
-        if r.returncode != 0:
-            return f"image {image} missing; run `node bin/sandgym.js images build`"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def docker_url() -> Iterator[str]:
-    why = _docker_facility()
-    if why:
-        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
-        pytest.skip(f"shell-v0 / code-v0 need Docker: {why}")
-    srv = ServerProcess()
-    srv.args[srv.args.index("--driver") + 1] = "docker"
-    srv.start()
-    try:
-        yield srv.url
-    finally:
-        srv.stop()
+from _server import SANDBOX_IMAGES as IMAGES
 
 
 def _bash(text: str) -> dict[str, Any]:
