@@ -279,7 +279,7 @@ export class Session {
       return r;
     } catch (e) {
       if (t0 >= 0 && e instanceof ProtocolError) {
-        this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: episode, op: 'step', error: e, step_index: index, duration_ms: performance.now() - t0, t: Date.now() });
+        this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: episode, op: 'step', error: e, step_index: index, action, duration_ms: performance.now() - t0, t: Date.now() });
       }
       throw e;
     }

@@ -70,6 +70,8 @@ export interface ErrorEvent {
   error: ProtocolError;
   /** For a step error: the index the step would have had. */
   step_index?: number;
+  /** For a step error: the action as the client sent it (a reference, like StepEvent.action). */
+  action?: unknown;
   duration_ms: number;
   t: number;
 }
