@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""Scheduling at scale (issue #18 item 5): N concurrent sandboxed ``shell-v0`` episodes (default 1,000)
+on this machine, each doing real work, through the server's admission scheduler.
+
+What it does:
+
+* checks the host first (Docker answers, the busybox image exists, file and pid limits) and starts the
+  real server (``node bin/sandgym.js serve --driver docker``) with a config that admits N sandboxes:
+  ``pools.max_total`` = N, ``max_sessions`` > N, make/reset and idle deadlines long enough for N
+  container starts (measured before: ~0.7 s each on this machine);
+* opens ``--connections`` client connections (the asyncio Python client) and starts N episodes at once,
+  round robin over the 8 shell-v0 tasks. Each episode: ``make``, ``reset`` (that takes a sandbox:
+  admission), 5 commands, then waits at a barrier until every episode holds its sandbox (so all N
+  sandboxes are alive at once, and memory is sampled then), 5 more commands, the task's own solution,
+  and ``submit``: the server's check of the final filesystem grades it (reward 1 expected). Every command
+  execs programs and writes files; its output is checked against the value computed here;
+* counts errors (any exception, wrong output, a reward other than 1), the containers the server left
+  (by its ``sandgym.owner_pid`` label, after it exited), throughput (commands/s with all N alive,
+  episodes/min end to end), memory per sandbox (each container's cgroup, and the host's
+  MemAvailable drop divided by N), the time to admit all and the load average.
+
+With the scheduler wired (hello capability ``scheduling``), episodes ask for ``--priority`` and a queue
+deadline and the ``queued``/``admitted`` events are counted; without it the client retries CAPACITY.
+
+    .venv/bin/python bench/scheduler-scale.bench.py [--episodes 1000] [--connections 4]
+        [--create-concurrency 8] [--out bench/results/scheduler-scale.json]
+
+Benchmarks assert nothing: the exit code is 0 when the run completed with 0 errors and 0 leaks, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "clients" / "python" / "src"))  # the client of this checkout
+
+from sandgym import AsyncClient, SandgymError  # noqa: E402
+from sandgym._core import ServerEvent  # noqa: E402
+
+LISTEN_RE = re.compile(r"sandgym listening on (ws://\S+)")
+IMAGE = "sandgym/busybox:1"
+
+# ------------------------------------------------------------------------------ the work
+
+NUMS = "".join(f"{i}\n" for i in range(1, 5001))
+NUMS_SHA = hashlib.sha256(NUMS.encode()).hexdigest()
+SEVENS = sum(1 for i in range(1, 5001) if "7" in str(i))
+
+
+def commands(ep: int) -> list[tuple[str, str]]:
+    """(command, text its output must contain) for one episode; all run in a scratch dir of the workspace."""
+    cd = "mkdir -p scratch && cd scratch && "
+    return [
+        (cd + f"echo 'episode {ep}' > id.txt && cat id.txt", f"episode {ep}"),
+        (cd + "seq 1 5000 > nums.txt && wc -l < nums.txt", "5000"),
+        (cd + "awk '{s+=$1} END {print s}' nums.txt | tee sum.txt", str(sum(range(1, 5001)))),
+        (cd + "sort -rn nums.txt | head -n 3 > top.txt && tr '\\n' ' ' < top.txt", "5000 4999 4998"),
+        (cd + "sha256sum nums.txt | cut -c1-64 | tee nums.sha", NUMS_SHA),
+        # --- barrier: every episode holds its sandbox ---
+        (cd + "mkdir -p out && for i in 1 2 3 4 5; do echo line$i > out/f$i.txt; done && ls out | wc -l", "5"),
+        (cd + "cat out/*.txt | tr a-z A-Z > upper.txt && tail -n 1 upper.txt", "LINE5"),
+        (cd + "tar cf out.tar out && tar tf out.tar | grep -c 'txt$'", "5"),
+        (cd + "grep -c 7 nums.txt | tee sevens.txt", str(SEVENS)),
+        (cd + f"cat id.txt sum.txt > report.txt && wc -c < report.txt", str(len(f"episode {ep}\n{sum(range(1, 5001))}\n"))),
+    ]
+
+
+BARRIER_AFTER = 5
+
+
+def shell_tasks() -> list[dict[str, str]]:
+    """The shell-v0 tasks and their reference solutions, read from the env's own source (one definition)."""
+    tsx = REPO / "node_modules" / ".bin" / "tsx"
+    code = ("import('./envs/src/builtin/shell/tasks.ts').then((m) => console.log(JSON.stringify("
+            "m.SHELL_TASKS.map((t) => ({ id: t.id, solution: t.solution })))))")
+    out = subprocess.run([str(tsx), "-e", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    tasks: list[dict[str, str]] = json.loads(out.stdout.strip().splitlines()[-1])
+    return tasks
+
+
+# ------------------------------------------------------------------------------ host facts
+
+
+def sh(*args: str, timeout: float = 120) -> str:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, check=False).stdout
+
+
+def preflight(n: int) -> dict[str, Any]:
+    if shutil.which("docker") is None or not sh("docker", "info", "--format", "{{.ServerVersion}}").strip():
+        sys.exit("no Docker daemon answers: run scripts/start-dockerd.sh")
+    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True, check=False).returncode != 0:
+        sys.exit(f"image {IMAGE} missing: node bin/sandgym.js images build")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 4 * n + 1024 and hard >= 4 * n + 1024:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4 * n + 1024, hard))  # the server inherits it
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    threads = len(os.listdir("/proc"))
+    facts = {
+        "docker_version": sh("docker", "info", "--format", "{{.ServerVersion}}").strip(),
+        "cgroup": sh("docker", "info", "--format", "{{.CgroupDriver}} v{{.CgroupVersion}}").strip(),
+        "cpus": os.cpu_count(),
+        "mem_total_gib": round(meminfo()["MemTotal"] / 2**30, 1),
+        "nofile": nofile,
+        "pid_max": pid_max,
+        "processes_before": threads,
+        "containers_before": len(sh("docker", "ps", "-q").split()),
+    }
+    # Each container costs a shim (~10 threads) and its processes; each sandbox a channel socket in the server.
+    if nofile < 2 * n + 256:
+        sys.exit(f"open-file limit {nofile} is too low for {n} sandboxes (need ~{2 * n + 256}): raise ulimit -n")
+    if pid_max < 20 * n:
+        print(f"warning: kernel.pid_max {pid_max} may be tight for {n} containers (~15 tasks each)", file=sys.stderr)
+    return facts
+
+
+def meminfo() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        k, v = line.split(":", 1)
+        out[k] = int(v.split()[0]) * 1024
+    return out
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def rss_of(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def containers(owner_pid: int, *, all_states: bool = True) -> list[str]:
+    args = ["docker", "ps", "--no-trunc", "-q", "--filter", f"label=sandgym.owner_pid={owner_pid}"]
+    if all_states:
+        args.insert(2, "-a")
+    return sh(*args).split()
+
+
+def cgroup_memory(cid: str) -> tuple[int, int] | None:
+    """(usage, rss) bytes of one container: cgroup v1 (cgroupfs) or v2."""
+    for base in (Path("/sys/fs/cgroup/memory/docker") / cid, Path("/sys/fs/cgroup/docker") / cid,
+                 Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope")):
+        try:
+            if (base / "memory.usage_in_bytes").exists():
+                usage = int((base / "memory.usage_in_bytes").read_text())
+                stat = dict(line.split() for line in (base / "memory.stat").read_text().splitlines())
+                return usage, int(stat.get("total_rss", stat.get("rss", 0)))
+            if (base / "memory.current").exists():
+                usage = int((base / "memory.current").read_text())
+                stat = dict(line.split() for line in (base / "memory.stat").read_text().splitlines())
+                return usage, int(stat.get("anon", 0))
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+# ------------------------------------------------------------------------------ the server
+
+
+def start_server(cfg: dict[str, Any]) -> tuple[subprocess.Popen[str], str, str]:
+    fd, cfg_path = tempfile.mkstemp(prefix="sandgym-scale-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(cfg, f)
+    stderr = tempfile.NamedTemporaryFile(prefix="sandgym-scale-stderr-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen(
+        ["node", str(REPO / "bin" / "sandgym.js"), "serve", "--host", "127.0.0.1", "--port", "0",
+         "--driver", "docker", "--config", cfg_path, "--no-metrics"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = LISTEN_RE.search(line)
+        if m:
+            # keep draining stdout so the pipe never fills
+            import threading
+
+            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+            return proc, m.group(1), stderr.name
+    proc.kill()
+    sys.exit(f"server did not start: {Path(stderr.name).read_text()[-3000:]}")
+
+
+def stop_server(proc: subprocess.Popen[str], timeout: float) -> float:
+    t0 = time.monotonic()
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+    return time.monotonic() - t0
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+class Run:
+    def __init__(self, n: int, tasks: list[dict[str, str]], args: argparse.Namespace) -> None:
+        self.n = n
+        self.tasks = tasks
+        self.args = args
+        self.t0 = 0.0
+        self.admitted_at: dict[int, float] = {}
+        self.done_at: dict[int, float] = {}
+        self.errors: Counter[str] = Counter()
+        self.error_samples: list[str] = []
+        self.commands = 0
+        self.commands_after_barrier = 0
+        self.rewards: Counter[float] = Counter()
+        self.events: Counter[str] = Counter()
+        self.queued_events: dict[str, float] = {}
+        self.waiting = n
+        self.barrier = asyncio.Event()
+        self.barrier_at = 0.0
+        self.after_barrier_done = 0.0
+        self.step_latency: list[float] = []
+        self.scheduling = False
+
+    def error(self, ep: int, what: str, detail: str) -> None:
+        self.errors[what] += 1
+        if len(self.error_samples) < 20:
+            self.error_samples.append(f"episode {ep}: {what}: {detail[:300]}")
+
+    def arrive(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.barrier_at = time.monotonic()
+            self.barrier.set()
+
+    def on_event(self, ev: ServerEvent) -> None:
+        self.events[ev.event] += 1
+
+    async def episode(self, client: AsyncClient, ep: int) -> None:
+        task = self.tasks[ep % len(self.tasks)]
+        cmds = commands(ep)
+        arrived = False
+        env = None
+        try:
+            sched: dict[str, Any] = {}
+            if self.scheduling:
+                sched = {"priority": self.args.priority, "queue_timeout_ms": self.args.queue_timeout_ms}
+            env = await client.make("shell-v0", **({"scheduling": sched} if sched and self.args.sched_api else {}))
+            await env.reset(seed=ep, options={"task_id": task["id"]}, timeout=self.args.admit_timeout)
+            self.admitted_at[ep] = time.monotonic() - self.t0
+            for i, (cmd, want) in enumerate(cmds):
+                if i == BARRIER_AFTER:
+                    arrived = True
+                    self.arrive()
+                    await self.barrier.wait()
+                t = time.monotonic()
+                obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": cmd}})
+                self.step_latency.append(time.monotonic() - t)
+                self.commands += 1
+                if i >= BARRIER_AFTER:
+                    self.commands_after_barrier += 1
+                if info.get("exit_code") != 0 or want not in str(obs) or term or trunc:
+                    self.error(ep, "wrong command output", f"{cmd!r} -> {str(obs)[:200]!r}")
+                    return
+            obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": task["solution"]}})
+            self.commands += 1
+            self.commands_after_barrier += 1
+            if info.get("exit_code") != 0:
+                self.error(ep, "solution failed", f"{task['id']}: {str(obs)[:200]!r}")
+                return
+            obs, reward, term, trunc, info = await env.step({"name": "submit", "arguments": {}})
+            self.rewards[reward] += 1
+            if not term or reward != 1.0 or info.get("score") != 1:
+                self.error(ep, "graded end not solved", f"{task['id']}: reward {reward} {str(obs)[:100]!r}")
+                return
+            self.done_at[ep] = time.monotonic() - self.t0
+        except SandgymError as exc:
+            self.error(ep, exc.code, str(exc))
+        except Exception as exc:  # noqa: BLE001 - counted and reported, never hidden
+            self.error(ep, type(exc).__name__, repr(exc))
+        finally:
+            if not arrived:
+                self.arrive()
+            if env is not None:
+                try:
+                    await env.close()
+                except Exception as exc:  # noqa: BLE001
+                    self.error(ep, "close failed", repr(exc))
+
+
+async def sampler(run: Run, stop: asyncio.Event, samples: list[dict[str, Any]], pid: int) -> None:
+    while not stop.is_set():
+        samples.append({"t": round(time.monotonic() - run.t0, 1), "load1": loadavg(), "admitted": len(run.admitted_at),
+                        "done": len(run.done_at), "server_rss_mb": round(rss_of(pid) / 2**20, 1),
+                        "mem_available_gib": round(meminfo()["MemAvailable"] / 2**30, 2)})
+        try:
+            await asyncio.wait_for(stop.wait(), run.args.sample_every)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    n = args.episodes
+    facts = preflight(n)
+    tasks = shell_tasks()
+    print(f"host: {facts}", file=sys.stderr)
+    cfg: dict[str, Any] = {
+        "max_sessions": n + 64,
+        "max_sessions_per_connection": max(1024, n),
+        "max_queued_requests": 4096,
+        "reset_timeout_ms": int(args.admit_timeout * 1000),
+        "idle_timeout_ms": int(args.admit_timeout * 1000) + 600_000,
+        "log_level": "warn",
+        "pools": {"min_idle": 0, "max_total": n},
+        "sandbox": {"create_concurrency": args.create_concurrency},
+    }
+    if args.scheduling_config:
+        cfg["scheduling"] = json.loads(args.scheduling_config)
+    mem_before = meminfo()["MemAvailable"]
+    load_before = loadavg()
+    proc, url, stderr_path = start_server(cfg)
+    pid = proc.pid
+    print(f"server pid {pid} at {url}; {n} episodes over {args.connections} connections", file=sys.stderr)
+    run = Run(n, tasks, args)
+    samples: list[dict[str, Any]] = []
+    mem_at_barrier: dict[str, Any] = {}
+    result: dict[str, Any] = {}
+    clients: list[AsyncClient] = []
+    try:
+        for _ in range(args.connections):
+            clients.append(await AsyncClient.connect(
+                url, timeout=args.step_timeout, retry_capacity=True, capacity_max_attempts=10_000,
+                capacity_max_delay=5.0, on_event=run.on_event, client_name="scheduler-scale-bench"))
+        run.scheduling = bool(clients[0].capabilities.get("scheduling"))
+        stop = asyncio.Event()
+        run.t0 = time.monotonic()
+        sampling = asyncio.create_task(sampler(run, stop, samples, pid))
+
+        async def measure_at_barrier() -> None:
+            await run.barrier.wait()
+            ids = containers(pid, all_states=False)
+            mems = [m for m in (cgroup_memory(c) for c in ids) if m is not None]
+            mem_at_barrier.update({
+                "t": round(run.barrier_at - run.t0, 1),
+                "containers_running": len(ids),
+                "cgroups_read": len(mems),
+                "usage_mib_mean": round(statistics.fmean(m[0] for m in mems) / 2**20, 2) if mems else None,
+                "usage_mib_p99": round(pct([m[0] for m in mems], 99) / 2**20, 2) if mems else None,
+                "rss_mib_mean": round(statistics.fmean(m[1] for m in mems) / 2**20, 3) if mems else None,
+                "host_mem_drop_mib_per_sandbox": round((mem_before - meminfo()["MemAvailable"]) / max(1, len(ids)) / 2**20, 2),
+                "server_rss_mib": round(rss_of(pid) / 2**20, 1),
+                "load1": loadavg(),
+            })
+            print(f"barrier: {mem_at_barrier}", file=sys.stderr)
+
+        measuring = asyncio.create_task(measure_at_barrier())
+        await asyncio.gather(*(run.episode(clients[i % len(clients)], i) for i in range(n)))
+        t_end = time.monotonic() - run.t0
+        if not measuring.done():
+            measuring.cancel()
+        stop.set()
+        await sampling
+    finally:
+        for c in clients:
+            await c.close()
+        alive_after_close = len(containers(pid))
+        shutdown_s = stop_server(proc, args.shutdown_timeout)
+    leaked = containers(pid)
+    phase2 = (max(run.done_at.values()) - (run.barrier_at - run.t0)) if run.done_at and run.barrier_at else float("nan")
+    admits = sorted(run.admitted_at.values())
+    result = {
+        "episodes": n,
+        "connections": args.connections,
+        "scheduling_capability": run.scheduling,
+        "host": facts,
+        "load1_before": load_before,
+        "errors": sum(run.errors.values()),
+        "errors_by_kind": dict(run.errors),
+        "error_samples": run.error_samples,
+        "completed": len(run.done_at),
+        "solved": run.rewards.get(1.0, 0),
+        "commands": run.commands,
+        "containers_left_after_clients_closed": alive_after_close,
+        "containers_leaked_after_server_exit": len(leaked),
+        "server_shutdown_s": round(shutdown_s, 1),
+        "time_to_admit_all_s": round(admits[-1], 1) if len(admits) == n else None,
+        "admit_p50_s": round(pct(admits, 50), 1) if admits else None,
+        "admissions_per_s": round(len(admits) / admits[-1], 2) if admits else None,
+        "all_concurrent_phase_s": round(phase2, 1),
+        "commands_per_s_all_concurrent": round(run.commands_after_barrier / phase2, 1) if phase2 == phase2 and phase2 > 0 else None,
+        "step_latency_ms_p50": round(pct(run.step_latency, 50) * 1000, 1),
+        "step_latency_ms_p99": round(pct(run.step_latency, 99) * 1000, 1),
+        "total_s": round(t_end, 1),
+        "episodes_per_min": round(len(run.done_at) / (t_end / 60), 1),
+        "memory_at_barrier": mem_at_barrier,
+        "events": dict(run.events),
+        "load1_max": max((s["load1"] for s in samples), default=None),
+        "server_rss_mib_max": max((s["server_rss_mb"] for s in samples), default=None),
+        "samples": samples,
+        "server_stderr_tail": Path(stderr_path).read_text(errors="replace")[-2000:],
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    report(result)
+    return 0 if result["errors"] == 0 and not leaked and len(run.done_at) == n else 1
+
+
+def report(r: dict[str, Any]) -> None:
+    m = r["memory_at_barrier"]
+    rows = [
+        ("episodes (completed / solved by the graded end)", f"{r['episodes']} ({r['completed']} / {r['solved']})"),
+        ("errors", f"{r['errors']} {r['errors_by_kind'] or ''}"),
+        ("containers leaked (label sandgym.owner_pid, after the server exited)", r["containers_leaked_after_server_exit"]),
+        ("time to admit all (every episode holding its sandbox)", f"{r['time_to_admit_all_s']} s (p50 {r['admit_p50_s']} s, {r['admissions_per_s']}/s)"),
+        ("sandboxes alive at once (at the barrier)", m.get("containers_running")),
+        ("commands/s with all sandboxes alive (5 commands + solution per episode)", r["commands_per_s_all_concurrent"]),
+        ("step latency p50 / p99", f"{r['step_latency_ms_p50']} / {r['step_latency_ms_p99']} ms"),
+        ("episodes/min end to end (11 commands + graded submit each)", r["episodes_per_min"]),
+        ("memory per sandbox: cgroup usage mean / p99, rss mean", f"{m.get('usage_mib_mean')} / {m.get('usage_mib_p99')} MiB, {m.get('rss_mib_mean')} MiB"),
+        ("memory per sandbox: host MemAvailable drop / sandboxes", f"{m.get('host_mem_drop_mib_per_sandbox')} MiB"),
+        ("server RSS at the barrier / max", f"{m.get('server_rss_mib')} / {r['server_rss_mib_max']} MiB"),
+        ("load average before / max", f"{r['load1_before']} / {r['load1_max']}"),
+        ("server shutdown (N containers already released)", f"{r['server_shutdown_s']} s"),
+        ("scheduler events received", r["events"] or "-"),
+        ("total", f"{r['total_s']} s"),
+    ]
+    print(f"\n### Scheduling at scale: {r['episodes']} shell-v0 episodes (scheduling capability: {r['scheduling_capability']})\n")
+    print("| metric | value |\n|---|---|")
+    for k, v in rows:
+        print(f"| {k} | {v} |")
+    for s in r["error_samples"]:
+        print(f"- {s}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--episodes", type=int, default=1000)
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--create-concurrency", type=int, default=8, help="server sandbox.create_concurrency")
+    ap.add_argument("--admit-timeout", type=float, default=1800.0, help="seconds a reset may wait for its sandbox")
+    ap.add_argument("--step-timeout", type=float, default=300.0)
+    ap.add_argument("--shutdown-timeout", type=float, default=900.0)
+    ap.add_argument("--sample-every", type=float, default=5.0)
+    ap.add_argument("--priority", default="train")
+    ap.add_argument("--queue-timeout-ms", type=int, default=1_800_000)
+    ap.add_argument("--scheduling-config", default="", help="JSON for the server config's 'scheduling' key")
+    ap.add_argument("--sched-api", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scheduler-scale.json"))
+    args = ap.parse_args()
+    if args.episodes < 1 or args.connections < 1:
+        ap.error("--episodes and --connections must be >= 1")
+    sys.exit(asyncio.run(main_async(args)))
+
+
+if __name__ == "__main__":
+    main()
