@@ -9,6 +9,7 @@ import type {
   BatchResult,
   CloseResult,
   EnvSpec,
+  GroupResult,
   HelloResult,
   ListEnvsResult,
   MakeResult,
@@ -34,9 +35,10 @@ export interface ResultByType {
   close: CloseResult;
   batch: BatchResult;
   resume: ResumeResult;
+  group: GroupResult;
 }
 
-export const REQUEST_TYPES: readonly RequestType[] = ['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'resume'];
+export const REQUEST_TYPES: readonly RequestType[] = ['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'resume', 'group'];
 
 const fileOf = (t: RequestType): string => t.replace('_', '-');
 

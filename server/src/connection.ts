@@ -16,6 +16,7 @@ import {
   refusedRequestId,
   validateRequest,
   type BatchItem,
+  type GroupRequest,
   type HelloRequest,
   type MakeRequest,
   type Request,
@@ -309,6 +310,8 @@ export class Connection implements Resumable {
         return this.sendResult(m.id, { envs: this.core.registry.specs() }, bin);
       case 'make':
         return void this.make(m, bin, bytes);
+      case 'group':
+        return void this.group(m, bin, bytes);
       default: {
         // Unreachable: validateRequest accepts no other type, and a request schema added without a
         // case here is a type error on this line. Thrown, it would be answered as INTERNAL.
@@ -431,6 +434,13 @@ export class Connection implements Resumable {
     opened.logger.info(kwargsForLog(kwargs, frameBytes), 'session made');
     if (frameBytes > MAX_LOGGED_KWARGS_FRAME) opened.logger.debug({ kwargs }, 'session kwargs');
     owner.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
+  }
+
+  // ---- group (PROTOCOL.md §6a) ----
+
+  private async group(m: GroupRequest, bin: boolean, _frameBytes: number): Promise<void> {
+    const reason = 'this server has no admission scheduler (capabilities.scheduling is false)';
+    this.sendError(m.id, err('UNSUPPORTED', { reason }, { reason }), bin);
   }
 
   // ---- session queues ----

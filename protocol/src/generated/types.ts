@@ -55,6 +55,7 @@ export type ErrorCode =
   | "TIMEOUT"
   | "ENV_ERROR"
   | "SANDBOX_ERROR"
+  | "PREEMPTED"
   | "UNAUTHORIZED"
   | "TOO_LARGE"
   | "CONNECTION_TIMEOUT"
@@ -67,6 +68,10 @@ export type ErrorScope = "request" | "session" | "connection";
  * Opaque session id issued by make.
  */
 export type SessionId = string;
+/**
+ * The class it waits in (the granted one).
+ */
+export type PriorityClass = string;
 export type BatchItem = (BatchResetItem | BatchStepItem | BatchCloseItem) & {
   type: string;
   [k: string]: unknown;
@@ -78,6 +83,18 @@ export type BatchItem = (BatchResetItem | BatchStepItem | BatchCloseItem) & {
  * Episode seed, 0..2^53-1.
  */
 export type Seed = number;
+/**
+ * A scheduling class the server configures (hello capabilities.scheduling), e.g. eval, train-batch-closing, train, background. Classes are granted per token by the operator: a class above the grant is refused with INVALID_ARGUMENT (details.allowed lists the granted classes). PROTOCOL.md §6a.
+ */
+export type PriorityClass1 = string;
+/**
+ * How long the request may wait in the admission queue for its sandbox(es) before it is answered CAPACITY (details.reason queue_timeout). Capped at limits.max_queue_timeout_ms; 0 = only if one is free now. PROTOCOL.md §6a.
+ */
+export type QueueTimeoutMs = number;
+/**
+ * The server may reclaim this session's sandbox for higher-priority work: the session is then closed with PREEMPTED (never a reward). PROTOCOL.md §6a.
+ */
+export type Preemptible = boolean;
 /**
  * Any client -> server request: a union discriminated on type.
  */
@@ -94,11 +111,16 @@ export type Request = {
   | CloseRequest
   | BatchRequest
   | ResumeRequest
+  | GroupRequest
 );
 export type BatchItemResult = (BatchItemOk | BatchItemError) & {
   type: string;
   [k: string]: unknown;
 };
+/**
+ * A scheduling class the server configures (hello capabilities.scheduling), e.g. eval, train-batch-closing, train, background. Classes are granted per token by the operator: a class above the grant is refused with INVALID_ARGUMENT (details.allowed lists the granted classes). PROTOCOL.md §6a.
+ */
+export type PriorityClass2 = string;
 /**
  * Any server -> client frame: a union discriminated on type.
  */
@@ -110,9 +132,13 @@ export type ServerMessage = {
 export interface ProtocolSchemas {
   "env-spec.json"?: EnvSpec;
   "error.json"?: ErrorMessage;
+  "event-admitted.json"?: AdmittedEventDetails;
+  "event-group-complete.json"?: GroupCompleteEventDetails;
+  "event-queued.json"?: QueuedEventDetails;
   "event.json"?: EventMessage;
   "request-batch.json"?: BatchRequest;
   "request-close.json"?: CloseRequest;
+  "request-group.json"?: GroupRequest;
   "request-hello.json"?: HelloRequest;
   "request-list-envs.json"?: ListEnvsRequest;
   "request-make.json"?: MakeRequest;
@@ -123,6 +149,7 @@ export interface ProtocolSchemas {
   "request.json"?: Request;
   "result-batch.json"?: BatchResult;
   "result-close.json"?: CloseResult;
+  "result-group.json"?: GroupResult;
   "result-hello.json"?: HelloResult;
   "result-list-envs.json"?: ListEnvsResult;
   "result-make.json"?: MakeResult;
@@ -333,7 +360,40 @@ export interface ErrorBody {
   };
 }
 /**
- * Server-initiated notice (no id). Known events: session_closed (details.reason, details.code), shutdown. Clients ignore events they do not know.
+ * details of an admitted event: a request that was sent queued got its sandboxes; its reply follows once they are created (PROTOCOL.md §6a).
+ */
+export interface AdmittedEventDetails {
+  request: RequestId;
+  waited_ms: number;
+}
+/**
+ * details of a group_complete event: the last member of a group closed, so its sandbox slots are free (PROTOCOL.md §6a).
+ */
+export interface GroupCompleteEventDetails {
+  group: string;
+  sessions: SessionId[];
+}
+/**
+ * details of a queued event: the request (make, reset or group; a batch's id for a batch item, then event.session names the session) waits for sandboxes. Sent when it is queued, then at most once a second while its figures change (PROTOCOL.md §6a).
+ */
+export interface QueuedEventDetails {
+  request: RequestId;
+  /**
+   * Requests the scheduler considers before this one (all of higher classes, then those ahead in its class).
+   */
+  position: number;
+  /**
+   * Sandboxes those requests need.
+   */
+  units_ahead: number;
+  /**
+   * A fluid estimate from the observed hold times; null before the server has observed one.
+   */
+  estimated_wait_ms: number | null;
+  priority?: PriorityClass;
+}
+/**
+ * Server-initiated notice (no id). Known events: session_closed (details.reason, details.code), shutdown; with capabilities.scheduling (PROTOCOL.md §6a): queued (details.request, position, units_ahead, estimated_wait_ms), admitted (details.request, waited_ms), group_complete (details.group, sessions). Clients ignore events they do not know.
  */
 export interface EventMessage {
   type: "event";
@@ -387,6 +447,27 @@ export interface CloseRequest {
   session: SessionId;
 }
 /**
+ * Makes `size` sessions of one env admitted as one unit (a GRPO group): the reply comes when the scheduler admits all of them at once, never part (PROTOCOL.md §6a). Each member holds its sandbox slot until it is closed; a group_complete event follows the last member's close. Needs capabilities.scheduling.
+ */
+export interface GroupRequest {
+  id: RequestId;
+  type: "group";
+  env_id: string;
+  /**
+   * Members; at most limits.max_group_size (beyond: INVALID_ARGUMENT).
+   */
+  size: number;
+  /**
+   * The make kwargs of every member.
+   */
+  kwargs?: {
+    [k: string]: unknown;
+  };
+  priority?: PriorityClass1;
+  queue_timeout_ms?: QueueTimeoutMs;
+  preemptible?: Preemptible;
+}
+/**
  * Opens the protocol conversation: version negotiation and optional bearer token. Only ping may precede it.
  */
 export interface HelloRequest {
@@ -401,6 +482,10 @@ export interface HelloRequest {
   versions: [number, ...number[]];
   client: ClientInfo;
   token?: string;
+  /**
+   * On a server without tokens: the fairness key of this connection (connections sending the same group share one fair share of the sandboxes; default: the connection alone). A hint between cooperating clients, not a security boundary; ignored on a server with tokens, where the token is the key. PROTOCOL.md §6a.
+   */
+  client_group?: string;
 }
 export interface ClientInfo {
   name: string;
@@ -414,7 +499,7 @@ export interface ListEnvsRequest {
   type: "list_envs";
 }
 /**
- * Creates a session (one env instance). kwargs are validated against the env's kwargs_schema.
+ * Creates a session (one env instance). kwargs are validated against the env's kwargs_schema. priority, queue_timeout_ms and preemptible are the session's scheduling defaults (PROTOCOL.md §6a): they apply to every admission of the session (its resets) unless a reset overrides them.
  */
 export interface MakeRequest {
   id: RequestId;
@@ -423,6 +508,9 @@ export interface MakeRequest {
   kwargs?: {
     [k: string]: unknown;
   };
+  priority?: PriorityClass1;
+  queue_timeout_ms?: QueueTimeoutMs;
+  preemptible?: Preemptible;
 }
 /**
  * Liveness check; t is echoed back. Allowed before hello.
@@ -433,7 +521,7 @@ export interface PingRequest {
   t?: number;
 }
 /**
- * Starts a new episode on a session.
+ * Starts a new episode on a session. A sandboxed env waits in the admission queue for its sandbox first (PROTOCOL.md §6a); priority, queue_timeout_ms and preemptible override the session's defaults (set at make) for this episode.
  */
 export interface ResetRequest {
   id: RequestId;
@@ -446,6 +534,9 @@ export interface ResetRequest {
   options?: {
     [k: string]: unknown;
   };
+  priority?: PriorityClass1;
+  queue_timeout_ms?: QueueTimeoutMs;
+  preemptible?: Preemptible;
 }
 /**
  * Reattaches the sessions of a dropped connection to this one (PROTOCOL.md §5a). Only after hello, on a connection that holds no session and has no make in flight. The result lists which of the pending ids the server never received (send them again); the replies of the others follow the result, once each, in the order the server produced them.
@@ -500,6 +591,17 @@ export interface BatchItemError {
  */
 export interface CloseResult {}
 /**
+ * Result of group: the group's id and its member sessions (each as if made by make), all admitted.
+ */
+export interface GroupResult {
+  group: string;
+  /**
+   * @minItems 1
+   */
+  sessions: [SessionId, ...SessionId[]];
+  env_spec: EnvSpec;
+}
+/**
  * Result of hello.
  */
 export interface HelloResult {
@@ -531,6 +633,10 @@ export interface Capabilities {
    * The server archives every finished episode (its trajectory, outcome and grading report) for replay, re-scoring and reports (sandgym serve --archive). Absent or false: nothing is kept.
    */
   archive?: boolean;
+  /**
+   * Sandboxed work waits in an admission queue with priority classes, fair share, preemption and queued/admitted events; make and reset take priority, queue_timeout_ms and preemptible, and the group request is served (PROTOCOL.md §6a). Absent or false: none of it.
+   */
+  scheduling?: boolean;
   [k: string]: boolean | undefined;
 }
 export interface Limits {
@@ -561,6 +667,21 @@ export interface Limits {
    * A message left unfinished this long (a frame or its fragments) ends the connection with CONNECTION_TIMEOUT.
    */
   message_timeout_ms?: number;
+  /**
+   * With capabilities.scheduling: the longest queue_timeout_ms honoured (a longer one is capped to it); also the queue timeout of a request that names none.
+   */
+  max_queue_timeout_ms?: number;
+  /**
+   * With capabilities.scheduling: the largest group a group request may ask for.
+   */
+  max_group_size?: number;
+  /**
+   * With capabilities.scheduling: the priority classes this connection's token was granted, highest first (a request may name any of them; one naming none gets default_priority).
+   *
+   * @maxItems 64
+   */
+  priority_classes?: PriorityClass1[];
+  default_priority?: PriorityClass2;
 }
 /**
  * Result of list_envs.

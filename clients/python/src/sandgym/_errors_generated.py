@@ -18,6 +18,7 @@ ERRORS = {
     "TIMEOUT": {"retryable": True, "scope": "session", "close_code": None, "message": "{op} exceeded its deadline of {timeout_ms} ms"},
     "ENV_ERROR": {"retryable": False, "scope": "session", "close_code": None, "message": "environment error: {reason}"},
     "SANDBOX_ERROR": {"retryable": True, "scope": "session", "close_code": None, "message": "sandbox failure: {reason}"},
+    "PREEMPTED": {"retryable": True, "scope": "session", "close_code": None, "message": "preempted: {reason}"},
     "UNAUTHORIZED": {"retryable": False, "scope": "connection", "close_code": 4401, "message": "unauthorized: {reason}"},
     "TOO_LARGE": {"retryable": False, "scope": "connection", "close_code": 1009, "message": "message exceeds {max_message_bytes} bytes"},
     "CONNECTION_TIMEOUT": {"retryable": True, "scope": "connection", "close_code": 4408, "message": "{what} not completed within {timeout_ms} ms"},
