@@ -38,8 +38,11 @@ interface MathSide {
   episodes_per_s: number[];
 }
 
+// BENCH_CPU_PROF=DIR: the archiving math-v0 server writes a V8 CPU profile there (node --cpu-prof) on exit.
+const PROF_DIR = process.env.BENCH_CPU_PROF;
+
 async function openMath(name: MathSide['name'], args: string[]): Promise<MathSide> {
-  const server = await startSandgym(args);
+  const server = await startSandgym(args, PROF_DIR && name === 'archive' ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : []);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);

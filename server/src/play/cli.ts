@@ -35,7 +35,8 @@ Options:
   --config <file>        in-process server: JSON config file (as for sandgym serve)
   -- <serve options>     in-process server: any other \`sandgym serve\` option
                          (not --host, --port, --token, --tokens-file, --insecure: it
-                         listens on a free loopback port and takes play's --token)
+                         listens on a free loopback port and takes play's --token);
+                         \`-- --archive DIR\` archives the episodes played, as serve does
   -h, --help             show this help
 
 In the REPL, type an action (a tool call like \`bash ls -la\` or \`submit 42\`, raw JSON,
@@ -154,6 +155,28 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
     // The REPL owns the terminal: only real problems may interleave with it, unless asked otherwise.
     log_level: serveArgv.includes('--log-level') ? cfg.log_level : 'error',
   }, { registry });
+  // `-- --archive DIR|s3://...`: the episodes played are archived as `sandgym serve --archive` archives
+  // them (same options and checks), flushed when play leaves (app.close) or is sent SIGTERM/SIGINT.
+  const { SERVE_COMMAND } = await import('../cli/serve.js');
+  const { archiveOptionsFromValues } = await import('../cli/serve-archive.js');
+  const archive = archiveOptionsFromValues(parseCommand(SERVE_COMMAND, serveArgv)?.values ?? {}, SERVE_COMMAND.name);
+  if (archive) {
+    const installed = await (await import('../observability/archive/index.js')).installArchive(sg, archive);
+    try {
+      await installed.store.check();
+    } catch (e) {
+      await sg.app.close().catch(() => undefined);
+      throw new UnavailableError(`--archive ${archive.location}: cannot write there: ${(e as Error).message}`, { cause: e });
+    }
+    const onSignal = () => {
+      sg.app.close().then(
+        () => process.exit(EXIT.OK),
+        () => process.exit(EXIT.FAILED),
+      );
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
   await sg.app.listen({ host: '127.0.0.1', port: 0 });
   return { url: sg.url(), stop: () => sg.app.close() };
 }

@@ -27,6 +27,11 @@ export interface ArchivedError {
   details?: Record<string, unknown>;
   /** For a step error: the index the step would have had. */
   step_index?: number;
+  /**
+   * For a step error: the action the client sent (INVALID_ACTION, TIMEOUT, SANDBOX_ERROR...), as it was
+   * sent. Absent in a record without steps (steps_omitted) and in records written before it was added.
+   */
+  action?: unknown;
   t: number;
 }
 

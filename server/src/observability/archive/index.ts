@@ -18,7 +18,7 @@ export interface Archive {
   readonly store: ArchiveStore;
   readonly recorder: EpisodeRecorder;
   stats(): ArchiveStats;
-  /** Serialises what finished and writes every batch; resolves when the store has them. */
+  /** Writes every finished episode; resolves when the store has them. */
   flush(): Promise<void>;
 }
 
@@ -39,10 +39,8 @@ export async function createArchive(opts: ArchiveOptions, log: { warn(o: object,
     store,
     recorder,
     stats: () => writer.stats(),
-    flush: () => {
-      recorder.drainNow();
-      return writer.flush();
-    },
+    // Episodes are handed to the writer as they finish: flushing the writer is flushing the archive.
+    flush: () => writer.flush(),
   };
 }
 

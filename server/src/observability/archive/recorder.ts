@@ -1,13 +1,17 @@
 // The archive's episode observer: follows each session's episode through the episode hook and hands
-// every finished one, as one JSON line, to the writer. On the step path it only keeps references (an
-// array push); serialising runs in one setImmediate per event-loop turn for all sessions, after the
-// replies of that turn were encoded. Hidden-test text never enters a record (stripInfo).
+// every finished one, as one JSON line, to the writer. Each event is serialised when it arrives (a few
+// string concatenations around JSON.stringify of the env's values): the episode holds text, never
+// references to the env's objects, so an env that reuses or mutates an observation after returning it
+// cannot change what was archived, and nothing the archive holds outlives the young generation of the
+// heap. The record's fixed parts are written by hand (no record object, no second JSON.stringify of the
+// whole line) and the per-session part (format, server, session, connection, env, kwargs) once per
+// session. Hidden-test text never enters a record (stripInfo). Profile and figures: BENCHMARKS.md.
 import { createHash } from 'node:crypto';
 import type { ProtocolError } from '../../../../protocol/src/index.js';
 import { SERVER_VERSION } from '../../version.js';
 import { newEpisodeId, type ArtifactEvent, type CloseEvent, type EpisodeObserver, type ErrorEvent, type OpenEvent, type ResetEvent, type StepEvent } from '../episode-events.js';
 import { episodeScore, outcomeOfError, SUCCESS_SCORE, type EpisodeOutcome } from '../outcomes.js';
-import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeEnd, type EpisodeRecord } from './format.js';
+import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeEnd } from './format.js';
 import type { ArchiveWriter } from './writer.js';
 
 export interface RecorderOptions {
@@ -20,6 +24,8 @@ export interface RecorderOptions {
 interface SessionInfo {
   kwargs: Record<string, unknown>;
   connection_id: string;
+  /** The line's opening up to kwargs, serialised on the session's first finished episode. */
+  prefix: string | null;
 }
 
 interface Episode {
@@ -31,17 +37,22 @@ interface Episode {
   options: Record<string, unknown>;
   started: number;
   ended: number;
-  reset: { observation: unknown; info: Record<string, unknown>; duration_ms: number } | null;
-  /** Steps not serialised yet (references), and the serialised ones. */
-  pending: StepEvent[];
+  /** The reset field, serialised; its info kept for the task (read at the end). */
+  reset: string | null;
+  resetInfo: Record<string, unknown> | null;
+  resetMs: number;
+  /** The steps and the request errors, serialised (JSON objects without the enclosing array). */
   parts: string[];
+  errorParts: string[];
   bytes: number;
   ret: number;
   length: number;
   grade: unknown;
   grader: unknown;
+  /** The last step's info.score, for the episode's score (episodeScore). */
   lastInfo: Record<string, unknown> | null;
-  request_errors: ArchivedError[];
+  /** Request errors (codes only) for a record without steps, whose actions are left out. */
+  errorsWithoutActions: ArchivedError[];
   workspace: Uint8Array | null;
   end: EpisodeEnd | null;
   /** The close event's code (SHUTTING_DOWN...), for the outcome. */
@@ -81,13 +92,41 @@ function archivedError(e: ProtocolError, op: ArchivedError['op'], t: number, ste
   };
 }
 
+/** JSON text of a value; `null` where JSON.stringify gives nothing (undefined, a function). */
+function json(v: unknown): string {
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** A number as JSON writes it (non-finite: null). */
+function num(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+
+function isEmpty(o: Record<string, unknown>): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
+/** Date.prototype.toISOString for ms since the epoch, with the date and minute formatted once per minute. */
+let isoMinute = -1;
+let isoPrefix = '';
+export function isoTime(ms: number): string {
+  const t = Math.floor(ms);
+  const minute = Math.floor(t / 60_000);
+  if (minute !== isoMinute) {
+    isoMinute = minute;
+    isoPrefix = new Date(minute * 60_000).toISOString().slice(0, 17);
+  }
+  const rest = t - minute * 60_000;
+  const sec = Math.floor(rest / 1000);
+  const milli = rest - sec * 1000;
+  return `${isoPrefix}${sec < 10 ? '0' : ''}${sec}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+}
+
 export class EpisodeRecorder implements EpisodeObserver {
   readonly name = 'archive';
   private readonly sessions = new Map<string, SessionInfo>();
   private readonly episodes = new Map<string, Episode>();
-  /** Episodes with something to serialise (pending steps, or finished). */
-  private dirty = new Set<Episode>();
-  private scheduled = false;
 
   constructor(
     private readonly writer: ArchiveWriter,
@@ -95,23 +134,28 @@ export class EpisodeRecorder implements EpisodeObserver {
   ) {}
 
   onOpen(e: OpenEvent): void {
-    this.sessions.set(e.session_id, { kwargs: e.kwargs, connection_id: e.connection_id });
+    this.sessions.set(e.session_id, { kwargs: e.kwargs, connection_id: e.connection_id, prefix: null });
   }
 
   onReset(e: ResetEvent): void {
     const prev = this.episodes.get(e.session_id);
     if (prev) this.finish(prev, 'abandoned', e.t);
     const ep = this.newEpisode(e.episode_id, e.session_id, e.env_id, e.seed, e.options, e.t - e.duration_ms);
-    ep.reset = { observation: e.observation, info: e.info, duration_ms: e.duration_ms };
     this.episodes.set(e.session_id, ep);
-    this.markDirty(ep);
+    ep.resetInfo = e.info;
+    ep.resetMs = round3(e.duration_ms);
+    const text = `{"observation":${json(e.observation)},"info":${json(stripInfo(e.info))},"duration_ms":${num(ep.resetMs)}}`;
+    if (this.book(ep, text.length)) ep.reset = text;
   }
 
   onStep(e: StepEvent): void {
     const ep = this.episodes.get(e.session_id);
     if (ep === undefined || ep.id !== e.episode_id) return;
-    // A dropped episode keeps no references to its steps (they would stay alive until it ends).
-    if (!ep.dropped) ep.pending.push(e);
+    // A dropped episode serialises nothing more (it keeps its counts for the record without steps).
+    if (!ep.dropped) {
+      const text = `{"step":${e.step_index},"action":${json(e.action)},"observation":${json(e.observation)},"reward":${num(e.reward)},"terminated":${e.terminated},"truncated":${e.truncated},"info":${json(stripInfo(e.info))},"duration_ms":${num(round3(e.duration_ms))},"t":${num(e.t)}}`;
+      if (this.book(ep, text.length)) ep.parts.push(text);
+    }
     ep.ret += e.reward;
     ep.length++;
     ep.lastInfo = e.info;
@@ -120,7 +164,6 @@ export class EpisodeRecorder implements EpisodeObserver {
       ep.grader = e.info.grader ?? null;
     }
     if (e.terminated || e.truncated) this.finish(ep, e.terminated ? 'terminated' : 'truncated', e.t);
-    else this.markDirty(ep);
   }
 
   onError(e: ErrorEvent): void {
@@ -137,12 +180,18 @@ export class EpisodeRecorder implements EpisodeObserver {
     }
     if (ep === undefined || (e.episode_id !== null && ep.id !== e.episode_id)) return;
     const err = archivedError(e.error, e.op, e.t, e.step_index);
+    // A failed step's action is archived with its error (the agent's own text; error messages are the
+    // server's): an invalid or timed-out action is part of the trajectory a failure analysis needs.
+    const withAction: ArchivedError = e.op === 'step' && e.action !== undefined ? { ...err, action: e.action } : err;
     if (e.error.scope === 'session') {
-      ep.error = err;
+      ep.error = ep.dropped ? err : withAction;
       this.finish(ep, 'error', e.t);
-    } else {
-      ep.request_errors.push(err);
+      return;
     }
+    ep.errorsWithoutActions.push(err);
+    if (ep.dropped) return;
+    const text = json(withAction);
+    if (this.book(ep, text.length)) ep.errorParts.push(text);
   }
 
   onClose(e: CloseEvent): void {
@@ -165,11 +214,6 @@ export class EpisodeRecorder implements EpisodeObserver {
     if (ep && !ep.dropped && e.name === 'final_workspace') ep.workspace = e.data;
   }
 
-  /** Serialises everything pending now (shutdown, tests): after it, every finished episode is with the writer. */
-  drainNow(): void {
-    this.drain();
-  }
-
   /** Episodes still running (they are archived as `closed` when their session closes). */
   get running(): number {
     return this.episodes.size;
@@ -186,15 +230,17 @@ export class EpisodeRecorder implements EpisodeObserver {
       started,
       ended: started,
       reset: null,
-      pending: [],
+      resetInfo: null,
+      resetMs: 0,
       parts: [],
+      errorParts: [],
       bytes: 0,
       ret: 0,
       length: 0,
       grade: null,
       grader: null,
       lastInfo: null,
-      request_errors: [],
+      errorsWithoutActions: [],
       workspace: null,
       end: null,
       dropped: false,
@@ -206,45 +252,8 @@ export class EpisodeRecorder implements EpisodeObserver {
     if (this.episodes.get(ep.session_id) === ep) this.episodes.delete(ep.session_id);
     ep.end = end;
     ep.ended = t;
-    this.markDirty(ep);
-  }
-
-  private markDirty(ep: Episode): void {
-    this.dirty.add(ep);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.drain());
-  }
-
-  private drain(): void {
-    this.scheduled = false;
-    const batch = this.dirty;
-    this.dirty = new Set();
-    for (const ep of batch) {
-      if (!ep.dropped) this.serialiseSteps(ep);
-      if (ep.end === null) continue;
-      if (!ep.dropped) this.emit(ep);
-      if (ep.dropped && ep.stepsOmitted !== null) this.emitWithoutSteps(ep);
-    }
-  }
-
-  private serialiseSteps(ep: Episode): void {
-    for (const s of ep.pending) {
-      const text = JSON.stringify({
-        step: s.step_index,
-        action: s.action,
-        observation: s.observation,
-        reward: s.reward,
-        terminated: s.terminated,
-        truncated: s.truncated,
-        info: stripInfo(s.info),
-        duration_ms: round3(s.duration_ms),
-        t: s.t,
-      });
-      if (!this.book(ep, text.length)) return;
-      ep.parts.push(text);
-    }
-    ep.pending = [];
+    if (!ep.dropped) this.emit(ep);
+    if (ep.dropped && ep.stepsOmitted !== null) this.emitWithoutSteps(ep);
   }
 
   /** Books bytes for an episode; on refusal the episode is dropped (its bytes released, counted). */
@@ -261,7 +270,8 @@ export class EpisodeRecorder implements EpisodeObserver {
     this.writer.release(ep.bytes);
     ep.bytes = 0;
     ep.parts = [];
-    ep.pending = [];
+    ep.errorParts = [];
+    ep.reset = null;
     ep.workspace = null;
     this.writer.drop(reason, ep.id);
     return false;
@@ -272,14 +282,16 @@ export class EpisodeRecorder implements EpisodeObserver {
     const extra = line.length - ep.bytes;
     if (!this.book(ep, extra)) return;
     ep.parts = [];
+    ep.errorParts = [];
     ep.workspace = null;
     this.writer.enqueue(line, ep.bytes);
   }
 
   /**
    * The record of an episode whose steps passed the per-episode cap: everything but its steps, reset
-   * observation, kwargs, options and workspace (the fields whose size the client or agent controls),
-   * with steps_omitted. Booked with the writer's summary headroom (else it is lost, counted as dropped).
+   * observation, kwargs, options, workspace and failed actions (the fields whose size the client or
+   * agent controls), with steps_omitted. Booked with the writer's summary headroom (else it is lost,
+   * counted as dropped).
    */
   private emitWithoutSteps(ep: Episode): void {
     const line = this.line(ep, true);
@@ -287,40 +299,40 @@ export class EpisodeRecorder implements EpisodeObserver {
     this.writer.enqueue(line, line.length);
   }
 
-  private line(ep: Episode, withoutSteps: boolean): string {
+  /** The line's opening: format, server, session, connection, env and kwargs (fixed for a session). */
+  private prefix(ep: Episode, withoutSteps: boolean): string {
     const info = ep.info;
-    const resetInfo = ep.reset?.info ?? {};
+    if (!withoutSteps && info?.prefix) return info.prefix;
+    const p =
+      `{"format":"${ARCHIVE_FORMAT}","server":${json({ instance: this.writer.instance, version: SERVER_VERSION })},"session_id":${json(ep.session_id)}` +
+      `,"connection_id":${json(info?.connection_id ?? null)},"env_id":${json(ep.env_id)},"kwargs":${withoutSteps ? '{}' : json(info?.kwargs ?? {})}`;
+    if (!withoutSteps && info) info.prefix = p;
+    return p;
+  }
+
+  /** One EpisodeRecord (format.ts) as a JSON line, written field by field from the serialised parts. */
+  private line(ep: Episode, withoutSteps: boolean): string {
+    const resetInfo = ep.resetInfo ?? {};
     const taskId = resetInfo.task_id;
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    const record: Omit<EpisodeRecord, 'steps'> = {
-      format: ARCHIVE_FORMAT,
-      episode_id: ep.id,
-      server: { instance: this.writer.instance, version: SERVER_VERSION },
-      session_id: ep.session_id,
-      connection_id: info?.connection_id ?? null,
-      env_id: ep.env_id,
-      kwargs: withoutSteps ? {} : (info?.kwargs ?? {}),
-      task: typeof taskId === 'string' ? { id: taskId, split: str(resetInfo.split), content_hash: str(resetInfo.task_hash) } : null,
-      seed: ep.seed ?? null,
-      options: withoutSteps ? {} : ep.options,
-      started_at: new Date(ep.started).toISOString(),
-      ended_at: new Date(ep.ended).toISOString(),
-      end: ep.end as EpisodeEnd,
-      ...outcomeOf(ep),
-      ...(ep.error ? { error: ep.error } : {}),
-      ...(ep.close_reason !== undefined ? { close_reason: ep.close_reason } : {}),
-      return: ep.ret,
-      length: ep.length,
-      reset: ep.reset ? { observation: withoutSteps ? null : ep.reset.observation, info: stripInfo(ep.reset.info), duration_ms: round3(ep.reset.duration_ms) } : null,
-      request_errors: ep.request_errors,
-      grade: (ep.grade as Record<string, unknown> | null) === null ? null : (stripInfo({ grade: ep.grade }).grade as Record<string, unknown>),
-      grader: ep.grader as Record<string, unknown> | null,
-      ...(ep.workspace && !withoutSteps ? { final_workspace: this.workspaceOf(ep.workspace) } : {}),
-      ...(withoutSteps && ep.stepsOmitted !== null ? { steps_omitted: { reason: ep.stepsOmitted, steps: ep.length } } : {}),
-    };
-    // The head is serialised whole, then the steps (already text) are spliced in as its last field.
-    const head = JSON.stringify(record);
-    return `${head.slice(0, -1)},"steps":[${withoutSteps ? '' : ep.parts.join(',')}]}`;
+    const task = typeof taskId === 'string' ? json({ id: taskId, split: str(resetInfo.split), content_hash: str(resetInfo.task_hash) }) : 'null';
+    const o = outcomeOf(ep);
+    let reset = 'null';
+    if (withoutSteps && ep.resetInfo !== null) reset = `{"observation":null,"info":${json(stripInfo(ep.resetInfo))},"duration_ms":${num(ep.resetMs)}}`;
+    else if (ep.reset !== null) reset = ep.reset;
+    const grade = ep.grade === null ? 'null' : json(stripInfo({ grade: ep.grade }).grade);
+    let tail = '';
+    if (ep.error) tail += `,"error":${json(ep.error)}`;
+    if (ep.close_reason !== undefined) tail += `,"close_reason":${json(ep.close_reason)}`;
+    if (ep.workspace && !withoutSteps) tail += `,"final_workspace":${json(this.workspaceOf(ep.workspace))}`;
+    if (withoutSteps && ep.stepsOmitted !== null) tail += `,"steps_omitted":{"reason":"${ep.stepsOmitted}","steps":${ep.length}}`;
+    const errors = withoutSteps ? json(ep.errorsWithoutActions) : `[${ep.errorParts.join(',')}]`;
+    return (
+      `${this.prefix(ep, withoutSteps)},"episode_id":${json(ep.id)},"task":${task},"seed":${ep.seed ?? 'null'},"options":${withoutSteps || isEmpty(ep.options) ? '{}' : json(ep.options)}` +
+      `,"started_at":"${isoTime(ep.started)}","ended_at":"${isoTime(ep.ended)}","end":"${ep.end}","outcome":"${o.outcome}","score":${num(o.score)},"success":${o.success}` +
+      `,"return":${num(ep.ret)},"length":${ep.length},"reset":${reset},"request_errors":${errors},"grade":${grade},"grader":${json(ep.grader)}${tail}` +
+      `,"steps":[${withoutSteps ? '' : ep.parts.join(',')}]}`
+    );
   }
 
   private workspaceOf(tar: Uint8Array): ArchivedWorkspace | { omitted: string; bytes: number } {
