@@ -64,7 +64,7 @@ describe('env checker', () => {
       ]);
       checked.push(spec.id);
     }
-    expect(checked).toEqual(expect.arrayContaining(['test/counter-v0', 'test/truncate-v0', 'test/dict-v0', 'test/tools-v0', 'test/noop-v0', 'test/slow-v0']));
+    expect(checked).toEqual(expect.arrayContaining(['test/counter-v0', 'test/truncate-v0', 'test/dict-v0', 'test/tools-v0', 'test/noop-v0', 'test/slow-v0', 'fixture/volatile-info-v0']));
   });
 
   it('passes over msgpack too', async () => {

@@ -273,11 +273,11 @@ async function resetInSpace(ctx: CheckContext): Promise<Outcome> {
 async function seededResetDeterministic(ctx: CheckContext): Promise<Outcome> {
   const [a, b] = [await open(ctx), await open(ctx)];
   const seed = ctx.opts.seed;
-  const first = await reset(ctx, a, { seed });
-  const other = await reset(ctx, b, { seed });
+  const first = stripVolatile(await reset(ctx, a, { seed }));
+  const other = stripVolatile(await reset(ctx, b, { seed }));
   // Same session again, after its state moved on: a reset must not depend on history.
   await stepAny(ctx, a, 1);
-  const again = await reset(ctx, a, { seed });
+  const again = stripVolatile(await reset(ctx, a, { seed }));
   const diffs: string[] = [];
   if (canonical(first) !== canonical(other)) diffs.push(`two sessions differ: ${preview(first)} vs ${preview(other)}`);
   if (canonical(first) !== canonical(again)) diffs.push(`same session differs after stepping: ${preview(first)} vs ${preview(again)}`);
@@ -290,10 +290,10 @@ async function seededRolloutDeterministic(ctx: CheckContext): Promise<Outcome> {
   const actions = Array.from({ length: steps }, () => sampleSpace(ctx.spec.action_space, rng));
   const rollout = async () => {
     const h = await open(ctx);
-    const out: unknown[] = [await reset(ctx, h, { seed: ctx.opts.seed })];
+    const out: unknown[] = [stripVolatile(await reset(ctx, h, { seed: ctx.opts.seed }))];
     for (const action of actions) {
       const r = await step(ctx, h, action);
-      out.push(stripTiming(r));
+      out.push(stripVolatile(r));
       if (r.terminated || r.truncated) break;
     }
     return out;
@@ -310,7 +310,7 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
   const seeds = Array.from({ length: 8 }, (_, i) => ctx.opts.seed + 1000 + i);
   const resets = new Set<string>();
-  for (const seed of seeds) resets.add(canonical(await reset(ctx, h, { seed })));
+  for (const seed of seeds) resets.add(canonical(stripVolatile(await reset(ctx, h, { seed }))));
   if (resets.size > 1) return { ok: true, detail: `${resets.size} distinct resets over ${seeds.length} seeds` };
   // Same first observation for every seed is legitimate (a bandit); the randomness must then show in the dynamics.
   const steps = Math.min(ctx.spec.max_episode_steps ?? 3, 3);
@@ -322,7 +322,7 @@ async function differentSeedsDiffer(ctx: CheckContext): Promise<Outcome> {
     const trace: unknown[] = [];
     for (const action of actions) {
       const r = await step(ctx, h, action);
-      trace.push(stripTiming(r));
+      trace.push(stripVolatile(r));
       if (r.terminated || r.truncated) break;
     }
     rollouts.add(canonical(trace));
@@ -521,10 +521,24 @@ function normalizeInvalid(raw: unknown): InvalidSample[] {
 }
 
 /** Timing fields in info (if an env reports them) legitimately differ between identical rollouts. */
-function stripTiming(r: StepResult): unknown {
-  const info = { ...r.info };
-  for (const k of Object.keys(info)) if (/(^|_)(ms|time|duration|elapsed)(_|$)/.test(k)) delete info[k];
-  return { ...r, info };
+/**
+ * The transition without what legitimately differs between two identical runs, at any depth of `info`: keys that
+ * measure time (`duration_ms`, `timings_ms`, `elapsed`...), `sandbox` (the id of the sandbox that served the
+ * episode, a new one per session) and `cached` (whether a grade came from the grade cache, which the second of two
+ * identical rollouts hits). envs/README.md states this convention.
+ */
+function stripVolatile<T extends { info?: Record<string, unknown> }>(r: T): unknown {
+  return { ...r, info: withoutVolatile(r.info ?? {}) };
+}
+
+const VOLATILE_KEY = /^(sandbox|cached)$|(^|_)(ms|time|timings|duration|elapsed)(_|$)/;
+
+function withoutVolatile(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutVolatile);
+  if (!isObject(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, val] of Object.entries(v)) if (!VOLATILE_KEY.test(k)) out[k] = withoutVolatile(val);
+  return out;
 }
 
 /** JSON with sorted keys, for order-insensitive deep equality. */
