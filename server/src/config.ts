@@ -45,6 +45,9 @@ export interface ServerConfig {
   max_buffered_output_bytes: number;
   /** How long the sessions of a connection that dropped wait for a resume (PROTOCOL.md §5a); 0 = no resume. */
   resume_grace_ms: number;
+  /** On SIGTERM, how long episodes already running may go on before the rest are closed (SHUTTING_DOWN);
+   *  meanwhile readiness is false and new connections, sessions and episodes are refused. 0 = at once. */
+  drain_grace_ms: number;
   /** Allows binding a non-loopback host without tokens. */
   insecure: boolean;
   /** Sandbox driver; unset or 'none' = no sandboxes (envs declaring one get UNSUPPORTED at make).
@@ -114,6 +117,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
   max_queued_bytes: 64 * 1024 * 1024,
   max_buffered_output_bytes: 512 * 1024 * 1024,
   resume_grace_ms: 0,
+  drain_grace_ms: 0,
   insecure: false,
   tasks: [],
   splits: ['train', 'eval'],
@@ -171,6 +175,7 @@ export const CONFIG_SCHEMA = {
     max_buffered_output_bytes: { type: 'integer', minimum: 1024 * 1024, maximum: 2 ** 40 },
     // Up to a day: sandboxes are held meanwhile, so an unbounded grace would be a leak by configuration.
     resume_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
+    drain_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
     insecure: { type: 'boolean' },
     driver: { enum: ['docker', 'local', 'auto', 'none'] },
     pools: {

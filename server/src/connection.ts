@@ -31,6 +31,11 @@ import { Session, type BatchCollector, type Job, type SessionRequest, type Sessi
 
 /** Suggested wait before retrying a make refused for capacity. */
 const CAPACITY_RETRY_MS = 1000;
+/** A make or reset on a draining server (SIGTERM with drain_grace_ms): the episode belongs elsewhere. */
+function drainingRefusal(): ProtocolError {
+  const reason = 'server is draining: no new sessions or episodes';
+  return err('CAPACITY', { reason }, { reason, limit: 'draining', retry_after_ms: CAPACITY_RETRY_MS });
+}
 /** Ids of sessions closed on this connection are remembered (bounded) so a second close is `{}`. */
 const MAX_CLOSED_IDS = 100_000;
 
@@ -89,6 +94,8 @@ const RECEIVER_IDLE = 0;
 
 export class Connection implements Resumable {
   readonly sessions = new Map<string, Session>();
+  /** The `shutdown` event was sent (a drain announces it before the shutdown that closes the socket). */
+  private shutdownAnnounced = false;
   /** Unique within the server process (episode events name it). */
   readonly id: string;
   private readonly closedIds = new Set<string>();
@@ -383,6 +390,7 @@ export class Connection implements Resumable {
     const core = this.core;
     const entry = core.registry.get(envId);
     if (!entry) return this.makeFailed(id, envId, err('UNKNOWN_ENV', { env_id: envId }, { env_id: envId }), bin, t0);
+    if (core.draining) return this.makeFailed(id, envId, drainingRefusal(), bin, t0);
     const perConn = core.config.max_sessions_per_connection;
     if (this.sessions.size + this.pendingMakes >= perConn) {
       const reason = `max_sessions_per_connection (${perConn}) reached`;
@@ -462,7 +470,8 @@ export class Connection implements Resumable {
       // first, in order (§5), and a close inside a batch keeps its place among the batch's items.
       if (s.busy && s.queue.length === 0 && batch === null) return this.closeNow(s, job);
     } else {
-      const full = this.queueFull(s, bytes);
+      // A draining server lets running episodes finish but starts none.
+      const full = item.type === 'reset' && this.core.draining ? drainingRefusal() : this.queueFull(s, bytes);
       if (full) return this.reply(job, {}, full);
     }
     s.queuedBytes += bytes;
@@ -802,9 +811,17 @@ export class Connection implements Resumable {
     return owed;
   }
 
+  /** The `shutdown` event, once: at the start of a drain (with its grace) or at shutdown. */
+  announceShutdown(graceMs?: number): void {
+    if (this.shutdownAnnounced) return;
+    this.shutdownAnnounced = true;
+    if (graceMs === undefined) this.sendEvent('shutdown', undefined, { code: 'SHUTTING_DOWN', reason: 'server is shutting down' });
+    else this.sendEvent('shutdown', undefined, { code: 'SHUTTING_DOWN', reason: 'server is draining: running episodes may finish, no new sessions or episodes', grace_ms: graceMs });
+  }
+
   async shutdown(): Promise<void> {
     const sessions = [...this.sessions.values()];
-    this.sendEvent('shutdown', undefined, { code: 'SHUTTING_DOWN', reason: 'server is shutting down' });
+    this.announceShutdown();
     await Promise.all(sessions.map((s) => this.serverClose(s.id, 'server is shutting down', 'SHUTTING_DOWN')));
     this.sendError(null, err('SHUTTING_DOWN'), this.lastBinary);
     this.closed = true;

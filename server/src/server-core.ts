@@ -23,6 +23,8 @@ export class ServerCore {
   /** Open sessions server-wide, including makes in flight (so concurrent makes cannot overshoot). */
   sessionCount = 0;
   shuttingDown = false;
+  /** drain() was called: not ready, no new connection, session or episode; running episodes go on. */
+  draining = false;
   /** The hello result is the same for every connection (with the highest major we speak): built once. */
   readonly helloResult: HelloResult;
   /** Step/reset/make deadlines (one sweeping timer for all sessions). */
@@ -86,6 +88,8 @@ export class ServerCore {
    * than an HTTP request each).
    */
   admit(address: string): ProtocolError | null {
+    // A draining server takes no new connection: its clients are told to go to another instance.
+    if (this.draining || this.shuttingDown) return protocolError('SHUTTING_DOWN', {}, { reason: 'server is draining' });
     const c = this.config;
     let limit: string | null = null;
     let max = 0;
@@ -137,6 +141,7 @@ export class ServerCore {
 
   readiness(): Readiness {
     if (this.shuttingDown) return { ready: false, reason: 'shutting down' };
+    if (this.draining) return { ready: false, reason: 'draining' };
     if (this.sandbox) return this.sandbox.ready();
     return { ready: true };
   }
@@ -169,6 +174,37 @@ export class ServerCore {
     if (this.idleTimer) clearInterval(this.idleTimer);
     if (this.messageTimer) clearInterval(this.messageTimer);
     this.heartbeatTimer = this.idleTimer = this.messageTimer = null;
+  }
+
+  /** Sessions mid-episode (reset done, not yet terminated or truncated) or with a request running. */
+  runningEpisodes(): number {
+    let n = 0;
+    for (const c of this.connections) for (const s of c.sessions.values()) if (s.busy || s.state === 'running') n++;
+    return n;
+  }
+
+  /**
+   * The first half of a graceful shutdown (SIGTERM with drain_grace_ms): readiness turns false (a load
+   * balancer stops sending connections), new connections are refused (HTTP 503 SHUTTING_DOWN), `make`
+   * and `reset` are refused (CAPACITY, details.limit 'draining'), every connection is told (`shutdown`
+   * event with details.grace_ms, so a client pool places sessions elsewhere), and the episodes already
+   * running go on. Resolves with the number still running when none is left or `graceMs` has passed;
+   * the caller then shuts down, which closes what is left with SHUTTING_DOWN.
+   */
+  async drain(graceMs: number, pollMs = 100): Promise<number> {
+    if (!this.draining && !this.shuttingDown) {
+      this.draining = true;
+      for (const c of this.connections) c.announceShutdown(graceMs);
+    }
+    const until = Date.now() + graceMs;
+    let running = this.runningEpisodes();
+    // Polled, not hooked into the session layer: a drain happens once per process, and the check is
+    // a walk over the sessions (microseconds for thousands).
+    while (running > 0 && Date.now() < until && !this.shuttingDown) {
+      await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, until - Date.now()))));
+      running = this.runningEpisodes();
+    }
+    return running;
   }
 
   /** Close every connection with SHUTTING_DOWN / 1001 after closing its sessions. */

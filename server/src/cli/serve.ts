@@ -51,6 +51,10 @@ ${configKeysHelp()}
   --resume-grace-ms <n>  keep a dropped connection's sessions (and sandboxes) this
                          long for the client to resume them from a new connection
                          (default 0: no resume, a drop closes its sessions)
+  --drain-grace-ms <n>   on SIGTERM, first drain for up to n ms: readiness false, no
+                         new connections, sessions or episodes, running episodes go
+                         on; then close the rest (SHUTTING_DOWN). Default 0: at once.
+                         SIGINT, or a second SIGTERM, closes at once
   --log-level <level>    fatal|error|warn|info|debug|trace|silent (default info)
   --log-format <fmt>     pretty | json (default: pretty on a terminal, JSON otherwise);
                          every line of an episode names its session, env, episode and task
@@ -87,6 +91,7 @@ export const SERVE_COMMAND = {
     'no-metrics': { type: 'boolean' },
     ...ARCHIVE_OPTIONS,
     'resume-grace-ms': { type: 'string' },
+    'drain-grace-ms': { type: 'string' },
   },
 } as const satisfies CommandDef<OptionDefs>;
 
@@ -110,6 +115,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
   const splits = values.splits === undefined ? undefined : choiceListValue('splits', values.splits, SPLITS, cmd);
   const resumeGrace = values['resume-grace-ms'] === undefined ? undefined : intValue('resume-grace-ms', values['resume-grace-ms'], 0, 24 * 3600_000, cmd);
+  const drainGrace = values['drain-grace-ms'] === undefined ? undefined : intValue('drain-grace-ms', values['drain-grace-ms'], 0, 24 * 3600_000, cmd);
 
   const fileLayer = values.config ? await loadConfigFile(values.config) : {};
   const fileTokens = values['tokens-file'] ? await loadTokensFile(values['tokens-file']) : [];
@@ -127,6 +133,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     log_format: logFormat,
     metrics: values['no-metrics'] ? false : undefined,
     resume_grace_ms: resumeGrace,
+    drain_grace_ms: drainGrace,
   };
   const cfg = resolveConfig(fileLayer, flags);
   // `sandgym serve` (and so `npm start`) offers sandboxed envs out of the box: Docker when a daemon
@@ -172,10 +179,23 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
   // Handlers go in before the listening line is printed: a supervisor may signal as soon as it
   // sees it, and an uninstalled handler means the default action (die without cleanup).
   let stopping = false;
+  let draining = false;
   const stop = (signal: string) => {
     if (stopping) {
       app.log.warn({ signal }, 'second signal: exiting now');
       process.exit(EXIT.FAILED);
+    }
+    // SIGTERM (what Kubernetes and most supervisors send) drains first when a grace is configured; a
+    // second signal during the drain, or SIGINT (a person at a terminal), closes at once.
+    if (signal === 'SIGTERM' && cfg.drain_grace_ms > 0 && !draining) {
+      draining = true;
+      app.log.info({ signal, grace_ms: cfg.drain_grace_ms, running: sg.core.runningEpisodes() }, 'draining: no new sessions or episodes, running episodes may finish');
+      void sg.core.drain(cfg.drain_grace_ms).then((left) => {
+        if (stopping) return;
+        app.log.info({ left }, left === 0 ? 'drained: every running episode finished' : 'drain grace over: closing the episodes still running');
+        stop('drained');
+      });
+      return;
     }
     stopping = true;
     app.log.info({ signal }, 'shutting down');
