@@ -6,8 +6,9 @@ several connections; ``sandgym.gym.make`` returns a ``gymnasium.Env``; ``sandgym
 spaces. Errors live in :mod:`sandgym.errors` (one class per protocol code, re-exported here).
 """
 
+from ._core import QueueProgress, Scheduling
 from ._version import __version__
-from .client import AsyncClient, AsyncEnv, StepResult
+from .client import AsyncClient, AsyncEnv, AsyncEnvGroup, StepResult
 from .errors import (  # one exception class per protocol error code (tests check this list)
     ERROR_CLASSES,
     CapacityError,
@@ -20,6 +21,7 @@ from .errors import (  # one exception class per protocol error code (tests chec
     InvalidArgumentError,
     InvalidMessageError,
     ParseError,
+    PreemptedError,
     RequestTimeoutError,
     ResetNeededError,
     ResumeExpiredError,
@@ -38,7 +40,7 @@ from .errors import (  # one exception class per protocol error code (tests chec
     error_from_wire,
 )
 from .pool import AsyncClientPool, ClientPool
-from .sync import Client, Env
+from .sync import Client, Env, EnvGroup
 
 
 def connect(url: str, **kwargs: object) -> Client:
@@ -55,10 +57,14 @@ __all__ = [
     "__version__",
     "AsyncClient",
     "AsyncEnv",
+    "AsyncEnvGroup",
     "AsyncClientPool",
     "Client",
     "ClientPool",
     "Env",
+    "EnvGroup",
+    "QueueProgress",
+    "Scheduling",
     "StepResult",
     "connect",
     "connect_async",
@@ -84,6 +90,7 @@ __all__ += [
     "ServerTimeoutError",
     "EnvError",
     "SandboxError",
+    "PreemptedError",
     "UnauthorizedError",
     "TooLargeError",
     "ConnectionTimeoutError",

@@ -16,11 +16,22 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from . import _core
-from ._core import Discarded, Incoming, Op, ProtocolCore, Rejected, Resolved, ServerEvent, Unroutable
+from ._core import (
+    Discarded,
+    Incoming,
+    Op,
+    ProtocolCore,
+    QueueProgress,
+    Rejected,
+    Resolved,
+    Scheduling,
+    ServerEvent,
+    Unroutable,
+)
 from ._version import __version__
 from .errors import ConnectionClosedError, RequestTimeoutError, SandgymError
 
-__all__ = ["ClientBase", "ConnectOptions", "EnvView", "DEFAULT_TIMEOUT", "EventHandler", "UNSET"]
+__all__ = ["ClientBase", "ConnectOptions", "EnvView", "GroupView", "DEFAULT_TIMEOUT", "EventHandler", "QueueCallback", "UNSET"]
 
 log = logging.getLogger("sandgym")
 
@@ -32,6 +43,9 @@ DEFAULT_TIMEOUT = 300.0
 UNSET: Any = object()
 
 EventHandler = Callable[[ServerEvent], Any]
+#: ``on_queue`` of make/reset/group: called with each ``queued``/``admitted`` event of that request
+#: (a coroutine function is fine on the asyncio client)
+QueueCallback = Callable[[QueueProgress], Any]
 
 T = TypeVar("T")  # the layer's pending-call token (a future, a waiter)
 E = TypeVar("E", bound="EnvView")
@@ -57,7 +71,10 @@ class ConnectOptions:
     requests refused with ``CAPACITY``. ``on_event``: called with each server event. ``max_size``:
     largest frame accepted from the server (bytes; None = no limit). ``reconnect``: after an
     unexpected drop, reconnect and resume the sessions when the server offers resume (PROTOCOL.md
-    §5a); False fails the pending calls at once instead.
+    §5a); False fails the pending calls at once instead. ``client_group``: on a server without tokens,
+    the fairness key sent in ``hello`` (connections with the same group share one fair share of the
+    sandboxes, PROTOCOL.md §6a). ``scheduling``: the :class:`~sandgym.Scheduling` of every ``make`` and
+    ``group`` that passes none.
     """
 
     token: str | None = None
@@ -72,16 +89,23 @@ class ConnectOptions:
     on_event: EventHandler | None = None
     max_size: int | None = 256 * 1024 * 1024
     reconnect: bool = True
+    client_group: str | None = None
+    scheduling: Scheduling | None = None
 
     def __post_init__(self) -> None:
         check_encoding(self.encoding)
+        if self.scheduling is not None and not isinstance(self.scheduling, Scheduling):
+            raise TypeError(f"scheduling must be a sandgym.Scheduling, got {type(self.scheduling).__name__}")
+        if self.client_group is not None and (not isinstance(self.client_group, str) or not self.client_group):
+            raise TypeError(f"client_group must be a non-empty str, got {self.client_group!r}")
 
     def ws_options(self) -> dict[str, Any]:
         """The websockets ``connect`` options (auth header, no compression, user agent)."""
         return connect_options(self.token, self.connect_timeout, self.max_size, self.client_name, self.client_version)
 
     def hello_op(self) -> Op:
-        return _core.hello_op(client_name=self.client_name, client_version=self.client_version, token=self.token)
+        return _core.hello_op(client_name=self.client_name, client_version=self.client_version, token=self.token,
+                              client_group=self.client_group)
 
 
 class ClientBase(Generic[T]):
@@ -116,6 +140,9 @@ class ClientBase(Generic[T]):
         #: Sessions a failed resume lost: calls on them fail with the error, without a round trip.
         self._lost_sessions: dict[str, SandgymError] = {}
         self._reconnect = options.reconnect
+        self.scheduling = options.scheduling
+        #: Groups made on this connection, by id, until their group_complete event (PROTOCOL.md §6a).
+        self._groups: weakref.WeakValueDictionary[str, GroupView[Any]] = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------------ state
 
@@ -164,6 +191,20 @@ class ClientBase(Generic[T]):
         """Track a new session's handle (server events and a lost connection mark it closed)."""
         self._envs[env.session] = env
         return env
+
+    def _register_group(self, group: G) -> G:
+        for env in group.envs:
+            self._register(env)
+        self._groups[group.id] = group
+        return group
+
+    def _make_op(self, env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None,
+                 on_queue: QueueCallback | None) -> Op:
+        return _core.make_op(env_id, kwargs, scheduling if scheduling is not None else self.scheduling, on_queue)
+
+    def _group_op(self, env_id: str, size: int, kwargs: Mapping[str, Any], scheduling: Scheduling | None,
+                  on_queue: QueueCallback | None) -> Op:
+        return _core.group_op(env_id, size, kwargs, scheduling if scheduling is not None else self.scheduling, on_queue)
 
     # ------------------------------------------------------------------ operations on handles
 
@@ -227,6 +268,12 @@ class ClientBase(Generic[T]):
                 env.closed_reason = ev.details
         elif ev.event == "shutdown":
             self.shutting_down = True
+        elif ev.event == "group_complete":
+            gid = ev.details.get("group")
+            group = self._groups.pop(gid, None) if isinstance(gid, str) else None
+            if group is not None:
+                sessions = ev.details.get("sessions")
+                group._set_complete([s for s in sessions if isinstance(s, str)] if isinstance(sessions, list) else [])
 
     def _call_on_event(self, ev: ServerEvent) -> Any:
         """Run the user's ``on_event``; returns what it returned (a coroutine, for the async layer)."""
@@ -236,6 +283,18 @@ class ClientBase(Generic[T]):
             return self.on_event(ev)
         except Exception:  # pragma: no cover - user callback
             log.exception("sandgym: on_event handler failed")
+            return None
+
+    def _run_watch(self, hit: tuple[QueueCallback, QueueProgress] | None) -> Any:
+        """Run a request's ``on_queue`` callback for the event ``ProtocolCore.progress`` matched to it;
+        returns what it returned (a coroutine, for the async layer)."""
+        if hit is None:
+            return None
+        fn, progress = hit
+        try:
+            return fn(progress)
+        except Exception:  # pragma: no cover - user callback
+            log.exception("sandgym: on_queue callback failed")
             return None
 
     # ------------------------------------------------------------------ failures
@@ -252,6 +311,9 @@ class ClientBase(Generic[T]):
             self._finish(token, None, exc)
         for env in list(self._envs.values()):
             env._closed = True
+        for group in list(self._groups.values()):
+            group._set_lost(exc)
+        self._groups.clear()
 
     def _close_error(self) -> ConnectionClosedError:
         code, reason = _ws_close_info(self._ws)
@@ -345,6 +407,54 @@ class EnvView:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<{type(self).__name__} {self.env_id} session={self.session} {state}>"
+
+
+class GroupView(Generic[E]):
+    """A group of sessions admitted as one unit (PROTOCOL.md §6a), the I/O-free part: its ``id``, its
+    member handles ``envs`` (in order), whether the server reported it complete (``group_complete``:
+    every member closed, its sandboxes free). ``AsyncEnvGroup`` and ``EnvGroup`` add the waiting."""
+
+    def __init__(self, client: Any, group_id: str, envs: Sequence[E], env_spec: Mapping[str, Any]) -> None:
+        self.client = client
+        self.id = group_id
+        self.envs: list[E] = list(envs)
+        self.env_spec: dict[str, Any] = dict(env_spec)
+        self.complete = False
+        #: the sessions the server's group_complete event named
+        self.completed_sessions: list[str] = []
+        self._lost: ConnectionClosedError | None = None
+
+    @property
+    def sessions(self) -> list[str]:
+        return [e.session for e in self.envs]
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def __iter__(self) -> Any:
+        return iter(self.envs)
+
+    def __getitem__(self, i: int) -> E:
+        return self.envs[i]
+
+    def _set_complete(self, sessions: list[str]) -> None:
+        self.complete = True
+        self.completed_sessions = sessions
+        self._wake()
+
+    def _set_lost(self, exc: ConnectionClosedError) -> None:
+        if not self.complete:
+            self._lost = exc
+            self._wake()
+
+    def _wake(self) -> None:
+        """The layer's hook: wake whoever waits for completion."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id} {len(self.envs)} sessions{' complete' if self.complete else ''}>"
+
+
+G = TypeVar("G", bound=GroupView[Any])
 
 
 def capacity_delay(exc: SandgymError, attempt: int, max_delay: float) -> float:

@@ -41,6 +41,8 @@ __all__ = [
     "Unroutable",
     "Incoming",
     "Op",
+    "QueueProgress",
+    "Scheduling",
     "StepResult",
 ]
 
@@ -95,6 +97,92 @@ class ServerEvent:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+#: Events about a request waiting in the admission queue (PROTOCOL.md §6a); ``details.request`` is its id.
+QUEUE_EVENTS = frozenset({"queued", "admitted"})
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """How a ``make``, ``reset`` or ``group`` is scheduled on a server with ``capabilities.scheduling``
+    (PROTOCOL.md §6a). Every field is optional; an unset one is not sent (the server's default, or the
+    session's from ``make`` for a ``reset``).
+
+    ``priority``: a class the operator granted this client's token (``client.limits["priority_classes"]``,
+    highest first); a class above the grant is refused with ``INVALID_ARGUMENT``. ``queue_timeout_ms``:
+    how long the request may wait for its sandbox(es) before ``CAPACITY`` (``details.reason ==
+    "queue_timeout"``), capped by ``limits.max_queue_timeout_ms``; 0 = only if one is free now.
+    ``preemptible``: the server may reclaim the sandbox for higher-priority work; the session then
+    fails with :class:`~sandgym.errors.PreemptedError` (never a reward: run the episode again).
+
+    The values are checked for their type here; what the server accepts (class names, caps) is the
+    server's to say.
+    """
+
+    priority: str | None = None
+    queue_timeout_ms: int | None = None
+    preemptible: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is not None and (not isinstance(self.priority, str) or not self.priority):
+            raise TypeError(f"priority must be a non-empty str, got {self.priority!r}")
+        q = self.queue_timeout_ms
+        if q is not None and (isinstance(q, bool) or not isinstance(q, int)):
+            raise TypeError(f"queue_timeout_ms must be an int (milliseconds), got {type(q).__name__}")
+        if q is not None and q < 0:
+            raise ValueError(f"queue_timeout_ms must be >= 0, got {q}")
+        if self.preemptible is not None and not isinstance(self.preemptible, bool):
+            raise TypeError(f"preemptible must be a bool, got {type(self.preemptible).__name__}")
+
+    def params(self) -> dict[str, Any]:
+        """The request fields (only the ones set)."""
+        out: dict[str, Any] = {}
+        if self.priority is not None:
+            out["priority"] = self.priority
+        if self.queue_timeout_ms is not None:
+            out["queue_timeout_ms"] = self.queue_timeout_ms
+        if self.preemptible is not None:
+            out["preemptible"] = self.preemptible
+        return out
+
+
+def _opt_int(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """A ``queued`` or ``admitted`` event for one request (PROTOCOL.md §6a), handed to the request's
+    ``on_queue`` callback. ``queued``: ``position`` (requests the scheduler considers first),
+    ``units_ahead`` (the sandboxes they need), ``estimated_wait_ms`` (None until the server has
+    observed a hold time) and the granted ``priority``; sent when the request is queued, then at most
+    once a second while the figures change. ``admitted``: ``waited_ms``; the reply follows once the
+    sandboxes exist. ``session`` is set when the request was a batch item."""
+
+    event: str
+    request: int
+    session: str | None = None
+    position: int | None = None
+    units_ahead: int | None = None
+    estimated_wait_ms: int | None = None
+    priority: str | None = None
+    waited_ms: int | None = None
+
+    @classmethod
+    def from_event(cls, ev: ServerEvent) -> QueueProgress:
+        d = ev.details
+        prio = d.get("priority")
+        return cls(
+            event=ev.event,
+            request=int(d.get("request", 0)),
+            session=ev.session,
+            position=_opt_int(d.get("position")),
+            units_ahead=_opt_int(d.get("units_ahead")),
+            estimated_wait_ms=_opt_int(d.get("estimated_wait_ms")),
+            priority=prio if isinstance(prio, str) else None,
+            waited_ms=_opt_int(d.get("waited_ms")),
+        )
+
+
 @dataclass(frozen=True)
 class Discarded:
     """A late reply to a call that had already timed out on the client side; dropped by id."""
@@ -136,6 +224,9 @@ class ProtocolCore(Generic[T]):
         #: the ones the server says it never received (PROTOCOL.md §5a).
         self.keep_frames = False
         self._frames: dict[int, str | bytes] = {}
+        #: Per-request progress callbacks (``queued``/``admitted`` events name the request by id,
+        #: PROTOCOL.md §6a), dropped with the request's reply.
+        self._watch: dict[int, Callable[[QueueProgress], Any]] = {}
 
     # ------------------------------------------------------------------ outgoing
 
@@ -143,8 +234,11 @@ class ProtocolCore(Generic[T]):
     def pending_count(self) -> int:
         return len(self._pending)
 
-    def request(self, type_: str, params: dict[str, Any] | None, token: T) -> tuple[int, str | bytes]:
-        """Allocate an id, encode ``{"id", "type", **params}`` and register ``token`` for the reply.
+    def request(
+        self, type_: str, params: dict[str, Any] | None, token: T, watch: Callable[[QueueProgress], Any] | None = None
+    ) -> tuple[int, str | bytes]:
+        """Allocate an id, encode ``{"id", "type", **params}`` and register ``token`` for the reply
+        (and ``watch`` for the request's ``queued``/``admitted`` events until then).
 
         Raises :class:`ConnectionClosedError` after :meth:`connection_lost`, ``codec.EncodeError``
         for values that cannot go on the wire (nothing is registered then), and ``ValueError`` when
@@ -167,17 +261,21 @@ class ProtocolCore(Generic[T]):
         self._pending[rid] = (type_, token)
         if self.keep_frames:
             self._frames[rid] = data
+        if watch is not None:
+            self._watch[rid] = watch
         return rid, data
 
     def cancel(self, rid: int) -> None:
         """Forget a request that was never sent (e.g. the send itself failed)."""
         self._pending.pop(rid, None)
         self._frames.pop(rid, None)
+        self._watch.pop(rid, None)
 
     def abandon(self, rid: int) -> None:
         """The caller stopped waiting (client-side timeout / cancellation): keep the id reserved until
         the late reply arrives, then drop that reply."""
         self._frames.pop(rid, None)
+        self._watch.pop(rid, None)
         if self._pending.pop(rid, None) is not None:
             self._abandoned.add(rid)
 
@@ -198,6 +296,7 @@ class ProtocolCore(Generic[T]):
         for rid in rids:
             entry = self._pending.pop(rid, None)
             self._frames.pop(rid, None)
+            self._watch.pop(rid, None)
             if entry is None:
                 continue
             if reserve:
@@ -242,6 +341,7 @@ class ProtocolCore(Generic[T]):
     def _route(self, rid: int, msg: dict[str, Any], err: SandgymError | None) -> Incoming[T]:
         entry = self._pending.pop(rid, None)
         self._frames.pop(rid, None)
+        self._watch.pop(rid, None)
         if entry is None:
             if rid in self._abandoned:
                 self._abandoned.discard(rid)
@@ -262,6 +362,7 @@ class ProtocolCore(Generic[T]):
         self._abandoned.update(self._pending)
         self._pending.clear()
         self._frames.clear()
+        self._watch.clear()
         return tokens
 
     def connection_lost(self, exc: ConnectionClosedError) -> list[T]:
@@ -271,7 +372,21 @@ class ProtocolCore(Generic[T]):
         self._pending.clear()
         self._abandoned.clear()
         self._frames.clear()
+        self._watch.clear()
         return tokens
+
+    def progress(self, ev: ServerEvent) -> tuple[Callable[[QueueProgress], Any], QueueProgress] | None:
+        """The callback a ``queued``/``admitted`` event is for (the pending request it names, when that
+        request was sent with one) and the event as a :class:`QueueProgress`; None otherwise."""
+        if ev.event not in QUEUE_EVENTS or not self._watch:
+            return None
+        rid = ev.details.get("request")
+        if type(rid) is not int:
+            return None
+        watch = self._watch.get(rid)
+        if watch is None:
+            return None
+        return watch, QueueProgress.from_event(ev)
 
 
 class _InUse:
@@ -291,7 +406,12 @@ class _InUse:
 
 
 def hello_params(
-    *, client_name: str, client_version: str, token: str | None, versions: Iterable[int] = (PROTOCOL_VERSION,)
+    *,
+    client_name: str,
+    client_version: str,
+    token: str | None,
+    versions: Iterable[int] = (PROTOCOL_VERSION,),
+    client_group: str | None = None,
 ) -> dict[str, Any]:
     params: dict[str, Any] = {
         "versions": list(versions),
@@ -299,6 +419,10 @@ def hello_params(
     }
     if token is not None:
         params["token"] = token
+    if client_group is not None:
+        if not isinstance(client_group, str) or not client_group:
+            raise TypeError(f"client_group must be a non-empty str, got {client_group!r}")
+        params["client_group"] = client_group
     return params
 
 
@@ -346,14 +470,22 @@ def _identity(result: Any) -> Any:
 
 
 class Op:
-    """One request to send (``type``, ``params``) and how its ``result`` becomes the return value."""
+    """One request to send (``type``, ``params``) and how its ``result`` becomes the return value;
+    ``watch``: called with each :class:`QueueProgress` of the request while it waits for a sandbox."""
 
-    __slots__ = ("params", "parse", "type")
+    __slots__ = ("params", "parse", "type", "watch")
 
-    def __init__(self, type_: str, params: dict[str, Any] | None, parse: Callable[[Any], Any] = _identity) -> None:
+    def __init__(
+        self,
+        type_: str,
+        params: dict[str, Any] | None,
+        parse: Callable[[Any], Any] = _identity,
+        watch: Callable[[QueueProgress], Any] | None = None,
+    ) -> None:
         self.type = type_
         self.params = params
         self.parse = parse
+        self.watch = watch
 
     def __repr__(self) -> str:
         return f"Op({self.type!r}, {self.params!r})"
@@ -378,9 +510,10 @@ def _envs_list(res: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(res.get("envs", []))
 
 
-def hello_op(*, client_name: str, client_version: str, token: str | None) -> Op:
+def hello_op(*, client_name: str, client_version: str, token: str | None, client_group: str | None = None) -> Op:
     """The handshake; its result (version, server, capabilities, limits) is returned as is."""
-    return Op("hello", hello_params(client_name=client_name, client_version=client_version, token=token))
+    return Op("hello", hello_params(client_name=client_name, client_version=client_version, token=token,
+                                    client_group=client_group))
 
 
 def ping_op() -> Op:
@@ -418,16 +551,69 @@ def list_envs_op() -> Op:
     return Op("list_envs", None, _envs_list)
 
 
-def make_op(env_id: str, kwargs: Mapping[str, Any]) -> Op:
-    """Create a session; its value is ``(session, env_spec)`` (the spec defaults to ``{"id": env_id}``)."""
+Watch = Callable[[QueueProgress], Any]
+
+
+def _scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
+    if scheduling is None:
+        return {}
+    if not isinstance(scheduling, Scheduling):
+        raise TypeError(f"scheduling must be a sandgym.Scheduling, got {type(scheduling).__name__}")
+    return scheduling.params()
+
+
+def make_op(env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None = None, watch: Watch | None = None) -> Op:
+    """Create a session; its value is ``(session, env_spec)`` (the spec defaults to ``{"id": env_id}``).
+    ``scheduling`` sets the session's scheduling defaults (PROTOCOL.md §6a)."""
     params: dict[str, Any] = {"env_id": env_id}
     if kwargs:
         params["kwargs"] = dict(kwargs)
-    return Op("make", params, lambda res: (res["session"], res.get("env_spec") or {"id": env_id}))
+    params.update(_scheduling(scheduling))
+    return Op("make", params, lambda res: (res["session"], res.get("env_spec") or {"id": env_id}), watch)
 
 
-def reset_op(session: str, seed: int | None, options: dict[str, Any] | None) -> Op:
-    return Op("reset", reset_params(session, seed, options), _reset_pair)
+def reset_op(
+    session: str, seed: int | None, options: dict[str, Any] | None, scheduling: Scheduling | None = None,
+    watch: Watch | None = None,
+) -> Op:
+    """Start an episode; ``scheduling`` overrides the session's defaults for this episode's admission."""
+    params = reset_params(session, seed, options)
+    params.update(_scheduling(scheduling))
+    return Op("reset", params, _reset_pair, watch)
+
+
+def _group_result(res: Any) -> tuple[str, list[str], dict[str, Any]]:
+    if (
+        not isinstance(res, Mapping)
+        or not isinstance(res.get("group"), str)
+        or not isinstance(res.get("sessions"), list)
+        or not res["sessions"]
+        or not all(isinstance(s, str) for s in res["sessions"])
+    ):
+        raise SandgymError(f"malformed group result: {str(res)[:200]}", code="INTERNAL")
+    spec = res.get("env_spec")
+    return res["group"], list(res["sessions"]), dict(spec) if isinstance(spec, Mapping) else {}
+
+
+def group_op(
+    env_id: str, size: int, kwargs: Mapping[str, Any], scheduling: Scheduling | None = None, watch: Watch | None = None
+) -> Op:
+    """Make ``size`` sessions of ``env_id`` admitted as one unit (a GRPO group, PROTOCOL.md §6a); its
+    value is ``(group, sessions, env_spec)``."""
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise TypeError(f"size must be an int, got {type(size).__name__}")
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    params: dict[str, Any] = {"env_id": env_id, "size": size}
+    if kwargs:
+        params["kwargs"] = dict(kwargs)
+    params.update(_scheduling(scheduling))
+    spec_default = {"id": env_id}
+    return Op("group", params, lambda res: _with_spec(_group_result(res), spec_default), watch)
+
+
+def _with_spec(r: tuple[str, list[str], dict[str, Any]], default: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+    return r[0], r[1], r[2] or default
 
 
 def step_op(session: str, action: Any) -> Op:

@@ -26,10 +26,12 @@ from ._base import (
     ConnectOptions,
     EnvView,
     EventHandler,
+    GroupView,
+    QueueCallback,
     connect_error,
     handshake_error,
 )
-from ._core import Op, StepResult
+from ._core import Op, Scheduling, StepResult
 from .errors import (
     ConnectionClosedError,
     RequestTimeoutError,
@@ -39,7 +41,7 @@ from .errors import (
     UnauthorizedError,
 )
 
-__all__ = ["AsyncClient", "AsyncEnv", "StepResult", "EventHandler", "DEFAULT_TIMEOUT"]
+__all__ = ["AsyncClient", "AsyncEnv", "AsyncEnvGroup", "StepResult", "EventHandler", "DEFAULT_TIMEOUT"]
 
 log = logging.getLogger("sandgym")
 
@@ -162,6 +164,9 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
                 event = dispatch(receive(data))
                 if event is not None:
                     res = self._call_on_event(event)
+                    if asyncio.iscoroutine(res):
+                        self._loop.create_task(res)
+                    res = self._run_watch(self._core.progress(event))
                     if asyncio.iscoroutine(res):
                         self._loop.create_task(res)
         except websockets.exceptions.ConnectionClosed:
@@ -353,7 +358,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         attempt = 1
         while True:
             try:
-                return op.parse(await self._request_once(op.type, op.params, timeout))
+                return op.parse(await self._request_once(op.type, op.params, timeout, op.watch))
             except SandgymError as exc:
                 delay = self._retry_delay(exc, attempt)
                 if delay is None:
@@ -361,12 +366,14 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _request_once(self, type_: str, params: dict[str, Any] | None, timeout: Any) -> Any:
+    async def _request_once(
+        self, type_: str, params: dict[str, Any] | None, timeout: Any, watch: QueueCallback | None = None
+    ) -> Any:
         if self._closed_exc is not None:
             raise self._closed_exc
         loop = self._loop
         fut: asyncio.Future[Any] = loop.create_future()
-        rid, data = self._core.request(type_, params, fut)
+        rid, data = self._core.request(type_, params, fut, watch)
         if self._resuming is not None:
             self._outbox[rid] = data  # goes out after the resume
         else:
@@ -411,9 +418,46 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         """The env specs the server offers (``env_spec`` dicts, see the protocol)."""
         return await self._call(_core.list_envs_op())  # type: ignore[no-any-return]
 
-    async def make(self, env_id: str, **kwargs: Any) -> AsyncEnv:
-        """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`AsyncEnv`."""
-        return self._register(AsyncEnv(self, *await self._call(_core.make_op(env_id, kwargs))))
+    async def make(
+        self,
+        env_id: str,
+        *,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
+        timeout: float | None = UNSET,
+        **kwargs: Any,
+    ) -> AsyncEnv:
+        """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`AsyncEnv`.
+
+        On a server with ``capabilities.scheduling`` (PROTOCOL.md §6a): ``scheduling`` (a
+        :class:`~sandgym.Scheduling`; default the client's) sets the session's priority class, queue
+        timeout and preemptibility, which its resets use unless they pass their own; ``on_queue`` is
+        called with each :class:`~sandgym.QueueProgress` (``queued``: position and estimated wait;
+        ``admitted``) while this request waits for a sandbox. ``timeout`` overrides the client's
+        (a request may wait in the queue up to its ``queue_timeout_ms``).
+        """
+        op = self._make_op(env_id, kwargs, scheduling, on_queue)
+        return self._register(AsyncEnv(self, *await self._call(op, timeout)))
+
+    async def group(
+        self,
+        env_id: str,
+        size: int,
+        *,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
+        timeout: float | None = UNSET,
+        **kwargs: Any,
+    ) -> AsyncEnvGroup:
+        """Make ``size`` sessions of ``env_id`` admitted as one unit (a GRPO group): the call returns
+        when the scheduler admitted all of them at once, never part (PROTOCOL.md §6a; needs
+        ``capabilities.scheduling``, at most ``limits.max_group_size``). Returns an
+        :class:`AsyncEnvGroup`: its ``envs`` are ordinary sessions (reset, step, close each); its
+        :meth:`~AsyncEnvGroup.wait_complete` returns when the server reports the last one closed.
+        ``scheduling``, ``on_queue``, ``timeout`` and env ``kwargs`` as for :meth:`make`."""
+        op = self._group_op(env_id, size, kwargs, scheduling, on_queue)
+        gid, sessions, spec = await self._call(op, timeout)
+        return self._register_group(AsyncEnvGroup(self, gid, [AsyncEnv(self, s, spec) for s in sessions], spec))
 
     async def batch(self, requests: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Send several reset/step/close items in one frame.
@@ -441,9 +485,14 @@ class AsyncEnv(EnvView):
         seed: int | None = None,
         options: dict[str, Any] | None = None,
         timeout: float | None = UNSET,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Start an episode; returns ``(observation, info)``. ``timeout`` overrides the client's."""
-        return await self.client._call(_core.reset_op(self.session, seed, options), timeout)  # type: ignore[no-any-return]
+        """Start an episode; returns ``(observation, info)``. ``timeout`` overrides the client's.
+        ``scheduling`` overrides the session's (from :meth:`AsyncClient.make`) for this episode's
+        admission; ``on_queue`` gets its ``queued``/``admitted`` events (PROTOCOL.md §6a)."""
+        op = _core.reset_op(self.session, seed, options, scheduling, on_queue)
+        return await self.client._call(op, timeout)  # type: ignore[no-any-return]
 
     async def step(self, action: Any, *, timeout: float | None = UNSET) -> StepResult:
         """Returns ``(observation, reward, terminated, truncated, info)``. ``timeout`` overrides the
@@ -460,6 +509,42 @@ class AsyncEnv(EnvView):
                 pass
 
     async def __aenter__(self) -> AsyncEnv:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncEnvGroup(GroupView[AsyncEnv]):
+    """Sessions admitted as one unit (:meth:`AsyncClient.group`). Iterate it or index it for the
+    :class:`AsyncEnv` members; ``async with`` closes them all."""
+
+    def __init__(self, client: AsyncClient, group_id: str, envs: list[AsyncEnv], env_spec: Mapping[str, Any]) -> None:
+        super().__init__(client, group_id, envs, env_spec)
+        self._done = asyncio.Event()
+
+    def _wake(self) -> None:
+        self._done.set()
+
+    async def wait_complete(self, timeout: float | None = None) -> list[str]:
+        """Wait for the server's ``group_complete`` event (every member closed; their sandboxes are
+        free); returns the sessions it named. Raises :class:`ConnectionClosedError` when the connection
+        went first, :class:`RequestTimeoutError` after ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self._done.wait(), timeout)
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(
+                f"group {self.id} not complete within {timeout:g} s", details={"group": self.id, "timeout_s": timeout}
+            ) from None
+        if not self.complete:
+            raise self._lost or ConnectionClosedError("connection closed before the group completed")
+        return self.completed_sessions
+
+    async def close(self) -> None:
+        """Close every member (concurrently; idempotent)."""
+        await asyncio.gather(*(e.close() for e in self.envs))
+
+    async def __aenter__(self) -> AsyncEnvGroup:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -16,9 +16,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from .client import AsyncClient, AsyncEnv
+from .client import AsyncClient, AsyncEnv, AsyncEnvGroup
 from .errors import ConnectionClosedError, SandgymError
-from .sync import Client, Env
+from .sync import Client, Env, EnvGroup
 
 __all__ = ["AsyncClientPool", "ClientPool"]
 
@@ -131,6 +131,17 @@ class AsyncClientPool(_Placement[AsyncClient]):
                 last = self._failover(exc, capacity=True)
         raise last  # type: ignore[misc]  # there is at least one slot
 
+    async def group(self, env_id: str, size: int, **kwargs: Any) -> AsyncEnvGroup:
+        """A group admitted as one unit on one connection (:meth:`AsyncClient.group`); the next
+        connection is tried when one is gone or its server answers CAPACITY."""
+        last: SandgymError | None = None
+        for i in self._order():
+            try:
+                return await (await self._client(i)).group(env_id, size, **kwargs)
+            except SandgymError as exc:
+                last = self._failover(exc, capacity=True)
+        raise last  # type: ignore[misc]  # there is at least one slot
+
     async def list_envs(self) -> list[dict[str, Any]]:
         last: SandgymError | None = None
         for i in self._order():
@@ -191,6 +202,17 @@ class ClientPool(_Placement[Client]):
         for i in self._order():
             try:
                 return self._client(i).make(env_id, **kwargs)
+            except SandgymError as exc:
+                last = self._failover(exc, capacity=True)
+        raise last  # type: ignore[misc]  # there is at least one slot
+
+    def group(self, env_id: str, size: int, **kwargs: Any) -> EnvGroup:
+        """A group admitted as one unit on one connection (:meth:`Client.group`), tried on the next
+        connection when one is gone or its server answers CAPACITY."""
+        last: SandgymError | None = None
+        for i in self._order():
+            try:
+                return self._client(i).group(env_id, size, **kwargs)
             except SandgymError as exc:
                 last = self._failover(exc, capacity=True)
         raise last  # type: ignore[misc]  # there is at least one slot

@@ -18,6 +18,15 @@ whose policy endpoint failed carries a :class:`Failure` (the typed error's code,
 succeed, and which side failed), has no return and no advantage, and is left out of its group's
 statistics. Malformed model output is not a failure: the chat adapter answers it and the episode goes on
 (counted in ``Episode.invalid_actions``).
+
+Opt-in reruns: ``rerun_infra_failures=N`` runs an episode again (a new session, the same seed, options
+and policy seed) up to N times when it failed for the infrastructure (``Failure.infrastructure``: the
+§11a codes in :data:`RETRY_CODES`, ``PREEMPTED`` among them, a dropped connection or a client-side
+timeout), after the server's ``retry_after_ms`` or a backoff. Never for a reward (a low score is a
+result), an ``ENV_ERROR`` or a policy failure; ``Episode.attempts`` and ``Episode.rerun_failures`` say
+what happened. ``as_group=True`` makes a group's sessions with one ``group`` request (admitted all at
+once by the server's scheduler, PROTOCOL.md §6a) and ``scheduling`` passes a
+:class:`~sandgym.Scheduling` (priority class, queue timeout, preemptible) to every make.
 """
 
 from __future__ import annotations
@@ -34,11 +43,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._base import capacity_delay
+from ._core import Scheduling
 from .chat import AsyncChatEnv
-from .errors import ConnectionClosedError, SandgymError
+from .errors import ERROR_CLASSES, ConnectionClosedError, SandgymError
 
 if TYPE_CHECKING:
-    from .client import AsyncClient, AsyncEnv
+    from .client import AsyncClient, AsyncEnv, AsyncEnvGroup
     from .pool import AsyncClientPool
 
 __all__ = [
@@ -49,16 +60,22 @@ __all__ = [
     "OpenAIChatPolicy",
     "PolicyError",
     "Policy",
+    "RETRY_CODES",
     "group_advantages",
     "rollout_episode",
     "rollout_group",
     "rollout_groups",
 ]
 
-#: failures that are the infrastructure's, per PROTOCOL.md §11a: run the episode again, never score it
-# Infrastructure per PROTOCOL.md §11a: running the episode again may succeed. RESUME_EXPIRED and REPLY_LOST
-# are the connection's (§5a): the episode's sessions or a reply went with it, the policy did nothing wrong.
-RETRY_CODES = frozenset({"SANDBOX_ERROR", "TIMEOUT", "CAPACITY", "SHUTTING_DOWN", "RESUME_EXPIRED", "REPLY_LOST"})
+#: Failures that are the infrastructure's, per PROTOCOL.md §11a: run the episode again, never score it.
+# RESUME_EXPIRED and REPLY_LOST are the connection's (§5a): the episode's sessions or a reply went with
+# it; PREEMPTED (§6a): the scheduler reclaimed the sandbox for higher-priority work. The policy did
+# nothing wrong in any of them. ENV_ERROR (a bug in the env) is deliberately absent: rerunning repeats it.
+RETRY_CODES = frozenset(
+    {"SANDBOX_ERROR", "TIMEOUT", "CAPACITY", "SHUTTING_DOWN", "RESUME_EXPIRED", "REPLY_LOST", "PREEMPTED"}
+)
+#: Longest wait between two attempts of an episode (seconds).
+RERUN_MAX_DELAY = 30.0
 
 
 @dataclass
@@ -99,14 +116,28 @@ class Failure:
     message: str
     retryable: bool
 
+    #: seconds the server suggested waiting before a retry (``details.retry_after_ms``), if it did
+    retry_after: float | None = None
+
     @classmethod
     def from_error(cls, exc: BaseException) -> Failure:
         if isinstance(exc, ConnectionClosedError):
             return cls("connection", exc.code, str(exc), True)
         if isinstance(exc, SandgymError):
             src = "connection" if exc.code == "REQUEST_TIMEOUT" else "server"
-            return cls(src, exc.code, exc.message or str(exc), bool(exc.retryable) or exc.code in RETRY_CODES)
+            hint = exc.details.get("retry_after_ms")
+            after = hint / 1000.0 if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0 else None
+            return cls(src, exc.code, exc.message or str(exc), bool(exc.retryable) or exc.code in RETRY_CODES, after)
         return cls("policy", None, f"{type(exc).__name__}: {exc}", False)
+
+    @property
+    def infrastructure(self) -> bool:
+        """The infrastructure failed (§11a), so running the episode again may succeed: a dropped
+        connection or client-side timeout, or a server error in :data:`RETRY_CODES`. Never a policy
+        failure or ``ENV_ERROR``."""
+        if self.source == "connection":
+            return True
+        return self.source == "server" and self.code in RETRY_CODES
 
 
 @dataclass
@@ -132,6 +163,10 @@ class Episode:
     reset_info: dict[str, Any] = field(default_factory=dict)
     final_info: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    #: times the episode was run (1 + reruns after infrastructure failures)
+    attempts: int = 1
+    #: the infrastructure failures that were rerun (oldest first); ``failure`` is the last attempt's
+    rerun_failures: list[Failure] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -142,6 +177,7 @@ class Episode:
         d = {k: v for k, v in self.__dict__.items() if k not in ("return_", "failure")}
         d["return"] = self.return_
         d["failure"] = None if self.failure is None else dict(self.failure.__dict__)
+        d["rerun_failures"] = [dict(f.__dict__) for f in self.rerun_failures]
         return d
 
 
@@ -274,6 +310,18 @@ async def _ask(policy: Policy | Callable[..., Any], messages: list[dict[str, Any
 MakeEnv = Callable[[], Awaitable["AsyncEnv"]]
 
 
+def _failure(exc: BaseException, env: AsyncEnv | None) -> Failure:
+    """The failure of an attempt. When the server had closed the session (a ``session_closed`` event:
+    its sandbox died, it was preempted while the policy was thinking) the next call on it fails with
+    ``UNKNOWN_SESSION``: the event's code is the cause, and what classifies the episode."""
+    closed = env.closed_reason if env is not None else None
+    if isinstance(exc, SandgymError) and isinstance(closed, Mapping) and isinstance(closed.get("code"), str):
+        code = str(closed["code"])
+        cls = ERROR_CLASSES.get(code, SandgymError)
+        return Failure.from_error(cls(str(closed.get("reason") or exc.message), code=code, details=dict(closed)))
+    return Failure.from_error(exc)
+
+
 async def rollout_episode(
     make_env: MakeEnv,
     policy: Policy | Callable[..., Any],
@@ -285,11 +333,49 @@ async def rollout_episode(
     policy_seed: int = 0,
     max_turns: int = 32,
     system_prompt: str | None = None,
+    rerun_infra_failures: int = 0,
 ) -> Episode:
     """One episode: make a session, reset, then ask the policy and step until the episode ends or
     ``max_turns`` assistant messages were answered (the episode is then neither terminated nor truncated
     by the env; its return is what it earned). Never raises for env, connection or policy failures:
-    they become ``Episode.failure``."""
+    they become ``Episode.failure``.
+
+    ``rerun_infra_failures``: run the episode again from a new session (``make_env`` is called again),
+    up to this many times, while it fails for the infrastructure (:attr:`Failure.infrastructure`);
+    a policy failure, an ``ENV_ERROR`` or a finished episode (whatever its reward) is never rerun."""
+    if isinstance(rerun_infra_failures, bool) or not isinstance(rerun_infra_failures, int) or rerun_infra_failures < 0:
+        raise ValueError(f"rerun_infra_failures must be an int >= 0, got {rerun_infra_failures!r}")
+    t0 = time.perf_counter()
+    earlier: list[Failure] = []
+    while True:
+        ep = await _attempt(make_env, policy, env_id=env_id, member=member, seed=seed, options=options,
+                            policy_seed=policy_seed, max_turns=max_turns, system_prompt=system_prompt)
+        f = ep.failure
+        if f is None or not f.infrastructure or len(earlier) >= rerun_infra_failures:
+            break
+        earlier.append(f)
+        delay = f.retry_after if f.retry_after is not None else capacity_delay(
+            SandgymError(code=f.code or ""), len(earlier), RERUN_MAX_DELAY)
+        await asyncio.sleep(min(delay, RERUN_MAX_DELAY))
+    ep.attempts = len(earlier) + 1
+    ep.rerun_failures = earlier
+    ep.seconds = round(time.perf_counter() - t0, 4)
+    return ep
+
+
+async def _attempt(
+    make_env: MakeEnv,
+    policy: Policy | Callable[..., Any],
+    *,
+    env_id: str,
+    member: int,
+    seed: int | None,
+    options: dict[str, Any] | None,
+    policy_seed: int,
+    max_turns: int,
+    system_prompt: str | None,
+) -> Episode:
+    """One run of an episode (see :func:`rollout_episode`)."""
     ep = Episode(member=member, seed=seed, options=options, policy_seed=policy_seed)
     ctx = EpisodeContext(env_id=env_id, member=member, seed=seed, policy_seed=policy_seed,
                          rng=random.Random(policy_seed))
@@ -320,7 +406,7 @@ async def rollout_episode(
         ep.messages = chat.messages
         ep.return_ = float(sum(ep.rewards))
     except (SandgymError, PolicyError) as exc:
-        ep.failure = Failure.from_error(exc)
+        ep.failure = _failure(exc, env)
         ep.return_ = None
         if chat is not None:
             ep.messages = chat.messages
@@ -350,6 +436,9 @@ async def rollout_group(
     advantages: bool = True,
     eps: float = 1e-6,
     concurrency: int | None = None,
+    rerun_infra_failures: int = 0,
+    as_group: bool = False,
+    scheduling: Scheduling | None = None,
 ) -> Group:
     """Run ``group_size`` episodes of one task concurrently; see the module doc.
 
@@ -359,23 +448,49 @@ async def rollout_group(
     resets with ``seed + g``. Each member's policy gets its own ``policy_seed + g``.
     ``advantages``: fill ``Episode.advantage`` with :func:`group_advantages` over the successful
     episodes. ``concurrency``: at most this many episodes at once (default: all).
+    ``rerun_infra_failures``: see :func:`rollout_episode`. ``as_group``: make the members' sessions with one
+    ``group`` request, admitted all at once (needs a server with ``capabilities.scheduling``; a rerun
+    member gets a session of its own); the request itself is retried like an episode when it fails for
+    the infrastructure (e.g. ``CAPACITY`` after its queue timeout). ``scheduling``: passed to every make.
     """
     if group_size < 1:
         raise ValueError("group_size must be >= 1")
+    if scheduling is not None and not isinstance(scheduling, Scheduling):
+        raise TypeError(f"scheduling must be a sandgym.Scheduling, got {type(scheduling).__name__}")
     kwargs = dict(env_kwargs or {})
+    if scheduling is not None:
+        kwargs["scheduling"] = scheduling
     if same_seed is None:
         same_seed = options is None
 
     async def make() -> AsyncEnv:
         return await client.make(env_id, **kwargs)
 
+    def member_seed(g: int) -> int | None:
+        return seed if same_seed or seed is None else seed + g
+
+    admitted: AsyncEnvGroup | None = None
+    if as_group:
+        admitted, failure = await _admit_group(client, env_id, group_size, kwargs, rerun_infra_failures)
+        if admitted is None:
+            assert failure is not None
+            episodes = [Episode(member=g, seed=member_seed(g), options=options, policy_seed=policy_seed + g,
+                                failure=failure) for g in range(group_size)]
+            return Group(env_id=env_id, seed=seed, options=options, episodes=episodes)
+
     sem = asyncio.Semaphore(concurrency or group_size)
 
     async def one(g: int) -> Episode:
+        first = [admitted.envs[g]] if admitted is not None else []
+
+        async def make_member() -> AsyncEnv:
+            # The group's session on the first run; a rerun gets a session of its own.
+            return first.pop() if first else await make()
+
         async with sem:
-            member_seed = seed if same_seed or seed is None else seed + g
-            return await rollout_episode(make, policy, env_id=env_id, member=g, seed=member_seed, options=options,
-                                         policy_seed=policy_seed + g, max_turns=max_turns, system_prompt=system_prompt)
+            return await rollout_episode(make_member, policy, env_id=env_id, member=g, seed=member_seed(g),
+                                         options=options, policy_seed=policy_seed + g, max_turns=max_turns,
+                                         system_prompt=system_prompt, rerun_infra_failures=rerun_infra_failures)
 
     episodes = list(await asyncio.gather(*(one(g) for g in range(group_size))))
     group = Group(env_id=env_id, seed=seed, options=options, episodes=episodes)
@@ -384,6 +499,24 @@ async def rollout_group(
         for e, a in zip(ok, group_advantages([e.return_ or 0.0 for e in ok], eps), strict=True):
             e.advantage = a
     return group
+
+
+async def _admit_group(
+    client: AsyncClient | AsyncClientPool, env_id: str, size: int, kwargs: dict[str, Any], reruns: int
+) -> tuple[AsyncEnvGroup | None, Failure | None]:
+    """One ``group`` request, retried up to ``reruns`` times while it fails for the infrastructure."""
+    attempt = 0
+    while True:
+        try:
+            return await client.group(env_id, size, **kwargs), None
+        except SandgymError as exc:
+            f = Failure.from_error(exc)
+            if not f.infrastructure or attempt >= reruns:
+                return None, f
+        attempt += 1
+        delay = f.retry_after if f.retry_after is not None else capacity_delay(
+            SandgymError(code=f.code or ""), attempt, RERUN_MAX_DELAY)
+        await asyncio.sleep(min(delay, RERUN_MAX_DELAY))
 
 
 async def rollout_groups(

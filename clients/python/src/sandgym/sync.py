@@ -45,10 +45,12 @@ from ._base import (
     ClientBase,
     ConnectOptions,
     EnvView,
+    GroupView,
+    QueueCallback,
     connect_error,
     handshake_error,
 )
-from ._core import Op, StepResult
+from ._core import Op, QueueProgress, Scheduling, StepResult
 from .errors import (
     ConnectionClosedError,
     RequestTimeoutError,
@@ -58,7 +60,7 @@ from .errors import (
     UnauthorizedError,
 )
 
-__all__ = ["Client", "Env"]
+__all__ = ["Client", "Env", "EnvGroup"]
 
 log = logging.getLogger("sandgym")
 
@@ -253,10 +255,14 @@ class Client(ClientBase[_Call]):
         except codec.DecodeError as exc:
             log.warning("sandgym: undecodable frame from server: %s", exc)
             return True
+        hit: tuple[QueueCallback, QueueProgress] | None = None
         with self._lock:
             event = self._dispatch(self._core.receive_message(msg))
+            if event is not None:
+                hit = self._core.progress(event)
         if event is not None:
             self._call_on_event(event)  # outside the lock: the handler may take its time
+            self._run_watch(hit)
         return True
 
     # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
@@ -493,7 +499,7 @@ class Client(ClientBase[_Call]):
         attempt = 1
         while True:
             try:
-                return op.parse(self._request_once(op.type, op.params, timeout))
+                return op.parse(self._request_once(op.type, op.params, timeout, op.watch))
             except SandgymError as exc:
                 delay = self._retry_delay(exc, attempt)
                 if delay is None:
@@ -501,7 +507,9 @@ class Client(ClientBase[_Call]):
             time.sleep(delay)
             attempt += 1
 
-    def _request_once(self, type_: str, params: dict[str, Any] | None, timeout: Any) -> Any:
+    def _request_once(
+        self, type_: str, params: dict[str, Any] | None, timeout: Any, watch: QueueCallback | None = None
+    ) -> Any:
         call = _Call()
         with self._lock:
             if self._closed_exc is not None:
@@ -511,7 +519,7 @@ class Client(ClientBase[_Call]):
                     "sandgym.Client called from its own on_event handler; do the call after the "
                     "handler returns (e.g. hand it to another thread)"
                 )
-            rid, data = self._core.request(type_, params, call)
+            rid, data = self._core.request(type_, params, call, watch)
             queued = self._resuming
             if queued:
                 self._outbox[rid] = data  # goes out after the resume
@@ -546,9 +554,35 @@ class Client(ClientBase[_Call]):
         """The env specs the server offers (``env_spec`` dicts, see the protocol)."""
         return self._call(_core.list_envs_op())  # type: ignore[no-any-return]
 
-    def make(self, env_id: str, **kwargs: Any) -> Env:
-        """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`Env`."""
-        return self._register(Env(self, *self._call(_core.make_op(env_id, kwargs))))
+    def make(
+        self,
+        env_id: str,
+        *,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
+        timeout: float | None = UNSET,
+        **kwargs: Any,
+    ) -> Env:
+        """Create a session of ``env_id`` with env ``kwargs``; returns an :class:`Env`. ``scheduling``,
+        ``on_queue`` and ``timeout`` as for :meth:`AsyncClient.make` (``on_queue`` runs on the thread
+        that reads, and must not call the client)."""
+        op = self._make_op(env_id, kwargs, scheduling, on_queue)
+        return self._register(Env(self, *self._call(op, timeout)))
+
+    def group(
+        self,
+        env_id: str,
+        size: int,
+        *,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
+        timeout: float | None = UNSET,
+        **kwargs: Any,
+    ) -> EnvGroup:
+        """``size`` sessions admitted as one unit; see :meth:`AsyncClient.group`. Returns an :class:`EnvGroup`."""
+        op = self._group_op(env_id, size, kwargs, scheduling, on_queue)
+        gid, sessions, spec = self._call(op, timeout)
+        return self._register_group(EnvGroup(self, gid, [Env(self, s, spec) for s in sessions], spec))
 
     def batch(self, requests: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Several reset/step/close items in one frame; see :meth:`AsyncClient.batch`. Returns one
@@ -566,10 +600,18 @@ class Env(EnvView):
     client: Client
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None, timeout: float | None = UNSET
+        self,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        timeout: float | None = UNSET,
+        scheduling: Scheduling | None = None,
+        on_queue: QueueCallback | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Start an episode; returns ``(observation, info)``. ``timeout`` overrides the client's."""
-        return self.client._call(_core.reset_op(self.session, seed, options), timeout)  # type: ignore[no-any-return]
+        """Start an episode; returns ``(observation, info)``. ``timeout`` overrides the client's;
+        ``scheduling`` and ``on_queue`` as for :meth:`AsyncEnv.reset`."""
+        op = _core.reset_op(self.session, seed, options, scheduling, on_queue)
+        return self.client._call(op, timeout)  # type: ignore[no-any-return]
 
     def step(self, action: Any, *, timeout: float | None = UNSET) -> StepResult:
         """Returns ``(observation, reward, terminated, truncated, info)``."""
@@ -585,6 +627,40 @@ class Env(EnvView):
                 pass
 
     def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EnvGroup(GroupView[Env]):
+    """Sessions admitted as one unit (:meth:`Client.group`); ``with`` closes them all."""
+
+    def wait_complete(self, timeout: float | None = None) -> list[str]:
+        """Read events until the server's ``group_complete`` (every member closed); returns the
+        sessions it named. Raises :class:`ConnectionClosedError` when the connection went first,
+        :class:`RequestTimeoutError` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.complete and self._lost is None:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise RequestTimeoutError(
+                    f"group {self.id} not complete within {timeout:g} s", details={"group": self.id, "timeout_s": timeout}
+                )
+            if self.client.closed:
+                break
+            if self.client.poll(min(left, 1.0)) == 0 and self.client._reading:
+                time.sleep(0.01)  # another thread reads (and will see the event)
+        if not self.complete:
+            raise self._lost or ConnectionClosedError("connection closed before the group completed")
+        return self.completed_sessions
+
+    def close(self) -> None:
+        """Close every member (idempotent)."""
+        for env in self.envs:
+            env.close()
+
+    def __enter__(self) -> EnvGroup:
         return self
 
     def __exit__(self, *exc: object) -> None:
