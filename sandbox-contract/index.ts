@@ -133,8 +133,8 @@ export interface SandboxProvider {
   release(sb: Sandbox): Promise<void>;
 }
 
-/** `docker` and `local` demand that backend; `auto` takes Docker when a daemon answers, else bubblewrap. */
-export type DriverChoice = 'docker' | 'local' | 'auto';
+/** `docker`, `local` and `kubernetes` demand that backend; `auto` takes Docker when a daemon answers, else bubblewrap. */
+export type DriverChoice = 'docker' | 'local' | 'kubernetes' | 'auto';
 
 /** A provider outside any session (e.g. `sandgym tasks validate`), with what it runs on and how to stop it. */
 export interface SandboxProviderHandle {

@@ -52,7 +52,7 @@ export interface ServerConfig {
   insecure: boolean;
   /** Sandbox driver; unset or 'none' = no sandboxes (envs declaring one get UNSUPPORTED at make).
    *  The CLI defaults to 'auto'; buildApp (tests, embedding) defaults to none. */
-  driver?: 'docker' | 'local' | 'auto' | 'none';
+  driver?: 'docker' | 'local' | 'kubernetes' | 'auto' | 'none';
   /** Warm pool sizing per (image, limits) pool: min_idle, max_total, refill_concurrency. */
   pools?: PoolsConfig;
   /** Sandbox layer options (limits, driver knobs); see SandboxConfig and docs/SANDBOX.md. */
@@ -65,6 +65,113 @@ export interface ServerConfig {
   metrics?: boolean;
   /** Log lines as JSON or pretty text for a terminal; unset: pretty on a TTY, JSON otherwise. */
   log_format?: 'pretty' | 'json';
+  /** The admission queue in front of the sandboxes (docs/SCHEDULING.md, PROTOCOL.md §6a); on by default with a driver. */
+  scheduling?: SchedulingConfig;
+}
+
+/** A grant: which priority classes a client may use, and its fair-share weight. */
+export interface SchedulingGrant {
+  classes: string[];
+  weight?: number;
+}
+
+export interface SchedulingConfig {
+  /** false: no admission queue (sessions wait in the pools' FIFO, as before; capabilities.scheduling false). */
+  enabled?: boolean;
+  /** Priority classes, highest first. */
+  classes?: string[];
+  /** The class of a request that names none (when its grant allows it, else the highest granted class below it). */
+  default_class?: string;
+  /** Classes whose requests are preemptible whatever the request says. */
+  preemptible_classes?: string[];
+  max_queued?: number;
+  max_queued_per_client?: number;
+  /** Creation retries of one admission before SANDBOX_ERROR. */
+  retry_budget?: number;
+  max_group_size?: number;
+  /** The longest queue_timeout_ms honoured, and the wait of a request that names none. */
+  max_queue_timeout_ms?: number;
+  /** How long higher-priority work waits before a preemptible holder is reclaimed for it. */
+  preempt_grace_ms?: number;
+  /** Per-token grants: the token's sha256 (hex), never the token. */
+  grants?: (SchedulingGrant & { token_sha256: string })[];
+  /** The grant of a client no grant names (every client on a server without tokens). */
+  default_grant?: SchedulingGrant;
+}
+
+export const DEFAULT_SCHEDULING = {
+  classes: ['eval', 'train-batch-closing', 'train', 'background'],
+  default_class: 'train',
+  preemptible_classes: ['background'],
+  max_queued: 100_000,
+  max_queued_per_client: 20_000,
+  retry_budget: 2,
+  max_group_size: 64,
+  max_queue_timeout_ms: 600_000,
+  preempt_grace_ms: 5_000,
+} as const;
+
+/** A scheduling section with every default filled in, checked for consistency (ConfigError names the key). */
+export interface ResolvedScheduling {
+  classes: string[];
+  default_class: string;
+  preemptible_classes: string[];
+  max_queued: number;
+  max_queued_per_client: number;
+  retry_budget: number;
+  max_group_size: number;
+  max_queue_timeout_ms: number;
+  preempt_grace_ms: number;
+  /** token sha256 hex -> grant */
+  grants: Map<string, Required<SchedulingGrant>>;
+  default_grant: Required<SchedulingGrant>;
+}
+
+/**
+ * Fills the defaults in and checks what the JSON schema cannot: classes unique, every class named
+ * elsewhere configured, grants unique per token. Throws ConfigError with the key under `scheduling/`.
+ */
+export function resolveScheduling(sc: SchedulingConfig = {}): ResolvedScheduling {
+  const classes = [...(sc.classes ?? DEFAULT_SCHEDULING.classes)];
+  const known = new Set<string>();
+  for (const c of classes) {
+    if (known.has(c)) throw new ConfigError(`config: scheduling.classes lists '${c}' twice`, 'scheduling/classes');
+    known.add(c);
+  }
+  const check = (key: string, list: readonly string[]): void => {
+    for (const c of list) if (!known.has(c)) throw new ConfigError(`config: ${key.replaceAll('/', '.')} names '${c}', which is not in scheduling.classes (${classes.join(', ')})`, key);
+  };
+  const defaultClass = sc.default_class ?? (sc.classes ? (classes.includes(DEFAULT_SCHEDULING.default_class) ? DEFAULT_SCHEDULING.default_class : (classes[classes.length - 1] as string)) : DEFAULT_SCHEDULING.default_class);
+  check('scheduling/default_class', [defaultClass]);
+  const preemptible = [...(sc.preemptible_classes ?? (sc.classes ? [] : DEFAULT_SCHEDULING.preemptible_classes))];
+  check('scheduling/preemptible_classes', preemptible);
+  const maxQueued = sc.max_queued ?? DEFAULT_SCHEDULING.max_queued;
+  const perClient = sc.max_queued_per_client ?? Math.min(maxQueued, DEFAULT_SCHEDULING.max_queued_per_client);
+  if (perClient > maxQueued) throw new ConfigError(`config: scheduling.max_queued_per_client (${perClient}) exceeds scheduling.max_queued (${maxQueued})`, 'scheduling/max_queued_per_client');
+  // By default a client gets the default class and those below it: eval (above) is for the tokens an operator grants it.
+  const from = classes.indexOf(defaultClass);
+  const defaultGrant = { classes: [...(sc.default_grant?.classes ?? classes.slice(from))], weight: sc.default_grant?.weight ?? 1 };
+  check('scheduling/default_grant/classes', defaultGrant.classes);
+  const grants = new Map<string, Required<SchedulingGrant>>();
+  (sc.grants ?? []).forEach((g, i) => {
+    const token = g.token_sha256.toLowerCase();
+    if (grants.has(token)) throw new ConfigError(`config: scheduling.grants[${i}] repeats token_sha256 ${token.slice(0, 12)}…`, `scheduling/grants/${i}/token_sha256`);
+    check(`scheduling/grants/${i}/classes`, g.classes);
+    grants.set(token, { classes: [...g.classes], weight: g.weight ?? 1 });
+  });
+  return {
+    classes,
+    default_class: defaultClass,
+    preemptible_classes: preemptible,
+    max_queued: maxQueued,
+    max_queued_per_client: perClient,
+    retry_budget: sc.retry_budget ?? DEFAULT_SCHEDULING.retry_budget,
+    max_group_size: sc.max_group_size ?? DEFAULT_SCHEDULING.max_group_size,
+    max_queue_timeout_ms: sc.max_queue_timeout_ms ?? DEFAULT_SCHEDULING.max_queue_timeout_ms,
+    preempt_grace_ms: sc.preempt_grace_ms ?? DEFAULT_SCHEDULING.preempt_grace_ms,
+    grants,
+    default_grant: defaultGrant,
+  };
 }
 
 export interface PoolsConfig {
@@ -89,6 +196,27 @@ export interface SandboxConfig {
   /** Docker: a sandbox whose server stops refreshing its lease kills itself after this long. */
   lease_ttl_ms?: number;
   /** Docker: container creations in flight at once. */
+  create_concurrency?: number;
+  /** `driver: kubernetes`: where and how sandbox pods run (docs/SANDBOX.md, "Kubernetes"). */
+  kubernetes?: KubernetesSandboxConfig;
+}
+
+export interface KubernetesSandboxConfig {
+  /** Default: the service account's namespace in a pod, else the kubeconfig context's, else `default`. */
+  namespace?: string;
+  /** Kubeconfig file; default in-cluster (service account) in a pod, else $KUBECONFIG or ~/.kube/config. */
+  kubeconfig?: string;
+  context?: string;
+  runtime_class_name?: string;
+  /** Default IfNotPresent. */
+  image_pull_policy?: 'Always' | 'IfNotPresent' | 'Never';
+  node_selector?: Record<string, string>;
+  tolerations?: { key?: string; operator?: 'Exists' | 'Equal'; value?: string; effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute'; toleration_seconds?: number }[];
+  /** Image of the init container that removes the pod's network (needs `ip`); default sandgym/busybox:1. */
+  network_init_image?: string;
+  /** CPU request as a fraction of the cpus limit (default 0.1); memory is always requested in full. */
+  cpu_request_ratio?: number;
+  /** Pod creations in flight at once (default 8). */
   create_concurrency?: number;
 }
 
@@ -142,6 +270,44 @@ const SANDBOX_LIMITS_SCHEMA = {
   properties: SANDBOX_LIMIT_BOUNDS,
 } as const;
 
+const CLASS_NAME = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9_-]*$' } as const;
+const CLASS_LIST = { type: 'array', minItems: 1, maxItems: 64, items: CLASS_NAME } as const;
+// A weight is a share ratio: bounded so that no grant can make the fair-queuing tags degenerate.
+const WEIGHT = { type: 'number', minimum: 0.001, maximum: 1_000_000 } as const;
+
+const SCHEDULING_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    enabled: { type: 'boolean' },
+    classes: CLASS_LIST,
+    default_class: CLASS_NAME,
+    preemptible_classes: { type: 'array', maxItems: 64, items: CLASS_NAME },
+    max_queued: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+    max_queued_per_client: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+    retry_budget: { type: 'integer', minimum: 0, maximum: 100 },
+    max_group_size: { type: 'integer', minimum: 1, maximum: 65_536 },
+    max_queue_timeout_ms: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3600_000 },
+    preempt_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
+    grants: {
+      type: 'array',
+      maxItems: 100_000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['token_sha256', 'classes'],
+        properties: { token_sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' }, classes: CLASS_LIST, weight: WEIGHT },
+      },
+    },
+    default_grant: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['classes'],
+      properties: { classes: CLASS_LIST, weight: WEIGHT },
+    },
+  },
+} as const;
+
 export const CONFIG_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -177,7 +343,7 @@ export const CONFIG_SCHEMA = {
     resume_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
     drain_grace_ms: { type: 'integer', minimum: 0, maximum: 24 * 3600_000 },
     insecure: { type: 'boolean' },
-    driver: { enum: ['docker', 'local', 'auto', 'none'] },
+    driver: { enum: ['docker', 'local', 'kubernetes', 'auto', 'none'] },
     pools: {
       type: 'object',
       additionalProperties: true,
@@ -196,12 +362,42 @@ export const CONFIG_SCHEMA = {
         runtime: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
         lease_ttl_ms: { type: 'integer', minimum: 10_000, maximum: 24 * 3600_000 },
         create_concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+        kubernetes: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            namespace: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' },
+            kubeconfig: { type: 'string', minLength: 1 },
+            context: { type: 'string', minLength: 1 },
+            runtime_class_name: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$' },
+            image_pull_policy: { enum: ['Always', 'IfNotPresent', 'Never'] },
+            node_selector: { type: 'object', additionalProperties: { type: 'string', maxLength: 63 } },
+            tolerations: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  key: { type: 'string' },
+                  operator: { enum: ['Exists', 'Equal'] },
+                  value: { type: 'string' },
+                  effect: { enum: ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] },
+                  toleration_seconds: { type: 'integer', minimum: 0 },
+                },
+              },
+            },
+            network_init_image: { type: 'string', minLength: 1 },
+            cpu_request_ratio: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
+            create_concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+          },
+        },
       },
     },
     tasks: { type: 'array', items: { type: 'string', minLength: 1 } },
     splits: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['train', 'eval'] } },
     metrics: { type: 'boolean' },
     log_format: { enum: ['pretty', 'json'] },
+    scheduling: SCHEDULING_SCHEMA,
   },
 } as const;
 
@@ -272,6 +468,8 @@ export function resolveConfig(...layers: Partial<ServerConfig>[]): ServerConfig 
   }
   out.tokens = [...new Set(out.tokens)];
   validateConfigPartial(out);
+  // Cross-key checks of scheduling (classes named in grants exist, ...) fail at startup too.
+  if (out.scheduling) resolveScheduling(out.scheduling);
   return out;
 }
 

@@ -353,6 +353,25 @@ export function driverOptionsFromConfig(sc: SandboxConfig, limits: { defaults: S
       createConcurrency: sc.create_concurrency,
     },
     local: common,
+    kubernetes: kubernetesDriverOptions(sc, common),
+  };
+}
+
+function kubernetesDriverOptions(sc: SandboxConfig, common: { defaults: SandboxLimits; maxima: SandboxLimits; limitPolicy?: 'refuse' | 'clamp' }): CreateDriverOptions['kubernetes'] {
+  const k = sc.kubernetes ?? {};
+  return {
+    ...common,
+    namespace: k.namespace,
+    kubeconfig: k.kubeconfig,
+    context: k.context,
+    runtimeClassName: k.runtime_class_name,
+    imagePullPolicy: k.image_pull_policy,
+    nodeSelector: k.node_selector,
+    tolerations: k.tolerations?.map(({ toleration_seconds, ...t }) => ({ ...t, ...(toleration_seconds !== undefined ? { tolerationSeconds: toleration_seconds } : {}) })),
+    networkInitImage: k.network_init_image,
+    cpuRequestRatio: k.cpu_request_ratio,
+    createConcurrency: k.create_concurrency,
+    leaseTtlMs: sc.lease_ttl_ms,
   };
 }
 
@@ -376,7 +395,7 @@ function dockerImagePresent(): (image: string) => Promise<boolean> {
  */
 export async function createSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry?: EnvRegistry): Promise<SandboxService> {
   const kind = config.driver as DriverChoice;
-  if (kind !== 'docker' && kind !== 'local' && kind !== 'auto') throw new Error(`config: key 'driver' must be docker, local or auto (got '${String(config.driver)}')`);
+  if (kind !== 'docker' && kind !== 'local' && kind !== 'kubernetes' && kind !== 'auto') throw new Error(`config: key 'driver' must be docker, local, kubernetes or auto (got '${String(config.driver)}')`);
   const sc = config.sandbox ?? {};
   const limits = limitsFromConfig(sc);
   const logger = log.child({ component: 'sandbox' });
@@ -407,7 +426,7 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     { driver: driver.kind, instance: driver.instanceId, limits_default: limits.defaults, limits_max: limits.maxima, limit_policy: sc.limit_policy ?? 'refuse', pools: p },
     `sandbox service ready (driver ${driver.kind})`,
   );
-  const service = new PooledSandboxService(driver, pools, logger, driver.capabilities.images ? dockerImagePresent() : undefined);
+  const service = new PooledSandboxService(driver, pools, logger, driver.kind === 'docker' ? dockerImagePresent() : undefined);
   await service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
   return service;
 }

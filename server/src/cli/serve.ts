@@ -39,8 +39,9 @@ Options:
                          sandbox: docs/SANDBOX.md):
 ${configKeysHelp()}
   --fixtures             also register the test/* fixture envs
-  --driver <kind>        sandbox driver: docker | local (bubblewrap) | auto | none
-                         (default auto: Docker if a daemon answers, else
+  --driver <kind>        sandbox driver: docker | local (bubblewrap) | kubernetes
+                         (one pod per sandbox; config sandbox.kubernetes) | auto |
+                         none (default auto: Docker if a daemon answers, else
                          bubblewrap; the log names the driver in use); with none,
                          envs that need a sandbox (shell-v0, code-v0) answer
                          UNSUPPORTED at make
@@ -68,7 +69,7 @@ Prints "sandgym listening on ws://HOST:PORT${wsPath()}" on stdout once listening
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LOG_FORMATS = ['pretty', 'json'] as const;
-const DRIVERS = ['docker', 'local', 'auto', 'none'] as const;
+const DRIVERS = ['docker', 'local', 'kubernetes', 'auto', 'none'] as const;
 const SPLITS = ['train', 'eval'] as const;
 
 export const SERVE_COMMAND = {

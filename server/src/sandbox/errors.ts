@@ -68,7 +68,7 @@ export class NoSandboxDriverError extends Error {
   override readonly name = 'NoSandboxDriverError';
   readonly code = 'SANDBOX_NO_DRIVER';
   constructor(
-    readonly choice: 'auto' | 'docker' | 'local',
+    readonly choice: 'auto' | 'docker' | 'local' | 'kubernetes',
     message: string,
   ) {
     super(message);

@@ -4,6 +4,8 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { DockerDriver, type DockerDriverOptions } from './docker/docker-driver.js';
 import { LocalDriver, type LocalDriverOptions } from './local/local-driver.js';
+import { KubernetesDriver, type KubernetesDriverOptions } from './kubernetes/kubernetes-driver.js';
+import { KubernetesReaper, type KubernetesReaperOptions } from './kubernetes/kubernetes-reaper.js';
 import { NoSandboxDriverError } from './errors.js';
 import { Reaper, type ReaperOptions } from './reaper.js';
 import { silentLogger, type DriverChoice, type SandboxDriver, type SandboxLogger } from './types.js';
@@ -14,6 +16,9 @@ export interface CreateDriverOptions {
   logger?: SandboxLogger;
   docker?: Omit<DockerDriverOptions, 'instanceId' | 'logger'>;
   local?: Omit<LocalDriverOptions, 'instanceId' | 'logger'>;
+  kubernetes?: Omit<KubernetesDriverOptions, 'instanceId' | 'logger'>;
+  /** Kubernetes only: the Lease-based reaper (same on/off switch as `reaper`). */
+  kubernetesReaper?: Omit<KubernetesReaperOptions, 'kc' | 'core' | 'namespace' | 'instanceId' | 'logger'>;
   /**
    * Docker only: run a Reaper for this instance (heartbeat + sweep of dead instances' containers),
    * stopped by driver.close(). Default true; pass options to tune it or false to manage one yourself.
@@ -32,6 +37,7 @@ export function newInstanceId(): string {
 export async function createDriver(kind: DriverChoice, opts: CreateDriverOptions = {}): Promise<SandboxDriver> {
   const log = opts.logger ?? silentLogger;
   const instanceId = opts.instanceId ?? newInstanceId();
+  if (kind === 'kubernetes') return createKubernetesDriver(instanceId, log, opts);
   const docker = opts.docker?.docker ?? new Docker();
   if (kind === 'docker' || kind === 'auto') {
     if (await DockerDriver.available(docker)) {
@@ -64,7 +70,35 @@ export async function createDriver(kind: DriverChoice, opts: CreateDriverOptions
   return d;
 }
 
+/** `--driver kubernetes`: the API server must answer for the namespace, else NoSandboxDriverError with why. */
+async function createKubernetesDriver(instanceId: string, log: SandboxLogger, opts: CreateDriverOptions): Promise<SandboxDriver> {
+  let d: KubernetesDriver;
+  try {
+    d = new KubernetesDriver({ ...opts.kubernetes, instanceId, logger: log });
+  } catch (e) {
+    throw new NoSandboxDriverError('kubernetes', `sandbox driver kubernetes: ${(e as Error).message}`);
+  }
+  const avail = await KubernetesDriver.available(d.kc, d.namespace);
+  if (!avail.ok) {
+    await d.close();
+    throw new NoSandboxDriverError('kubernetes', `sandbox driver kubernetes: cannot list pods in namespace ${d.namespace}: ${avail.reason}`);
+  }
+  await d.start();
+  if (opts.reaper !== false) {
+    const reaper = new KubernetesReaper({ ...opts.kubernetesReaper, kc: d.kc, core: d.core, namespace: d.namespace, instanceId, logger: log });
+    const report = await reaper.start();
+    d.attachReaper(reaper);
+    log.info({ examined: report.examined, removed: report.removed.length }, 'sandbox reaper started');
+  }
+  log.info({ driver: 'kubernetes', instance: instanceId, namespace: d.namespace, capabilities: d.capabilities }, 'sandbox driver: kubernetes');
+  return d;
+}
+
 export { DockerDriver, DOCKER_CAPABILITIES, LABEL } from './docker/docker-driver.js';
+export { KubernetesDriver, KUBERNETES_CAPABILITIES } from './kubernetes/kubernetes-driver.js';
+export type { KubernetesDriverOptions } from './kubernetes/kubernetes-driver.js';
+export { KubernetesReaper } from './kubernetes/kubernetes-reaper.js';
+export { buildPodSpec } from './kubernetes/pod-spec.js';
 export type { DockerDriverOptions } from './docker/docker-driver.js';
 export { LocalDriver, LOCAL_CAPABILITIES } from './local/local-driver.js';
 export type { LocalDriverOptions } from './local/local-driver.js';

@@ -18,7 +18,7 @@ export interface SandboxSpec {
   background?: 'kill' | 'keep';
 }
 
-export type DriverKind = 'docker' | 'local';
+export type DriverKind = 'docker' | 'local' | 'kubernetes';
 
 /** What a driver actually enforces; reported in logs and docs so nobody assumes more than is there. */
 export interface DriverCapabilities {
