@@ -50,7 +50,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "clients" / "python" / "src"))  # the client of this checkout
 
-from sandgym import AsyncClient, SandgymError  # noqa: E402
+from sandgym import AsyncClient, QueueProgress, SandgymError, Scheduling  # noqa: E402
 from sandgym._core import ServerEvent  # noqa: E402
 
 LISTEN_RE = re.compile(r"sandgym listening on (ws://\S+)")
@@ -246,6 +246,9 @@ class Run:
         self.after_barrier_done = 0.0
         self.step_latency: list[float] = []
         self.scheduling = False
+        self.queued: set[int] = set()
+        self.sched_admitted_at: dict[int, float] = {}
+        self.waited_ms: list[int] = []
 
     def error(self, ep: int, what: str, detail: str) -> None:
         self.errors[what] += 1
@@ -267,11 +270,20 @@ class Run:
         arrived = False
         env = None
         try:
-            sched: dict[str, Any] = {}
+            sched = None
             if self.scheduling:
-                sched = {"priority": self.args.priority, "queue_timeout_ms": self.args.queue_timeout_ms}
-            env = await client.make("shell-v0", **({"scheduling": sched} if sched and self.args.sched_api else {}))
-            await env.reset(seed=ep, options={"task_id": task["id"]}, timeout=self.args.admit_timeout)
+                sched = Scheduling(priority=self.args.priority, queue_timeout_ms=int(self.args.admit_timeout * 1000))
+            env = await client.make("shell-v0", scheduling=sched, timeout=self.args.admit_timeout)
+
+            def on_queue(p: QueueProgress) -> None:
+                if p.event == "queued":
+                    self.queued.add(ep)
+                elif p.event == "admitted":
+                    self.sched_admitted_at[ep] = time.monotonic() - self.t0
+                    if p.waited_ms is not None:
+                        self.waited_ms.append(p.waited_ms)
+
+            await env.reset(seed=ep, options={"task_id": task["id"]}, timeout=self.args.admit_timeout, on_queue=on_queue)
             self.admitted_at[ep] = time.monotonic() - self.t0
             for i, (cmd, want) in enumerate(cmds):
                 if i == BARRIER_AFTER:
@@ -337,6 +349,7 @@ async def main_async(args: argparse.Namespace) -> int:
         "idle_timeout_ms": int(args.admit_timeout * 1000) + 600_000,
         "log_level": "warn",
         "pools": {"min_idle": 0, "max_total": n},
+        "step_timeout_ms": 180_000,
         "sandbox": {"create_concurrency": args.create_concurrency},
     }
     if args.scheduling_config:
@@ -419,6 +432,11 @@ async def main_async(args: argparse.Namespace) -> int:
         "episodes_per_min": round(len(run.done_at) / (t_end / 60), 1),
         "memory_at_barrier": mem_at_barrier,
         "events": dict(run.events),
+        "resets_queued": len(run.queued),
+        "scheduler_admitted_all_s": round(max(run.sched_admitted_at.values()), 1) if run.sched_admitted_at else None,
+        "queue_wait_ms_p50": pct([float(w) for w in run.waited_ms], 50) if run.waited_ms else None,
+        "queue_wait_ms_max": max(run.waited_ms) if run.waited_ms else None,
+        "server_config": cfg,
         "load1_max": max((s["load1"] for s in samples), default=None),
         "server_rss_mib_max": max((s["server_rss_mb"] for s in samples), default=None),
         "samples": samples,
@@ -446,7 +464,8 @@ def report(r: dict[str, Any]) -> None:
         ("server RSS at the barrier / max", f"{m.get('server_rss_mib')} / {r['server_rss_mib_max']} MiB"),
         ("load average before / max", f"{r['load1_before']} / {r['load1_max']}"),
         ("server shutdown (N containers already released)", f"{r['server_shutdown_s']} s"),
-        ("scheduler events received", r["events"] or "-"),
+        ("scheduler events received / resets that queued", f"{r['events'] or '-'} / {r['resets_queued']}"),
+        ("queue wait (admitted events) p50 / max", f"{r['queue_wait_ms_p50']} / {r['queue_wait_ms_max']} ms"),
         ("total", f"{r['total_s']} s"),
     ]
     print(f"\n### Scheduling at scale: {r['episodes']} shell-v0 episodes (scheduling capability: {r['scheduling_capability']})\n")
@@ -467,9 +486,7 @@ def main() -> None:
     ap.add_argument("--shutdown-timeout", type=float, default=900.0)
     ap.add_argument("--sample-every", type=float, default=5.0)
     ap.add_argument("--priority", default="train")
-    ap.add_argument("--queue-timeout-ms", type=int, default=1_800_000)
     ap.add_argument("--scheduling-config", default="", help="JSON for the server config's 'scheduling' key")
-    ap.add_argument("--sched-api", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scheduler-scale.json"))
     args = ap.parse_args()
     if args.episodes < 1 or args.connections < 1:
