@@ -35,6 +35,12 @@ function jobs() {
   if (existsSync(join(benchDir, 'python_gym_vec_bench.py')) && existsSync(venvPython)) {
     list.push({ name: 'python_gym_vec_bench.py', command: venvPython, args: [join('bench', 'python_gym_vec_bench.py')] });
   }
+  // Python benchmarks named *.bench.py (scheduler-scale: 1,000 Docker sandboxes, ~15-25 min on 2 cores).
+  if (existsSync(venvPython)) {
+    for (const f of readdirSync(benchDir).filter((n) => n.endsWith('.bench.py')).sort()) {
+      list.push({ name: f, command: venvPython, args: [join('bench', f)] });
+    }
+  }
   // `npm run bench -- ws-overhead` runs only the matching benchmarks.
   return only.length ? list.filter((j) => only.some((o) => j.name.includes(o))) : list;
 }
