@@ -134,6 +134,46 @@ async function runPool(python: string, cfg: { urls: string[]; per_url: number; s
   return JSON.parse(r.out.trim().split('\n').pop()!) as PoolRun;
 }
 
+// A drain seen from one client pool: one session per replica mid-episode; the test deletes replica 0's pod
+// (SIGTERM: it drains) and says GO once it is not ready; the pool must then place a new session on
+// replica 1 (the draining one announced itself), and the episode on the draining replica still finishes.
+const DRAIN_SCRIPT = `
+import asyncio, json, sys
+import sandgym
+
+async def main():
+    cfg = json.loads(sys.argv[1])
+    task = cfg["task"]
+    pool = await sandgym.AsyncClientPool.connect(cfg["urls"], token=cfg["token"])
+    try:
+        a = await pool.make("shell-v0")
+        b = await pool.make("shell-v0")
+        assert pool.load() == [1, 1], pool.load()
+        for env in (a, b):
+            await env.reset(options={"task_id": task["id"]})
+            await env.step({"name": "bash", "arguments": {"command": "true"}})
+        print("READY", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        draining = pool._clients[0]
+        for _ in range(600):
+            if draining.shutting_down:
+                break
+            await asyncio.sleep(0.1)
+        seen = draining.shutting_down
+        c = await pool.make("shell-v0")
+        placed = pool.load()
+        await a.step({"name": "bash", "arguments": {"command": task["solution"]}})
+        _, ra, ta, _, _ = await a.step({"name": "submit", "arguments": {}})
+        await c.reset(options={"task_id": task["id"]})
+        await c.step({"name": "bash", "arguments": {"command": task["solution"]}})
+        _, rc, tc, _, _ = await c.step({"name": "submit", "arguments": {}})
+        print(json.dumps({"seen_shutdown": seen, "placed": placed, "draining_episode": [ra, ta], "new_episode": [rc, tc]}), flush=True)
+    finally:
+        await pool.close()
+
+asyncio.run(main())
+`;
+
 async function namespaceGone(): Promise<void> {
   const r = await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000);
   if (r.out.trim() === '') return;
@@ -223,6 +263,48 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     const clusterIp = (await kubectl(`-n ${NS} get service sandgym-server -o jsonpath={.spec.clusterIP}`)).trim();
     const viaService = await runPool(python, { urls: [`ws://${clusterIp}:8765/v2/ws`], per_url: 2, sessions: 2, token });
     for (const r of viaService.results) expect(r).toMatchObject({ reward: 1, terminated: true });
+  }, 900_000);
+
+  it('a replica that drains finishes its running episode while the pool places new sessions on the other', async () => {
+    const token = Buffer.from((await kubectl(`-n ${NS} get secret sandgym-tokens -o jsonpath={.data.tokens}`)).trim(), 'base64').toString('utf8').trim();
+    const slices = JSON.parse(await kubectl(`-n ${NS} get endpointslices -l kubernetes.io/service-name=sandgym-server -o json`)) as {
+      items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean }; targetRef?: { name: string } }[] }[];
+    };
+    const endpoints = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
+    expect(endpoints).toHaveLength(2);
+    const task = { id: SHELL_TASKS[0]!.id, solution: SHELL_TASKS[0]!.solution };
+    const cfg = { urls: endpoints.map((e) => `ws://${e.addresses[0]}:8765/v2/ws`), token, task };
+    const p = spawn(clientPython(), ['-c', DRAIN_SCRIPT, JSON.stringify(cfg)], { env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'clients/python/src') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => p.on('close', resolve));
+    await new Promise<void>((resolve, reject) => {
+      p.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('READY')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`drain script exited ${String(code)} before READY:\n${out}\n${err}`)));
+    });
+    // SIGTERM to replica 0; it stops being ready at once (its readiness, not the probe's period, says so).
+    await kubectl(`-n ${NS} delete pod ${endpoints[0]!.targetRef!.name} --wait=false`);
+    const readyz = `http://${endpoints[0]!.addresses[0]}:8765/readyz`;
+    let status = 0;
+    for (let i = 0; i < 600 && status !== 503; i++) {
+      status = await fetch(readyz).then((r) => r.status, () => 0);
+      if (status !== 503) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(503);
+    p.stdin.end('GO\n');
+    const code = await exited;
+    expect(code, `${out}\n${err}`).toBe(0);
+    const result = JSON.parse(out.trim().split('\n').pop()!) as { seen_shutdown: boolean; placed: number[]; draining_episode: [number, boolean]; new_episode: [number, boolean] };
+    expect(result.seen_shutdown).toBe(true);
+    expect(result.placed).toEqual([1, 2]);
+    expect(result.draining_episode).toEqual([1, true]);
+    expect(result.new_episode).toEqual([1, true]);
+    // The Deployment replaces the drained replica.
+    await kubectl(`-n ${NS} rollout status deployment/sandgym-server --timeout=300s`, 320_000);
   }, 900_000);
 
   it('test:scale and test:drain: scale to 3 and back, a rollout drains and replaces both replicas', async () => {
