@@ -17,6 +17,12 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { connect } from '../clients/ts/src/index.js';
 import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
+import { ARCHIVE_DEFAULTS } from '../server/src/observability/archive/options.js';
+import type { EpisodeRecord } from '../server/src/observability/archive/format.js';
+import { readArchive } from '../server/src/observability/archive/reader.js';
+import { EpisodeRecorder } from '../server/src/observability/archive/recorder.js';
+import type { ArchiveStore } from '../server/src/observability/archive/store.js';
+import { ArchiveWriter } from '../server/src/observability/archive/writer.js';
 import { cpuMicros, REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
 import { median, round } from './lib/stats.js';
 import { Driver, looksLikeError } from './lib/ws-driver.js';
@@ -26,7 +32,7 @@ const SESSIONS = 64;
 const WINDOW = 8;
 const FRAMES = QUICK ? 100 : 600;
 const ROUNDS = QUICK ? 2 : 7;
-const CODE_ROUNDS = QUICK ? 1 : 3;
+const CODE_ROUNDS = QUICK ? 1 : 5;
 const CODE_BASH_STEPS = 8;
 
 interface MathSide {
@@ -36,13 +42,16 @@ interface MathSide {
   make: (i: number) => string | Uint8Array;
   cpu_us_per_env_step: number[];
   episodes_per_s: number[];
+  /** Per round: CPU µs per env-step by kind of thread. */
+  threads: Record<string, number>[];
 }
 
-// BENCH_CPU_PROF=DIR: the archiving math-v0 server writes a V8 CPU profile there (node --cpu-prof) on exit.
+// BENCH_CPU_PROF=DIR: both math-v0 servers write V8 CPU profiles (node --cpu-prof) on exit, into
+// DIR/archive and DIR/no_archive (the largest file of each is the server's main thread).
 const PROF_DIR = process.env.BENCH_CPU_PROF;
 
 async function openMath(name: MathSide['name'], args: string[]): Promise<MathSide> {
-  const server = await startSandgym(args, PROF_DIR && name === 'archive' ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : []);
+  const server = await startSandgym(args, PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : []);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
@@ -60,16 +69,45 @@ async function openMath(name: MathSide['name'], args: string[]): Promise<MathSid
   const sample = await d.request(make(0));
   if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result')) throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
   await d.pipelined(FRAMES / 4, WINDOW, make, looksLikeError);
-  return { name, server, driver: d, make, cpu_us_per_env_step: [], episodes_per_s: [] };
+  return { name, server, driver: d, make, cpu_us_per_env_step: [], episodes_per_s: [], threads: [] };
+}
+
+/**
+ * CPU µs of a process's main thread and of all its other threads together (/proc/PID/task/*): V8's
+ * helpers (parallel scavenge, concurrent marking, the compiler) and libuv's pool (gzip). Node names none
+ * of them here (every comm is "node"), so they are one bucket.
+ */
+async function threadCpu(pid: number): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
+    try {
+      const kind = tid === String(pid) ? 'main thread' : 'other threads (V8 GC and compiler helpers, libuv pool: gzip)';
+      out[kind] = (out[kind] ?? 0) + (await cpuMicros(Number(tid), `/proc/${pid}/task/${tid}/stat`));
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+function threadDelta(after: Record<string, number>, before: Record<string, number>, per: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, round((v - (before[k] ?? 0)) / per, 3)]));
 }
 
 async function mathRound(s: MathSide): Promise<void> {
   const before = await cpuMicros(s.server.pid);
+  const threads0 = await threadCpu(s.server.pid);
   const r = await s.driver.pipelined(FRAMES, WINDOW, s.make, looksLikeError);
   const cpu = (await cpuMicros(s.server.pid)) - before;
+  s.threads.push(threadDelta(await threadCpu(s.server.pid), threads0, FRAMES * SESSIONS));
   if (r.errors > 0) throw new Error(`${r.errors} failed batch frames (${s.name})`);
   s.cpu_us_per_env_step.push(cpu / (FRAMES * SESSIONS));
   s.episodes_per_s.push((FRAMES * SESSIONS) / (r.elapsed_ms / 1000));
+}
+
+function medianThreads(rounds: Record<string, number>[]): Record<string, number> {
+  const kinds = new Set(rounds.flatMap((r) => Object.keys(r)));
+  return Object.fromEntries([...kinds].map((k) => [k, round(median(rounds.map((r) => r[k] ?? 0)), 3)]));
 }
 
 async function dirBytes(dir: string): Promise<{ files: number; bytes: number }> {
@@ -97,8 +135,8 @@ async function math(archiveDir: string) {
   const written = await dirBytes(archiveDir);
   return {
     batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
-    no_archive: { cpu_us_per_env_step: round(cpuOff, 3), episodes_per_s: Math.round(median(off.episodes_per_s)), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
-    archive: { cpu_us_per_env_step: round(cpuOn, 3), episodes_per_s: Math.round(median(on.episodes_per_s)), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)) },
+    no_archive: { cpu_us_per_env_step: round(cpuOff, 3), episodes_per_s: Math.round(median(off.episodes_per_s)), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)), threads: medianThreads(off.threads) },
+    archive: { cpu_us_per_env_step: round(cpuOn, 3), episodes_per_s: Math.round(median(on.episodes_per_s)), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)), threads: medianThreads(on.threads) },
     cpu_ratio: round(cpuOn / cpuOff, 3),
     added_cpu_us_per_env_step: round(cpuOn - cpuOff, 3),
     throughput_ratio: round(median(on.episodes_per_s) / median(off.episodes_per_s), 3),
@@ -173,17 +211,64 @@ async function code(archiveDir: string) {
   };
 }
 
+/**
+ * The archive's own CPU per step, in this process: the episodes the archiving server wrote, read back and
+ * fed as episode-hook events (reset, steps, failed steps, the workspace artifact) to a fresh recorder and
+ * writer (real gzip, a store that keeps nothing), `repeat` times. process.cpuUsage covers every thread
+ * (the gzip pool too). This is the figure the /proc ratio cannot resolve on code-v0, where a step's own
+ * server CPU is milliseconds of Docker API work.
+ */
+async function inProcessCost(dir: string, limit: number, repeat: number): Promise<{ episodes: number; steps: number; cpu_us_per_step: number; cpu_us_per_episode: number } | null> {
+  const records: EpisodeRecord[] = [];
+  for await (const r of readArchive(dir)) {
+    records.push(r);
+    if (records.length >= limit) break;
+  }
+  if (records.length === 0) return null;
+  const store: ArchiveStore = { location: 'null', put: async () => {}, list: async () => [], get: async () => new Uint8Array(), check: async () => {} };
+  const log = { warn: () => {}, error: () => {} };
+  let steps = 0;
+  const c0 = process.cpuUsage();
+  for (let k = 0; k < repeat; k++) {
+    const writer = new ArchiveWriter({ store, maxBytes: ARCHIVE_DEFAULTS.max_bytes, batchBytes: ARCHIVE_DEFAULTS.batch_bytes, flushMs: 60_000, log });
+    const rec = new EpisodeRecorder(writer, { maxEpisodeBytes: ARCHIVE_DEFAULTS.max_episode_bytes, maxWorkspaceBytes: ARCHIVE_DEFAULTS.max_workspace_bytes });
+    for (const [i, r] of records.entries()) {
+      const session = `s${i}`;
+      const t = Date.parse(r.started_at);
+      rec.onOpen({ session_id: session, env_id: r.env_id, kwargs: r.kwargs, connection_id: 'c_1', t });
+      if (r.reset === null) continue;
+      rec.onReset({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, seed: r.seed ?? undefined, options: r.options, observation: r.reset.observation, info: r.reset.info, duration_ms: r.reset.duration_ms, t });
+      if (r.final_workspace && 'data' in r.final_workspace) rec.onArtifact({ session_id: session, name: 'final_workspace', data: Buffer.from(r.final_workspace.data, 'base64') });
+      for (const st of r.steps) {
+        rec.onStep({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, step_index: st.step, action: st.action, observation: st.observation, reward: st.reward, terminated: st.terminated, truncated: st.truncated, info: st.info, duration_ms: st.duration_ms, t: st.t });
+        steps++;
+      }
+      rec.onClose({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, reason: 'closed by client', t });
+    }
+    await writer.flush();
+  }
+  const c = process.cpuUsage(c0);
+  const us = c.user + c.system;
+  return { episodes: records.length, steps: steps / repeat, cpu_us_per_step: round(us / steps, 2), cpu_us_per_episode: round(us / (records.length * repeat), 2) };
+}
+
 async function main(): Promise<void> {
   const load0 = loadavg()[0] as number;
   const tmp = await mkdtemp(join(tmpdir(), 'sandgym-bench-archive-'));
   try {
     const m = process.env.BENCH_SKIP_MATH === '1' ? null : await math(join(tmp, 'math'));
     const c = await code(join(tmp, 'code'));
+    // The same episodes through the archive alone, in this process (after the servers stopped).
+    const inProcess = {
+      math_v0: m ? await inProcessCost(join(tmp, 'math'), 20_000, QUICK ? 1 : 5) : null,
+      code_v0: 'skipped' in c ? null : await inProcessCost(join(tmp, 'code'), 1000, QUICK ? 3 : 30),
+    };
     const results = {
       machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0] as number, 2) },
       command: 'npx tsx bench/archive-overhead.bench.ts',
       math: m,
       code: c,
+      archive_in_process: inProcess,
     };
     const lines = m
       ? [
@@ -192,6 +277,9 @@ async function main(): Promise<void> {
           `| server CPU per env-step (µs; a reset and its step) | ${m.no_archive.cpu_us_per_env_step} | ${m.archive.cpu_us_per_env_step} | ${m.cpu_ratio} |`,
           `| episodes/s | ${m.no_archive.episodes_per_s.toLocaleString('en-US')} | ${m.archive.episodes_per_s.toLocaleString('en-US')} | ${m.throughput_ratio} |`,
           `| archive bytes per episode (gzip) | - | ${m.archive_bytes_per_episode} | - |`,
+          ...[...new Set([...Object.keys(m.no_archive.threads), ...Object.keys(m.archive.threads)])].map(
+            (k) => `| of which ${k} (µs per env-step) | ${m.no_archive.threads[k] ?? 0} | ${m.archive.threads[k] ?? 0} | - |`,
+          ),
         ]
       : ['math-v0: skipped (BENCH_SKIP_MATH=1)'];
     if ('skipped' in c) lines.push('', `code-v0: skipped (${c.skipped})`);
@@ -203,6 +291,9 @@ async function main(): Promise<void> {
         `| server CPU per step (µs) | ${c.no_archive.cpu_us_per_step} | ${c.archive.cpu_us_per_step} | ${c.cpu_ratio} |`,
         `| wall time per episode (ms) | ${c.no_archive.ms_per_episode} | ${c.archive.ms_per_episode} | ${c.wall_ratio} |`,
       );
+    }
+    for (const [env, x] of Object.entries(inProcess)) {
+      if (x) lines.push('', `${env.replace('_', '-')}, the archive alone in-process (${x.episodes} archived episodes, ${x.steps} steps, replayed as hook events): ${x.cpu_us_per_step} µs CPU per step, ${x.cpu_us_per_episode} µs per episode`);
     }
     process.stdout.write(`${lines.join('\n')}\n\nload average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}\n`);
     const dir = join(REPO_ROOT, 'bench', 'results');

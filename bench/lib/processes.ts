@@ -75,9 +75,9 @@ let clockTicks: number | undefined;
  * CPU time (user + system) a process has used, in microseconds, from /proc/PID/stat. Unlike wall-clock
  * throughput it barely moves when other work shares the machine, so it is the steadier overhead figure.
  */
-export async function cpuMicros(pid: number): Promise<number> {
+export async function cpuMicros(pid: number, statPath = `/proc/${pid}/stat`): Promise<number> {
   clockTicks ??= Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const stat = await readFile(statPath, 'utf8');
   // Fields after the parenthesised command name: state is [0], utime [11], stime [12].
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) / clockTicks) * 1e6;

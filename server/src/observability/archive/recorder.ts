@@ -102,6 +102,10 @@ function num(n: number): string {
   return Number.isFinite(n) ? String(n) : 'null';
 }
 
+function strOrNull(v: unknown): string | null {
+  return typeof v === 'string' ? v : null;
+}
+
 function isEmpty(o: Record<string, unknown>): boolean {
   for (const _ in o) return false;
   return true;
@@ -314,8 +318,7 @@ export class EpisodeRecorder implements EpisodeObserver {
   private line(ep: Episode, withoutSteps: boolean): string {
     const resetInfo = ep.resetInfo ?? {};
     const taskId = resetInfo.task_id;
-    const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    const task = typeof taskId === 'string' ? json({ id: taskId, split: str(resetInfo.split), content_hash: str(resetInfo.task_hash) }) : 'null';
+    const task = typeof taskId === 'string' ? json({ id: taskId, split: strOrNull(resetInfo.split), content_hash: strOrNull(resetInfo.task_hash) }) : 'null';
     const o = outcomeOf(ep);
     let reset = 'null';
     if (withoutSteps && ep.resetInfo !== null) reset = `{"observation":null,"info":${json(stripInfo(ep.resetInfo))},"duration_ms":${num(ep.resetMs)}}`;
