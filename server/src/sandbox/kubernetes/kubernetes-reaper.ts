@@ -68,7 +68,7 @@ export class KubernetesReaper {
     const report = await this.sweep();
     this.sweeper = setInterval(() => {
       this.sweep().catch((e: unknown) => this.log.warn({ err: String(e) }, 'kubernetes reaper: sweep failed'));
-    }, this.opts.sweepIntervalMs ?? 30_000);
+    }, this.opts.sweepIntervalMs ?? 15_000);
     this.sweeper.unref();
     return report;
   }

@@ -1,0 +1,189 @@
+// What only the kubernetes driver has, on the real cluster: sandbox pods cannot connect anywhere (the API
+// server, the node, another pod, each proven reachable from outside the sandbox); a pod deleted or evicted
+// under a live sandbox is its death (a command in flight fails with SandboxGoneError, onDied tells
+// why); pods are labelled and owned as documented; the reaper removes the pods of a dead instance; warm
+// pools work over the driver. The contract every driver meets is driver-contract.test.ts.
+import net from 'node:net';
+import os from 'node:os';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxGoneError } from '../../src/sandbox/errors.js';
+import type { KubernetesDriver } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
+import { KubernetesReaper } from '../../src/sandbox/kubernetes/kubernetes-reaper.js';
+import { SandboxPool } from '../../src/sandbox/pool.js';
+import { TEST_IMAGE, gate, kubernetesFacility } from './facilities.js';
+import { createTestNamespace, deleteTestNamespace, loadKc, podNames, testDriver } from './kubernetes-helpers.js';
+
+const facility = await kubernetesFacility();
+const k8sOk = gate('kubernetes', facility);
+
+async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return Date.now() - t0;
+}
+
+/** The host's first non-internal IPv4 outside container bridges: the node's address. */
+function hostIp(): string {
+  for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
+    if (name === 'docker0' || name.startsWith('sgk8s') || name.startsWith('veth') || name.startsWith('br-')) continue;
+    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal);
+    if (a) return a.address;
+  }
+  throw new Error('no non-loopback IPv4 address on this host');
+}
+
+/** Connects from inside with busybox nc (2 s); prints CONNECTED or FAILED. */
+const CONNECT = 'nc -w 2 "$H" "$P" </dev/null >/dev/null 2>&1 && echo CONNECTED || echo FAILED';
+
+function tcpReachable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port, timeout: 3000 });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
+  let kc: KubeConfig;
+  let core: CoreV1Api;
+  let ns: string;
+  let driver: KubernetesDriver;
+  beforeAll(async () => {
+    kc = loadKc(facility.kubeconfig);
+    core = kc.makeApiClient(CoreV1Api);
+    ns = await createTestNamespace(kc, 'sgd-driver');
+    driver = testDriver(kc, ns);
+  }, 60_000);
+  afterAll(async () => {
+    await driver?.close();
+    if (kc) await deleteTestNamespace(kc, ns);
+  }, 60_000);
+
+  it('egress is denied: the API server, the node and another pod are unreachable from a sandbox, reachable from outside it', async () => {
+    // A listener in an ordinary pod (pod network, no init container) of the same namespace.
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'listener' },
+        spec: {
+          automountServiceAccountToken: false,
+          containers: [{ name: 'l', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['/bin/sh', '-c', 'while true; do nc -l -p 8080 </dev/null; done'] }],
+        },
+      },
+    });
+    let podIp = '';
+    await waitFor('listener pod IP', async () => {
+      const p = await core.readNamespacedPod({ name: 'listener', namespace: ns });
+      podIp = p.status?.phase === 'Running' ? (p.status.podIP ?? '') : '';
+      return podIp !== '';
+    }, 60_000);
+    const api = new URL(kc.getCurrentCluster()!.server);
+    const svc = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
+    const targets: [string, number][] = [
+      [podIp, 8080],
+      [svc.spec!.clusterIP!, 443],
+      [hostIp(), Number(api.port || 443)],
+      [api.hostname, Number(api.port || 443)],
+    ];
+    // Each target is real: reachable from this host (outside any sandbox).
+    expect(await tcpReachable(podIp, 8080)).toBe(true);
+    expect(await tcpReachable(api.hostname, Number(api.port || 443))).toBe(true);
+    const sb = await driver.create({ image: TEST_IMAGE });
+    try {
+      for (const [h, p] of targets) {
+        const r = await sb.exec({ script: CONNECT, env: { H: h, P: String(p) }, timeout_ms: 10_000 });
+        expect(`${h}:${p} ${r.stdout.trim()}`).toBe(`${h}:${p} FAILED`);
+      }
+      // Only loopback exists inside; no route anywhere.
+      const ifs = await sb.exec({ script: "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; echo routes=$(tail -n +2 /proc/net/route | wc -l)" });
+      expect(ifs.stdout.trim().split('\n')).toEqual(['lo', 'routes=0']);
+      // No service-account token and no service environment variables in the pod.
+      const env = await sb.exec({ script: 'ls /var/run/secrets/kubernetes.io 2>&1; env | grep -c _SERVICE_HOST' });
+      expect(env.stdout).toMatch(/No such file or directory/);
+      expect(env.stdout.trim().split('\n').pop()).toBe('0');
+    } finally {
+      await sb.destroy();
+    }
+  }, 120_000);
+
+  it('labels its pods and removes them on destroy', async () => {
+    const sb = await driver.create({ image: TEST_IMAGE, pool: 'p/1' });
+    const pod = await core.readNamespacedPod({ name: sb.id, namespace: ns });
+    expect(pod.metadata?.labels).toMatchObject({ 'sandgym.io/managed': '1', 'sandgym.io/owner': driver.instanceId });
+    expect(pod.metadata?.annotations?.['sandgym.io/pool']).toBe('p/1');
+    expect((await driver.list()).map((s) => s.id)).toContain(sb.id);
+    expect((await sb.exec({ script: 'cat /proc/1/comm; id -u' })).stdout).toMatch(/^sandgym-init\n[1-9][0-9]+\n$/);
+    await sb.destroy();
+    await waitFor('pod gone', async () => !(await podNames(kc, ns)).includes(sb.id), 30_000);
+  }, 120_000);
+
+  it('a pod deleted under a running command: the command fails with SandboxGoneError and onDied says why', async () => {
+    const sb = await driver.create({ image: TEST_IMAGE });
+    let died: string | null = null;
+    sb.onDied((r) => (died = r));
+    const pending = sb.exec({ script: 'sleep 60', timeout_ms: 60_000 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    await core.deleteNamespacedPod({ name: sb.id, namespace: ns, gracePeriodSeconds: 0 });
+    const err = await pending;
+    expect(err).toBeInstanceOf(SandboxGoneError);
+    await waitFor('onDied', () => died !== null, 10_000);
+    expect(died).toMatch(/pod (deleted|is being deleted)|container exited|channel closed/);
+    expect(sb.deadReason).not.toBeNull();
+  }, 120_000);
+
+  it('an evicted pod is a dead sandbox, noticed by the watch while idle', async () => {
+    const sb = await driver.create({ image: TEST_IMAGE });
+    let died: string | null = null;
+    sb.onDied((r) => (died = r));
+    await core.createNamespacedPodEviction({ name: sb.id, namespace: ns, body: { metadata: { name: sb.id, namespace: ns } } });
+    await waitFor('onDied after eviction', () => died !== null, 30_000);
+    await expect(sb.exec({ argv: ['true'] })).rejects.toThrow(SandboxGoneError);
+    expect(driver.watchState().connected).toBe(true);
+  }, 120_000);
+
+  it('warm pools work over the driver: acquire is a pop, release replaces', async () => {
+    const pool = new SandboxPool(driver, { image: TEST_IMAGE, limits: { memory_mb: 128, disk_mb: 32 } }, { minIdle: 2, maxTotal: 4, refillConcurrency: 2 });
+    try {
+      await waitFor('two idle pods', () => pool.stats().idle >= 2, 90_000);
+      const t0 = performance.now();
+      const sb = await pool.acquire();
+      expect(performance.now() - t0).toBeLessThan(50);
+      expect((await sb.exec({ argv: ['echo', 'warm'] })).stdout).toBe('warm\n');
+      await pool.release(sb);
+    } finally {
+      await pool.close();
+    }
+  }, 150_000);
+
+  it('the reaper removes the pods of an instance whose lease went stale', async () => {
+    const victim = testDriver(kc, ns);
+    // The victim renews its lease once (at start) and never again: as if it were SIGKILLed right after.
+    const victimReaper = new KubernetesReaper({ kc, core: victim.core, namespace: ns, instanceId: victim.instanceId, staleAfterMs: 5_000, heartbeatIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 });
+    await victimReaper.start();
+    const a = await victim.create({ image: TEST_IMAGE });
+    const reaper = new KubernetesReaper({ kc, core, namespace: ns, instanceId: driver.instanceId, staleAfterMs: 5_000, sweepIntervalMs: 1_000 });
+    try {
+      await reaper.start();
+      const took = await waitFor(`pod ${a.id} of the dead instance reaped`, async () => !(await podNames(kc, ns, `sandgym.io/owner=${victim.instanceId}`)).length, 60_000);
+      expect(took).toBeLessThan(60_000);
+    } finally {
+      await reaper.stop();
+      await victimReaper.stop();
+      await victim.close();
+    }
+  }, 120_000);
+});
