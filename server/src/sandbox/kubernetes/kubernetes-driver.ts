@@ -173,7 +173,7 @@ export class KubernetesSandbox extends ChannelSandbox {
 }
 
 interface StartWaiter {
-  resolve: () => void;
+  resolve: (pod: V1Pod) => void;
   reject: (e: Error) => void;
 }
 
@@ -261,6 +261,7 @@ export class KubernetesDriver implements SandboxDriver {
     const w = new Watch(this.kc);
     const path = `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods`;
     let healthy = false;
+    let ended = false;
     const ctl = await w.watch(
       path,
       { labelSelector: this.selector, resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
@@ -276,6 +277,7 @@ export class KubernetesDriver implements SandboxDriver {
         if (type !== 'BOOKMARK') this.onPod(type, obj);
       },
       (err: unknown) => {
+        ended = true;
         this.watchConnected = false;
         if (this.closed) return;
         if (err && !healthy) this.log.warn({ err: String(err) }, 'kubernetes pod watch lost; reconnecting with backoff');
@@ -287,7 +289,8 @@ export class KubernetesDriver implements SandboxDriver {
       return;
     }
     this.watchAbort = ctl;
-    this.watchConnected = true;
+    // A failed request has already called done (and scheduled the reconnect).
+    if (!ended) this.watchConnected = true;
   }
 
   private scheduleReconnect(immediate: boolean): void {
@@ -340,7 +343,7 @@ export class KubernetesDriver implements SandboxDriver {
     const waiter = this.startWaiters.get(name);
     if (waiter) {
       if (type === 'DELETED') waiter.reject(new SandboxGoneError(`pod ${name} was deleted while starting`));
-      else if (sandboxRunning(pod)) waiter.resolve();
+      else if (sandboxRunning(pod)) waiter.resolve(pod);
       else {
         const fail = podStartFailure(pod);
         if (fail) waiter.reject(new SandboxGoneError(`pod ${name} cannot start: ${fail}`));
@@ -448,15 +451,18 @@ export class KubernetesDriver implements SandboxDriver {
     const workspace = spec.workspace ?? '/workspace';
     const timeoutMs = this.opts.startTimeoutMs ?? 120_000;
     let timer: NodeJS.Timeout | undefined;
-    const running = new Promise<void>((resolve, reject) => {
+    const running = new Promise<V1Pod>((resolve, reject) => {
       this.startWaiters.set(name, { resolve, reject });
       timer = setTimeout(() => reject(new SandboxGoneError(`pod ${name} did not start within ${timeoutMs} ms (unschedulable, or its image is slow to pull?)`)), timeoutMs);
     });
     running.catch(() => undefined);
     let attach: AttachStream | null = null;
+    let imageId: string | null = null;
     try {
       await this.core.createNamespacedPod({ namespace: this.namespace, body: this.podFor(name, spec, limits, agentUid) });
-      await running;
+      const pod = await running;
+      // Reward provenance: which image (by content, not tag) this sandbox runs, from the pod's status.
+      imageId = pod.status?.containerStatuses?.find((c) => c.name === SANDBOX_CONTAINER)?.imageID || null;
       this.startWaiters.delete(name);
       attach = await openAttach(this.kc, this.namespace, name, SANDBOX_CONTAINER);
     } catch (e) {
@@ -475,6 +481,7 @@ export class KubernetesDriver implements SandboxDriver {
     });
     const channel = new CommandChannel(attach.input, attach.output, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)), agentUid, agentDataMb: limits.memory_mb });
     const sb = new KubernetesSandbox(agentUid, name, spec, limits, workspace, channel, this.log, this, attach);
+    sb.image_id = imageId;
     const a = attach;
     channel.onClose = (reason: string) => {
       if (sb.deadReason) return;
