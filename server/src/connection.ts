@@ -27,7 +27,10 @@ import { ProtocolError, reasonOf, sessionClosed } from './errors.js';
 import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
 import { expired, principalOf, refused, ReplayLog, resumeDisabled, type Frame, type Resumable } from './resume.js';
 import type { ServerCore } from './server-core.js';
+import type { SchedulerDriver, SchedulingAsk } from './scheduler-driver.js';
 import { Session, type BatchCollector, type Job, type SessionRequest, type SessionResult } from './session.js';
+import { SessionAdmission } from './session-admission.js';
+import { AdmissionRefused } from './errors.js';
 
 /** Suggested wait before retrying a make refused for capacity. */
 const CAPACITY_RETRY_MS = 1000;
@@ -125,6 +128,8 @@ export class Connection implements Resumable {
   private readonly replay: ReplayLog | null;
   /** Digest of the token this connection authenticated with: its resume tokens are bound to it. */
   private principal = principalOf(null);
+  /** hello's client_group: the fairness key on a server without tokens (PROTOCOL.md §6a). */
+  private clientGroup: string | undefined;
   /** Key of this connection's live resume token in core.resume. */
   private resumeKey: string | null = null;
   /** The socket dropped and the sessions wait for a resume (the grace timer runs). */
@@ -361,6 +366,17 @@ export class Connection implements Resumable {
     this.handshakeTimer = null;
     const hello = this.core.helloResult;
     let result = version === hello.version ? hello : { ...hello, version };
+    this.clientGroup = m.client_group;
+    const drv = this.scheduler();
+    if (drv !== null) {
+      // Per connection: the classes depend on the token's grant.
+      const { allowed, dflt } = drv.classesOf(this.schedClient(drv).grant);
+      result = {
+        ...result,
+        capabilities: { ...result.capabilities, scheduling: true },
+        limits: { ...result.limits, max_queue_timeout_ms: drv.config.max_queue_timeout_ms, max_group_size: drv.maxGroupSize, priority_classes: allowed, default_priority: dflt },
+      };
+    }
     if (this.replay !== null) {
       const issued = this.core.resume.issue(this, this.principal);
       this.resumeKey = issued.key;
@@ -418,11 +434,18 @@ export class Connection implements Resumable {
       const reason = `env '${envId}' cannot be served here: ${cannot}`;
       return this.makeFailed(id, envId, err('UNSUPPORTED', { reason }, { reason }), bin, t0);
     }
+    const sessionId = 's_' + randomBytes(18).toString('base64url');
+    let admission: SessionAdmission | null;
+    try {
+      admission = this.admissionFor(sessionId, entry.def.sandbox !== undefined, m);
+    } catch (e) {
+      if (e instanceof AdmissionRefused) return this.makeFailed(id, envId, e.error, bin, t0);
+      throw e;
+    }
     // Reserve the slot before the first await so concurrent makes cannot overshoot the caps.
     core.sessionCount++;
     this.pendingMakes++;
-    const sessionId = 's_' + randomBytes(18).toString('base64url');
-    const opened = await Session.open(sessionId, entry, kwargs, core, (reason) => this.serverClose(sessionId, reason, 'SANDBOX_ERROR'));
+    const opened = await Session.open(sessionId, entry, kwargs, core, (reason) => this.serverClose(sessionId, reason, 'SANDBOX_ERROR'), admission);
     this.pendingMakes--;
     if (opened instanceof ProtocolError) {
       core.sessionCount--;
@@ -444,11 +467,149 @@ export class Connection implements Resumable {
     owner.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
   }
 
-  // ---- group (PROTOCOL.md §6a) ----
+  // ---- scheduling (PROTOCOL.md §6a) ----
 
+  private scheduler(): SchedulerDriver | null {
+    return this.core.sandbox?.scheduler ?? null;
+  }
+
+  /** This connection's client key and grant: its token's with tokens, else its client_group or itself. */
+  private schedClient(drv: SchedulerDriver) {
+    return drv.clientOf(this.core.tokens.enabled ? this.principal.toString('hex') : null, this.clientGroup, this.id);
+  }
+
+  /**
+   * The session's side of the admission queue (a sandboxed env on a server with a scheduler), with make's
+   * fields as its defaults; null otherwise. Throws AdmissionRefused (INVALID_ARGUMENT) for a class the
+   * token was not granted, also for an env that needs no sandbox: the same request is refused the same way.
+   */
+  private admissionFor(sessionId: string, sandboxed: boolean, ask: SchedulingAsk, group: SessionAdmission['group'] = null): SessionAdmission | null {
+    const drv = this.scheduler();
+    if (drv === null) return null;
+    const { client, grant } = this.schedClient(drv);
+    const base = drv.resolve(grant, ask);
+    if (!sandboxed) return null;
+    return new SessionAdmission(drv, client, grant, base, this.admissionSink(sessionId), group);
+  }
+
+  private admissionSink(sessionId: string) {
+    return {
+      event: (name: 'queued' | 'admitted', details: Record<string, unknown>) => this.latest().sendEvent(name, sessionId, details),
+      preempt: (reason: string) => void this.serverClose(sessionId, reason, 'PREEMPTED'),
+    };
+  }
+
+  /**
+   * group: `size` sessions of one env admitted as one unit. The units are admitted first (all at once,
+   * never part), then the sessions are made; each member holds its unit until it closes, and the last
+   * close sends group_complete. A member that fails to make releases its unit; the others are closed and
+   * the group is answered with that error (all or nothing).
+   */
   private async group(m: GroupRequest, bin: boolean, _frameBytes: number): Promise<void> {
-    const reason = 'this server has no admission scheduler (capabilities.scheduling is false)';
-    this.sendError(m.id, err('UNSUPPORTED', { reason }, { reason }), bin);
+    const t0 = performance.now();
+    const core = this.core;
+    const drv = this.scheduler();
+    const { id, env_id: envId, size } = m;
+    const entry = core.registry.get(envId);
+    if (drv === null) {
+      const reason = 'this server has no admission scheduler (capabilities.scheduling is false)';
+      return this.makeFailed(id, envId, err('UNSUPPORTED', { reason }, { reason }), bin, t0);
+    }
+    if (!entry) return this.makeFailed(id, envId, err('UNKNOWN_ENV', { env_id: envId }, { env_id: envId }), bin, t0);
+    if (!entry.def.sandbox) {
+      const reason = `env '${envId}' needs no sandbox: make its sessions one by one`;
+      return this.makeFailed(id, envId, err('INVALID_ARGUMENT', { path: '/env_id', reason }, { path: '/env_id', reason }), bin, t0);
+    }
+    if (size > drv.maxGroupSize) {
+      const reason = `a group of ${size} exceeds limits.max_group_size (${drv.maxGroupSize})`;
+      return this.makeFailed(id, envId, err('INVALID_ARGUMENT', { path: '/size', reason }, { path: '/size', reason, max_group_size: drv.maxGroupSize }), bin, t0);
+    }
+    const perConn = core.config.max_sessions_per_connection;
+    if (this.sessions.size + this.pendingMakes + size > perConn || core.sessionCount + size > core.config.max_sessions) {
+      const limit = this.sessions.size + this.pendingMakes + size > perConn ? 'max_sessions_per_connection' : 'max_sessions';
+      const reason = `a group of ${size} would pass ${limit}`;
+      return this.makeFailed(id, envId, err('CAPACITY', { reason }, { reason, retry_after_ms: CAPACITY_RETRY_MS, limit }), bin, t0);
+    }
+    const kwargs = m.kwargs ?? {};
+    if (entry.validateKwargs && !entry.validateKwargs(kwargs)) {
+      const reason = entry.validateKwargs.errors?.[0]?.message ?? 'invalid kwargs';
+      return this.makeFailed(id, envId, err('INVALID_ARGUMENT', { path: '/kwargs', reason }, { path: '/kwargs', reason }), bin, t0);
+    }
+    const cannot = core.sandbox ? core.sandbox.unsupported(entry.def.sandbox) : null;
+    if (cannot) {
+      const reason = `env '${envId}' cannot be served here: ${cannot}`;
+      return this.makeFailed(id, envId, err('UNSUPPORTED', { reason }, { reason }), bin, t0);
+    }
+    const { client, grant } = this.schedClient(drv);
+    let params;
+    try {
+      params = drv.resolve(grant, m);
+    } catch (e) {
+      if (e instanceof AdmissionRefused) return this.makeFailed(id, envId, e.error, bin, t0);
+      throw e;
+    }
+    // Reserved like makes, before the first await, so concurrent requests cannot overshoot the caps.
+    core.sessionCount += size;
+    this.pendingMakes += size;
+    const unreserve = (n: number): void => {
+      core.sessionCount -= n;
+      this.pendingMakes -= n;
+    };
+    const gid = 'g_' + randomBytes(12).toString('base64url');
+    const ids = Array.from({ length: size }, () => 's_' + randomBytes(18).toString('base64url'));
+    // Preempting a group reclaims all of it: every member is closed with PREEMPTED.
+    const holder = { preempt: (forId: string) => ids.forEach((sid) => void this.serverClose(sid, `preempted: the group's sandboxes were reclaimed for higher-priority work (${forId})`, 'PREEMPTED')) };
+    const gone = new AbortController();
+    const stop = setInterval(() => {
+      const owner = this.latest();
+      if (owner.ended || (owner.closed && !owner.detached)) gone.abort();
+    }, 500);
+    stop.unref();
+    try {
+      await drv.request(
+        { id: gid, client, cls: params.cls, queueTimeoutMs: params.queueTimeoutMs, units: size, preemptible: params.preemptible },
+        {
+          queued: (p, cls) => this.latest().sendEvent('queued', undefined, { request: id, position: p.position, units_ahead: p.units_ahead, estimated_wait_ms: p.estimated_wait_ms, priority: cls }),
+          admitted: (waited) => this.latest().sendEvent('admitted', undefined, { request: id, waited_ms: waited }),
+          preempt: holder.preempt,
+        },
+        gone.signal,
+      );
+    } catch (e) {
+      unreserve(size);
+      if (e instanceof AdmissionRefused) return this.makeFailed(id, envId, e.error, bin, t0);
+      return; // the connection went away while the group waited: nobody to answer
+    } finally {
+      clearInterval(stop);
+    }
+    let answered = false;
+    // Only for a group that was answered: a group refused half-made completes silently.
+    const onLast = () => {
+      if (answered) this.latest().sendEvent('group_complete', undefined, { group: gid, sessions: ids });
+    };
+    const opened = await Promise.all(
+      ids.map((sid, member) => {
+        const adm = new SessionAdmission(drv, client, grant, params, this.admissionSink(sid), { id: gid, member, onLast });
+        return Session.open(sid, entry, kwargs, core, (reason) => this.serverClose(sid, reason, 'SANDBOX_ERROR'), adm);
+      }),
+    );
+    unreserve(size);
+    const owner = this.latest();
+    const failed = opened.find((o): o is ProtocolError => o instanceof ProtocolError);
+    if (failed || owner.ended || (owner.closed && !owner.detached)) {
+      // All or nothing: the members that opened are closed (their units go back with them).
+      for (const o of opened) if (o instanceof Session) void o.close();
+      if (failed) this.makeFailed(id, envId, failed, bin, t0);
+      return;
+    }
+    core.sessionCount += size;
+    for (const s of opened as Session[]) {
+      owner.sessions.set(s.id, s);
+      if (core.observers.active) core.observers.open({ session_id: s.id, env_id: envId, kwargs, connection_id: this.id, t: Date.now() });
+    }
+    answered = true;
+    core.log.info({ group: gid, size, env: envId, cls: params.cls }, 'group made');
+    owner.sendResult(id, { group: gid, sessions: ids, env_spec: entry.spec }, bin);
   }
 
   // ---- session queues ----
@@ -512,6 +673,8 @@ export class Connection implements Resumable {
         let result: SessionResult = {};
         let error: ProtocolError | null = null;
         try {
+          // A reset's scheduling fields (PROTOCOL.md §6a) apply to this episode; its events name this frame.
+          if (job.item.type === 'reset' && s.admission !== null) s.admission.begin(job.id, job.item);
           // Session.run checks an env result's encodability, once; the reply is encoded without a second check.
           result = await s.run(job.item, limits, job.binary);
         } catch (e) {
@@ -551,7 +714,7 @@ export class Connection implements Resumable {
   }
 
   /** Remove a closed session from this connection's books (once), and tell the episode observers. */
-  private forget(s: Session, why: string, code?: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): void {
+  private forget(s: Session, why: string, code?: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN' | 'PREEMPTED'): void {
     if (this.successor !== null) return this.latest().forget(s, why, code);
     if (this.sessions.get(s.id) !== s) return;
     this.sessions.delete(s.id);
@@ -562,7 +725,8 @@ export class Connection implements Resumable {
     const obs = this.core.observers;
     if (obs.active) {
       const e = { session_id: s.id, env_id: s.env.def.id, episode_id: s.openEpisodeId, reason: why, t: Date.now() };
-      obs.close(code === undefined ? e : { ...e, code });
+      // A preempted episode is abandoned (never scored, PROTOCOL.md §11a): the observers get no code for it.
+      obs.close(code === undefined || code === 'PREEMPTED' ? e : { ...e, code });
     }
   }
 
@@ -570,7 +734,7 @@ export class Connection implements Resumable {
    * Server-initiated close (idle, sandbox died, shutdown): event + close. A request still running is
    * answered with `code` (SHUTTING_DOWN, SANDBOX_ERROR: what the client should act on), not as closed.
    */
-  serverClose(sessionId: string, reason: string, code: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN'): Promise<void> {
+  serverClose(sessionId: string, reason: string, code: 'TIMEOUT' | 'SANDBOX_ERROR' | 'SHUTTING_DOWN' | 'PREEMPTED'): Promise<void> {
     if (this.successor !== null) return this.latest().serverClose(sessionId, reason, code);
     const s = this.sessions.get(sessionId);
     if (!s) return Promise.resolve();

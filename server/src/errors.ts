@@ -47,6 +47,18 @@ export function reasonOf(e: unknown): string {
 export type EnvOp = 'make' | 'reset' | 'step';
 
 /**
+ * The admission scheduler's answer instead of a sandbox (CAPACITY from the queue, PREEMPTED, a
+ * priority class the token was not granted): thrown through the env's acquire, it reaches the client
+ * as this wire error, unchanged by mapEnvError (it is neither the env's fault nor a sandbox failure).
+ */
+export class AdmissionRefused extends Error {
+  override name = 'AdmissionRefused';
+  constructor(readonly error: ProtocolError) {
+    super(error.message);
+  }
+}
+
+/**
  * The one mapping of a failed env call (create, reset or step) to its wire error (PROTOCOL.md §11):
  * deadline -> TIMEOUT, InvalidArgument -> INVALID_ACTION for step and INVALID_ARGUMENT otherwise,
  * SandboxFailure -> SANDBOX_ERROR, anything else the env threw -> ENV_ERROR. The error's registry scope
@@ -54,6 +66,7 @@ export type EnvOp = 'make' | 'reset' | 'step';
  * `request` (the two invalid-input codes) leaves it as it was.
  */
 export function mapEnvError(e: unknown, op: EnvOp): ProtocolError {
+  if (e instanceof AdmissionRefused) return e.error;
   if (e instanceof DeadlineExceeded) return err('TIMEOUT', { op, timeout_ms: e.timeoutMs }, { timeout_ms: e.timeoutMs });
   if (isInvalidArgument(e)) {
     // Strings only: an env in plain JS may put anything in path or message; the reply must stay encodable.

@@ -17,7 +17,10 @@ import type {
   SandboxProviderHandle,
   SandboxRequirement,
 } from '../../sandbox-contract/index.js';
-import { ConfigError, type SandboxConfig, type ServerConfig } from './config.js';
+import { ConfigError, resolveScheduling, type SandboxConfig, type ServerConfig } from './config.js';
+import { AdmissionAborted, SchedulerDriver } from './scheduler-driver.js';
+import type { FailureOutcome } from './scheduler/index.js';
+import type { SessionAdmission } from './session-admission.js';
 import {
   createDriver,
   DEFAULT_LIMITS,
@@ -48,6 +51,8 @@ export interface SessionSandboxes extends SandboxProvider {
 export interface SandboxState {
   /** The driver in use, or null when none works here (the envs that need one answer UNSUPPORTED). */
   driver: string | null;
+  /** Docker: the OCI runtime sandboxes run under (runc; runsc for gVisor). */
+  runtime?: string;
   /** Why there is no driver and how to get one (only when driver is null). */
   reason?: string;
   /** Images the registered sandboxed envs need that the driver cannot find (build: `npx sandgym images build`). */
@@ -61,6 +66,9 @@ export type Readiness = { ready: true; sandbox?: SandboxState } | { ready: false
 export const ENABLE_SANDBOXES_HINT =
   'to serve them, start a Docker daemon (then build the images once: npx sandgym images build) or install bubblewrap (e.g. apt-get install bubblewrap), and restart the server';
 
+/** The pools' max_total when the config sets none (pool.ts's default): the admission queue's capacity. */
+const DEFAULT_POOL_MAX_TOTAL = 64;
+
 /** How often a missing image is looked for again, so building it while the server runs is enough. */
 const IMAGE_RECHECK_MS = 10_000;
 
@@ -71,7 +79,9 @@ export interface SandboxService {
    * sandbox layer report that a held sandbox died outside any call (the server then closes the
    * session with a session_closed event, code SANDBOX_ERROR).
    */
-  forSession(sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes;
+  forSession(sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void, admission?: SessionAdmission | null): SessionSandboxes;
+  /** The admission queue in front of the sandboxes (PROTOCOL.md §6a); absent: none (capabilities.scheduling false). */
+  readonly scheduler?: SchedulerDriver | null;
   ready(): Readiness;
   /** False when no driver works here and every sandboxed env is refused (hello's capabilities.sandbox). */
   readonly available?: boolean;
@@ -123,38 +133,112 @@ interface Held {
   sb: DriverSandbox;
   wipe: boolean;
   unsubscribe: () => void;
+  /** The admission unit this sandbox holds (null: taken outside the queue). */
+  unit: string | null;
 }
 
 class SessionProvider implements SessionSandboxes {
   private readonly held = new Map<string, Held>();
   private closed = false;
+  /** A group member's unit was given back (once, at close). */
+  private memberReleased = false;
 
   constructor(
     private readonly pools: PoolSet,
     private readonly signal: AbortSignal,
     private readonly onFailure: (reason: string) => void,
+    /** The admission queue and this session's side of it; null: straight to the pools (no scheduler). */
+    private readonly scheduler: SchedulerDriver | null = null,
+    private readonly admission: SessionAdmission | null = null,
   ) {}
 
   async acquire(req: SandboxRequirement): Promise<Sandbox> {
     if (this.closed || this.signal.aborted) throw new SandboxFailure('session is closed');
+    const spec = specOf(req);
+    const drv = this.scheduler;
+    const adm = this.admission;
+    let unit: string | null = null;
     let sb: DriverSandbox;
-    try {
-      sb = await this.pools.acquire(specOf(req), this.signal);
-    } catch (e) {
-      if (e instanceof SandboxLimitError) throw mapError(e);
-      if (e instanceof SandboxAcquireAborted) throw new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
-      // Not getting a sandbox at all (image missing, daemon down, pool closed) is infrastructure.
-      throw new SandboxFailure(e instanceof Error ? e.message : String(e), { cause: e });
+    if (drv === null || adm === null || (adm.group === null && this.held.size > 0)) {
+      // No queue, or a second sandbox while the episode's is held (grading): the scheduler admits an
+      // episode's sandbox; a holder waiting in the queue for a second one could deadlock against itself.
+      sb = await this.fromPool(spec);
+    } else if (adm.group !== null) {
+      // A group member holds its unit from admission to close: straight to the pool, with the group's retries.
+      sb = await this.created(spec, drv, adm, adm.group.id, adm.group.member);
+    } else {
+      unit = drv.newId('a');
+      const p = adm.params;
+      adm.waiting(true);
+      try {
+        await drv.request({ id: unit, client: adm.client, cls: p.cls, queueTimeoutMs: p.queueTimeoutMs, preemptible: p.preemptible }, adm.listener, this.signal);
+      } catch (e) {
+        throw e instanceof AdmissionAborted ? new SandboxFailure('session closed while waiting for a sandbox', { cause: e }) : e;
+      } finally {
+        adm.waiting(false);
+      }
+      try {
+        sb = await this.created(spec, drv, adm, unit, undefined);
+      } catch (e) {
+        drv.cancel(unit);
+        throw e;
+      }
     }
     const wipe = req.reuse === 'wipe';
     if (this.closed) {
       // The session closed while we waited: hand the sandbox straight back.
       await this.pools.release(sb, { reset: wipe });
+      if (unit !== null) drv?.release(unit);
       throw new SandboxFailure('session is closed');
     }
     const unsubscribe = sb.onDied((reason) => this.onFailure(`sandbox ${sb.id} died: ${reason}`));
-    this.held.set(sb.id, { sb, wipe, unsubscribe });
+    this.held.set(sb.id, { sb, wipe, unsubscribe, unit });
     return envSandbox(sb);
+  }
+
+  private async fromPool(spec: SandboxSpec): Promise<DriverSandbox> {
+    try {
+      return await this.pools.acquire(spec, this.signal);
+    } catch (e) {
+      throw this.acquireError(e);
+    }
+  }
+
+  private acquireError(e: unknown): unknown {
+    if (e instanceof SandboxLimitError) return mapError(e);
+    if (e instanceof SandboxAcquireAborted) return new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
+    // Not getting a sandbox at all (image missing, daemon down, pool closed) is infrastructure.
+    return new SandboxFailure(e instanceof Error ? e.message : String(e), { cause: e });
+  }
+
+  /**
+   * The sandbox of an admitted unit. A creation that fails (infrastructure: the pool gave up on its
+   * daemon) is retried through the scheduler within the request's deadline and retry budget: a single
+   * request goes back to its place in the queue and is readmitted, a group member is recreated at once.
+   * Only when that is spent does the client see SANDBOX_ERROR.
+   */
+  private async created(spec: SandboxSpec, drv: SchedulerDriver, adm: SessionAdmission, unit: string, member: number | undefined): Promise<DriverSandbox> {
+    for (;;) {
+      try {
+        return await this.pools.acquire(spec, this.signal);
+      } catch (e) {
+        if (e instanceof SandboxLimitError || e instanceof SandboxAcquireAborted || this.signal.aborted) throw this.acquireError(e);
+        let out: FailureOutcome;
+        adm.waiting(true);
+        try {
+          out = await drv.creationFailed(unit, adm.listener, this.signal, member);
+        } catch (w) {
+          if (w instanceof AdmissionAborted) throw new SandboxFailure('session closed while waiting for a sandbox', { cause: w });
+          throw w;
+        } finally {
+          adm.waiting(false);
+        }
+        if (out.action === 'give_up') {
+          const why = out.reason === 'deadline' ? 'its queue deadline passed' : 'the retries were spent';
+          throw new SandboxFailure(`sandbox creation failed and ${why}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        }
+      }
+    }
   }
 
   async release(sandbox: Sandbox): Promise<void> {
@@ -163,7 +247,12 @@ class SessionProvider implements SessionSandboxes {
     this.held.delete(sandbox.id);
     h.unsubscribe();
     // 'replace' returns at once (destroy happens in the background); 'wipe' resets in place first.
-    await this.pools.release(h.sb, { reset: h.wipe });
+    try {
+      await this.pools.release(h.sb, { reset: h.wipe });
+    } finally {
+      // The unit goes back once the pool has the sandbox back, so the next admission finds room there.
+      if (h.unit !== null) this.scheduler?.release(h.unit);
+    }
   }
 
   async releaseAll(): Promise<void> {
@@ -171,15 +260,21 @@ class SessionProvider implements SessionSandboxes {
     const all = [...this.held.values()];
     this.held.clear();
     await Promise.all(
-      all.map(async ({ sb, wipe, unsubscribe }) => {
+      all.map(async ({ sb, wipe, unsubscribe, unit }) => {
         unsubscribe();
         try {
           await this.pools.release(sb, { reset: wipe });
         } catch {
           // release is best effort; the pool destroys what it cannot reset.
         }
+        if (unit !== null) this.scheduler?.release(unit);
       }),
     );
+    const g = this.admission?.group;
+    if (g && this.scheduler && !this.memberReleased) {
+      this.memberReleased = true;
+      if (this.scheduler.releaseMember(g.id)) g.onLast();
+    }
   }
 }
 
@@ -197,10 +292,12 @@ export class PooledSandboxService implements SandboxService {
     readonly pools: PoolSet,
     private readonly log?: FastifyBaseLogger,
     private readonly imagePresent?: (image: string) => Promise<boolean>,
+    /** The admission queue (one per service: capacity = the pools' max_total); null: none. */
+    readonly scheduler: SchedulerDriver | null = null,
   ) {}
 
-  forSession(_sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void): SessionSandboxes {
-    return new SessionProvider(this.pools, signal, onFailure);
+  forSession(_sessionId: string, signal: AbortSignal, onFailure: (reason: string) => void, admission: SessionAdmission | null = null): SessionSandboxes {
+    return new SessionProvider(this.pools, signal, onFailure, this.scheduler, admission);
   }
 
   onSandboxCreated(l: (e: SandboxCreation) => void): () => void {
@@ -268,7 +365,8 @@ export class PooledSandboxService implements SandboxService {
   }
 
   state(): SandboxState {
-    return { driver: this.driver.kind, missing_images: [...this.missing.keys()], pools: this.pools.stats() };
+    const runtime = this.driver.capabilities.runtime;
+    return { driver: this.driver.kind, ...(runtime ? { runtime } : {}), missing_images: [...this.missing.keys()], pools: this.pools.stats() };
   }
 
   ready(): Readiness {
@@ -287,6 +385,7 @@ export class PooledSandboxService implements SandboxService {
   async close(): Promise<void> {
     if (this.recheckTimer) clearInterval(this.recheckTimer);
     this.recheckTimer = null;
+    this.scheduler?.close();
     this.pools.logStats();
     await this.pools.close();
     await this.driver.close();
@@ -426,7 +525,10 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     { driver: driver.kind, instance: driver.instanceId, limits_default: limits.defaults, limits_max: limits.maxima, limit_policy: sc.limit_policy ?? 'refuse', pools: p },
     `sandbox service ready (driver ${driver.kind})`,
   );
-  const service = new PooledSandboxService(driver, pools, logger, driver.kind === 'docker' ? dockerImagePresent() : undefined);
+  // One admission queue for the whole service: its capacity is the pools' max_total (one pool's cap;
+  // a queue per pool would split priority and fair share between envs that share one machine).
+  const scheduler = config.scheduling?.enabled === false ? null : new SchedulerDriver(resolveScheduling(config.scheduling), p.max_total ?? DEFAULT_POOL_MAX_TOTAL);
+  const service = new PooledSandboxService(driver, pools, logger, driver.kind === 'docker' ? dockerImagePresent() : undefined, scheduler);
   await service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
   return service;
 }

@@ -19,9 +19,10 @@ import {
 import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
 import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
-import { invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
+import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
 import { newEpisodeId, type EpisodeObservers } from './observability/episode-events.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
+import type { SessionAdmission } from './session-admission.js';
 import type { ServerCore } from './server-core.js';
 
 /** created -> running -> needs_reset (episode over) ; failed (TIMEOUT/ENV_ERROR/SANDBOX_ERROR) ; closed. */
@@ -91,6 +92,8 @@ export class Session {
     private readonly sandboxes: SessionSandboxes | null,
     private readonly deadlines: DeadlineSweeper,
     private readonly observers: EpisodeObservers,
+    /** Its side of the admission queue (PROTOCOL.md §6a): the connection sets each reset's fields on it. */
+    readonly admission: SessionAdmission | null = null,
   ) {}
 
   /** Every line of a session carries session and env; of an episode, also episode and task. */
@@ -113,6 +116,8 @@ export class Session {
     kwargs: Record<string, unknown>,
     core: ServerCore,
     onSandboxLost: (reason: string) => void,
+    /** Its side of the admission queue (sandboxed envs on a server with a scheduler), else null. */
+    admission: SessionAdmission | null = null,
   ): Promise<Session | ProtocolError> {
     const abort = new AbortController();
     const logger = core.log.child({ session: id, env: entry.def.id });
@@ -120,7 +125,7 @@ export class Session {
     let sandboxes: SessionSandboxes | null = null;
     let creating: Promise<EnvInstance> | null = null;
     try {
-      if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost);
+      if (entry.def.sandbox && core.sandbox) sandboxes = core.sandbox.forSession(id, abort.signal, onSandboxLost, admission);
       // task_stats: the server's per-task statistics for this env, read-only (difficulty-based sampling).
       const stats = core.taskStatsFor?.(entry.def.id);
       const base = { signal: abort.signal, logger: envLogger(logs), step_timeout_ms: core.config.step_timeout_ms, ...(stats ? { task_stats: stats } : {}) };
@@ -133,7 +138,7 @@ export class Session {
       if (!instance || typeof instance.reset !== 'function' || typeof instance.step !== 'function' || typeof instance.close !== 'function') {
         throw new Error(`env '${entry.def.id}' create() did not return {reset, step, close}`);
       }
-      return new Session(id, entry, instance, abort, logs, sandboxes, core.deadlines, core.observers);
+      return new Session(id, entry, instance, abort, logs, sandboxes, core.deadlines, core.observers, sandboxes ? admission : null);
     } catch (e) {
       abort.abort();
       if (sandboxes) void sandboxes.releaseAll().catch(() => undefined);
@@ -290,7 +295,8 @@ export class Session {
     try {
       const prior = this.straggler;
       const call = prior ? prior.then(() => this.instance.reset(seed, options)) : this.instance.reset(seed, options);
-      out = await limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this);
+      // With an admission queue the deadline pauses while the sandbox waits there (it has its own).
+      out = await (this.admission ? this.admission.race(call, limits.reset_timeout_ms, limits.deadlines, this) : limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this));
     } catch (e) {
       if (this.isClosed()) throw e instanceof ProtocolError ? e : sessionClosed(this.id);
       throw this.failed(e, 'reset');
@@ -338,6 +344,11 @@ export class Session {
   private failed(e: unknown, op: EnvOp): ProtocolError {
     const pe = mapEnvError(e, op);
     if (e instanceof DeadlineExceeded) this.straggler = e.straggler;
+    if (e instanceof AdmissionRefused && this.current === 'running') {
+      // A reset refused by the admission queue (CAPACITY) left the env between episodes: reset again.
+      this.current = 'needs_reset';
+      this.episodeOpen = false;
+    }
     if (pe.scope !== 'session') return pe;
     if (pe.code === 'TIMEOUT') this.logger.warn({ op, timeout_ms: pe.details?.timeout_ms }, 'session timed out');
     else if (pe.code === 'SANDBOX_ERROR') this.logger.warn({ op, reason: pe.details?.reason }, 'session sandbox failed');

@@ -425,6 +425,9 @@ export interface BatchResetItem {
   options?: {
     [k: string]: unknown;
   };
+  priority?: PriorityClass1;
+  queue_timeout_ms?: QueueTimeoutMs;
+  preemptible?: Preemptible;
 }
 export interface BatchStepItem {
   type: "step";
