@@ -5,7 +5,9 @@ import { CoreV1Api, NodeV1Api, type KubeConfig, type V1Pod } from '@kubernetes/c
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerOptions } from '../../src/sandbox/docker/host-config.js';
 import { DEFAULT_LIMITS } from '../../src/sandbox/limits.js';
-import { apiStatus } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
+import { ConfigError, validateConfigPartial } from '../../src/config.js';
+import { driverOptionsFromConfig } from '../../src/sandbox-adapter.js';
+import { apiStatus, podDeathReason } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
 import { buildPodSpec, labelValue, podMemoryMb, type PodParams } from '../../src/sandbox/kubernetes/pod-spec.js';
 import type { SandboxLimits } from '../../src/sandbox/types.js';
 import { gate, kubernetesFacility } from './facilities.js';
@@ -197,5 +199,39 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
     } finally {
       await d.close();
     }
+  });
+});
+
+describe('kubernetes pod deaths and config (pure)', () => {
+  const running = { metadata: { name: 'p' }, status: { phase: 'Running', containerStatuses: [{ name: 'sandbox', image: 'i', imageID: 'x', ready: true, restartCount: 0, state: { running: {} } }] } } as V1Pod;
+
+  it('a running pod is alive; eviction, OOM of the whole container, exit, deletion and disruption are deaths with a reason', () => {
+    expect(podDeathReason(running)).toBeNull();
+    expect(podDeathReason({ ...running, status: { ...running.status, phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } })).toBe(
+      'pod evicted: The node was low on resource: memory.',
+    );
+    const oom = { ...running, status: { ...running.status, containerStatuses: [{ ...running.status!.containerStatuses![0]!, state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }] } };
+    expect(podDeathReason(oom)).toBe('container exited (exit code 137): out of memory (the whole container was OOM-killed)');
+    expect(podDeathReason({ ...running, metadata: { name: 'p', deletionTimestamp: new Date() } })).toBe('pod is being deleted');
+    const lost = { ...running, status: { ...running.status, conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'node unreachable' }] } };
+    expect(podDeathReason(lost)).toBe('pod is being disrupted (DeletionByTaintManager): node unreachable');
+    expect(podDeathReason({ ...running, status: { phase: 'Succeeded' } })).toBe('pod succeeded');
+  });
+
+  it('sandbox.kubernetes config is validated with the offending key named', () => {
+    expect(validateConfigPartial({ driver: 'kubernetes', sandbox: { kubernetes: { namespace: 'sandboxes', image_pull_policy: 'Never', tolerations: [{ key: 'k', operator: 'Exists' }] } } })).toMatchObject({ driver: 'kubernetes' });
+    expect(() => validateConfigPartial({ sandbox: { kubernetes: { namspace: 'x' } } })).toThrow(/unknown key 'sandbox\/kubernetes\/namspace'/);
+    expect(() => validateConfigPartial({ sandbox: { kubernetes: { namespace: 'Not_A_Namespace' } } })).toThrow(ConfigError);
+    expect(() => validateConfigPartial({ sandbox: { kubernetes: { image_pull_policy: 'Sometimes' } } })).toThrow(ConfigError);
+    expect(() => validateConfigPartial({ sandbox: { kubernetes: { cpu_request_ratio: 0 } } })).toThrow(ConfigError);
+    expect(() => validateConfigPartial({ sandbox: { kubernetes: { tolerations: [{ key: 'k', effect: 'Sometimes' }] } } })).toThrow(ConfigError);
+  });
+
+  it('driver options from config map snake_case keys onto the driver', () => {
+    const o = driverOptionsFromConfig(
+      { lease_ttl_ms: 20_000, kubernetes: { namespace: 'sb', runtime_class_name: 'gvisor', tolerations: [{ key: 'k', operator: 'Exists', toleration_seconds: 5 }], cpu_request_ratio: 0.5 } },
+      { defaults: DEFAULT_LIMITS, maxima: DEFAULT_LIMITS },
+    );
+    expect(o.kubernetes).toMatchObject({ namespace: 'sb', runtimeClassName: 'gvisor', tolerations: [{ key: 'k', operator: 'Exists', tolerationSeconds: 5 }], cpuRequestRatio: 0.5, leaseTtlMs: 20_000 });
   });
 });
