@@ -15,6 +15,16 @@ export class DeadlineExceeded extends Error {
 
 const swallow = () => undefined;
 
+/**
+ * The monotonic clock of deadlines and of step timing, in ms from an arbitrary origin. process.hrtime()
+ * costs what Date.now() costs (a clock read, ~0.09 µs in this VM); performance.now() costs ~0.025 µs
+ * more (its receiver check), on a path where that is ~1% of a no-op step.
+ */
+export function monoNow(): number {
+  const t = process.hrtime();
+  return t[0] * 1e3 + t[1] / 1e6;
+}
+
 export function withDeadline<T>(p: Promise<T>, ms: number, op: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new DeadlineExceeded(op, ms, p.then(swallow, swallow))), ms);
@@ -41,6 +51,7 @@ export function callAsync<T>(fn: () => T | Promise<T>): Promise<T> {
 }
 
 interface Pending {
+  /** Expiry, on monoNow()'s clock. */
   at: number;
   op: string;
   ms: number;
@@ -53,7 +64,10 @@ interface Pending {
 /**
  * Deadlines for the hot path: one sweeping interval instead of a timer armed and cleared per step
  * (timer list insert/remove was ~8% of the server's per-step CPU). Precision is one tick
- * (deadline/20, 5 ms..1 s), which is plenty for deadlines measured in seconds.
+ * (deadline/20, 5 ms..1 s), which is plenty for deadlines measured in seconds. Times are monoNow()
+ * (monotonic: a wall-clock step cannot fire or hold back a deadline), and a caller that has just read
+ * that clock passes its reading as `startedAt` (a session's step does: the same reading times the step
+ * for the metrics, and a clock read costs ~0.1 µs in a VM).
  */
 export class DeadlineSweeper {
   private readonly pending = new Set<Pending>();
@@ -67,7 +81,7 @@ export class DeadlineSweeper {
 
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => this.sweep(Date.now()), this.tickMs);
+    this.timer = setInterval(() => this.sweep(monoNow()), this.tickMs);
     this.timer.unref();
   }
 
@@ -76,9 +90,9 @@ export class DeadlineSweeper {
     this.timer = null;
   }
 
-  race<T>(p: Promise<T>, ms: number, op: string, owner?: object): Promise<T> {
+  race<T>(p: Promise<T>, ms: number, op: string, owner?: object, startedAt: number = monoNow()): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = { at: Date.now() + ms, op, ms, p, reject, owner };
+      const entry: Pending = { at: startedAt + ms, op, ms, p, reject, owner };
       this.pending.add(entry);
       p.then(
         (v) => {

@@ -7,6 +7,7 @@
 // the observers ran). An observer that throws is logged once and skipped for that call; it never
 // breaks the session.
 import type { ProtocolError } from '../../../protocol/src/index.js';
+import { StepSampling } from './step-timing.js';
 
 /** The session operation an error answered. `make`: the session was never opened (session_id null). */
 export type EpisodeOp = 'make' | 'reset' | 'step' | 'close';
@@ -52,7 +53,12 @@ export interface StepEvent {
   terminated: boolean;
   truncated: boolean;
   info: Record<string, unknown>;
+  /**
+   * From the step's start to its result; NaN when the step was not timed, which happens only while
+   * every step observer declares `stepTiming: 'sampled'` (step-timing.ts says which steps are timed).
+   */
   duration_ms: number;
+  /** Wall-clock ms since the epoch at the result; at the step's start when it was not timed. */
   t: number;
 }
 
@@ -102,6 +108,11 @@ export interface ArtifactEvent {
 export interface EpisodeObserver {
   /** A name for the log line when it throws. */
   readonly name?: string;
+  /**
+   * 'sampled': this observer's onStep accepts untimed steps (duration_ms NaN), so the session may skip
+   * the clock read that ends a step (step-timing.ts). Default 'every': all steps are timed while it listens.
+   */
+  readonly stepTiming?: 'every' | 'sampled';
   onOpen?(e: OpenEvent): void;
   onReset?(e: ResetEvent): void;
   onStep?(e: StepEvent): void;
@@ -122,6 +133,12 @@ export class EpisodeObservers {
   private readonly warned = new WeakSet<EpisodeObserver>();
   /** False while nobody listens: callers then build no event at all. */
   active = false;
+  /** True while some step observer needs every step timed (one without stepTiming 'sampled'). */
+  timeEveryStep = false;
+  /** The observers with an onStep (the step path's loop walks only these). */
+  private stepList: EpisodeObserver[] = [];
+  /** Per-env choice of the synchronous steps to time (step-timing.ts). */
+  readonly sampling = new StepSampling();
   /** The consumer of env artifacts (the archive), or null: sessions then give envs no EnvContext.artifacts. */
   artifacts: ((e: ArtifactEvent) => void) | null = null;
 
@@ -130,11 +147,17 @@ export class EpisodeObservers {
   /** Registers an observer; returns the function that removes it. */
   add(o: EpisodeObserver): () => void {
     this.list = [...this.list, o];
-    this.active = true;
+    this.listChanged();
     return () => {
       this.list = this.list.filter((x) => x !== o);
-      this.active = this.list.length > 0;
+      this.listChanged();
     };
+  }
+
+  private listChanged(): void {
+    this.active = this.list.length > 0;
+    this.stepList = this.list.filter((o) => o.onStep !== undefined);
+    this.timeEveryStep = this.stepList.some((o) => o.stepTiming !== 'sampled');
   }
 
   get size(): number {
@@ -149,8 +172,17 @@ export class EpisodeObservers {
     this.emit('onReset', e);
   }
 
+  /** The hot one: a plain loop over the step observers (emit's generic method lookup showed in profiles). */
   step(e: StepEvent): void {
-    this.emit('onStep', e);
+    const l = this.stepList;
+    for (let i = 0; i < l.length; i++) {
+      const o = l[i] as EpisodeObserver;
+      try {
+        o.onStep?.(e);
+      } catch (err) {
+        this.threw(o, 'onStep', err);
+      }
+    }
   }
 
   error(e: ErrorEvent): void {
@@ -169,11 +201,15 @@ export class EpisodeObservers {
       try {
         f.call(o, e);
       } catch (err) {
-        if (this.warned.has(o)) continue;
-        this.warned.add(o);
-        this.log.warn({ err, observer: o.name ?? 'anonymous', method }, 'episode observer threw (logged once per observer; the session goes on)');
+        this.threw(o, method, err);
       }
     }
+  }
+
+  private threw(o: EpisodeObserver, method: Method, err: unknown): void {
+    if (this.warned.has(o)) return;
+    this.warned.add(o);
+    this.log.warn({ err, observer: o.name ?? 'anonymous', method }, 'episode observer threw (logged once per observer; the session goes on)');
   }
 }
 

@@ -53,6 +53,8 @@ export type SummaryListener = (s: EpisodeSummary) => void;
 
 export class EpisodeTracker implements EpisodeObserver {
   readonly name = 'episode-tracker';
+  /** Steps need no duration here; the `t` of an untimed step (its start) is close enough for ended_at. */
+  readonly stepTiming = 'sampled';
   private readonly open = new Map<string, Open>();
   private listeners: SummaryListener[] = [];
   private warned = false;

@@ -3,7 +3,9 @@
 // units and labels are listed in docs/OBSERVABILITY.md. Label values are bounded: env ids of the
 // registry (else `_unknown`), task ids of the env's catalog (else `_other`; `_none` without one),
 // registry error codes, and the fixed classes of outcomes.ts. Nothing the client sends becomes a label.
-// The step path does metric updates only: cached label children, no allocation.
+// The step path does metric updates only: cached label children, no allocation. It accepts untimed
+// steps (stepTiming 'sampled', step-timing.ts): those count in sandgym_steps_total, not in the
+// step-duration histogram.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EnvRegistry } from '../../../envs/src/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
@@ -43,6 +45,7 @@ export interface MetricsOptions {
 
 export class ServerMetrics implements EpisodeObserver {
   readonly name = 'metrics';
+  readonly stepTiming = 'sampled';
   readonly registry = new Registry();
   private readonly envIds: Set<string>;
   /** env -> its catalog's task ids (absent: the env has none). */
@@ -63,6 +66,9 @@ export class ServerMetrics implements EpisodeObserver {
 
   /** Label children cached per key: prom-client's labels() hashes and allocates on every call. */
   private readonly stepChild = new Map<string, Series>();
+  /** The last step's env id and series: consecutive steps are mostly of one env (no lookup then). */
+  private lastStepEnv = '';
+  private lastStepSeries: Series | null = null;
   private readonly failureChild = new Map<string, Inc>();
   private stopCreations: (() => void) | null = null;
 
@@ -190,6 +196,18 @@ export class ServerMetrics implements EpisodeObserver {
     return this.taskIds.get(env)?.has(id) === true ? id : OTHER_TASK;
   }
 
+  private stepSeries(envId: string): Series {
+    const env = this.env(envId);
+    let h = this.stepChild.get(env);
+    if (h === undefined) {
+      h = this.stepDuration.child(env);
+      this.stepChild.set(env, h);
+    }
+    this.lastStepEnv = envId;
+    this.lastStepSeries = h;
+    return h;
+  }
+
   private fail(env: string, cause: FailureCause): void {
     const k = `${env}\u0000${cause}`;
     let c = this.failureChild.get(k);
@@ -212,14 +230,15 @@ export class ServerMetrics implements EpisodeObserver {
 
   /** The hot path: cached children, property reads, no allocation on a step without faults. */
   onStep(e: StepEvent): void {
-    const env = this.envIds.has(e.env_id) ? e.env_id : UNKNOWN_ENV;
-    let h = this.stepChild.get(env);
-    if (h === undefined) {
-      h = this.stepDuration.child(env);
-      this.stepChild.set(env, h);
-    }
-    this.stepDuration.observe(h, e.duration_ms / 1000);
+    let h = this.lastStepSeries;
+    if (h === null || e.env_id !== this.lastStepEnv) h = this.stepSeries(e.env_id);
+    // NaN: a step not timed (step-timing.ts): counted, not observed.
+    const d = e.duration_ms;
+    if (!Number.isNaN(d)) this.stepDuration.observe(h, d / 1000);
+    else this.stepDuration.untimed(h);
     const info = e.info;
+    if (info.oom_killed === undefined && info.timed_out === undefined && info.grade === undefined) return;
+    const env = this.env(e.env_id);
     if (info.oom_killed === true) this.fail(env, 'oom');
     if (info.timed_out === true) this.fail(env, 'agent_timeout');
     const g = info.grade;

@@ -2,14 +2,18 @@
 // hash string on every call (measured: the larger part of the metrics' per-step cost); here a series
 // is a preallocated bucket array found once per label set, and an observation is a bucket search, two
 // additions and an increment. The exposition is built only at scrape time, through prom-client's
-// registry (the same text format as its own metrics).
+// registry (the same text format as its own metrics). A series also counts the steps that were not
+// timed (step-timing.ts), for the exact sandgym_steps_total.
 import type { Metric, Registry } from 'prom-client';
 
 export interface Series {
   /** Per-bucket (non-cumulative) counts; the last slot is +Inf. */
   readonly counts: Float64Array;
   sum: number;
+  /** Observations (timed steps). */
   count: number;
+  /** Every step, timed or not. */
+  all: number;
 }
 
 interface Entry extends Series {
@@ -37,7 +41,7 @@ export class StepHistogram {
   child(value: string): Series {
     let s = this.series.get(value);
     if (s === undefined) {
-      s = { labels: { [this.labelName]: value }, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
+      s = { labels: { [this.labelName]: value }, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0, all: 0 };
       this.series.set(value, s);
     }
     return s;
@@ -51,11 +55,17 @@ export class StepHistogram {
     (s.counts as Float64Array)[i]! += 1;
     s.sum += v;
     s.count += 1;
+    s.all += 1;
   }
 
-  /** Total observations of every series (a counter of steps derives from it). */
+  /** A step that was not timed: counted in `all` only. */
+  untimed(s: Series): void {
+    s.all += 1;
+  }
+
+  /** Every series' step count, timed or not (sandgym_steps_total derives from it). */
   *totals(): Iterable<[Record<string, string>, number]> {
-    for (const s of this.series.values()) yield [s.labels, s.count];
+    for (const s of this.series.values()) yield [s.labels, s.all];
   }
 
   /** What prom-client's registry formats (same shape as its Histogram.get()). */
