@@ -2,32 +2,50 @@
 // 64 env-steps of test/noop-v0, 8 frames in flight) against two server processes in ONE run: one with
 // metrics (the default: episode hook, tracker, Prometheus counters and histograms on every step) and
 // one started with --no-metrics (no observer: the hook builds no event). Rounds alternate between the
-// two so drift on a shared machine hits both alike; server CPU per env-step (from /proc) is the steady
-// number, env-steps/s is reported too. A /metrics scrape runs once per round on the metrics server.
+// two so drift on a shared machine hits both alike; server CPU per env-step is the steady number (all
+// the server's threads, in ns from /proc/PID/task/*/schedstat: GC helpers included), env-steps/s is
+// reported too. The ratio is taken per round (the two sides of one round ran back to back), and the
+// median and spread of those ratios are reported. A /metrics scrape runs once per round.
 // Asserts nothing: prints a markdown table and writes bench/results/metrics-overhead.json.
 //
 // Run: npx tsx bench/metrics-overhead.bench.ts   (or `npm run bench -- metrics-overhead`)
 // Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_AA=1 runs both sides without metrics (an
-//      A/A calibration: the ratio it prints is the setup's noise and bias on this machine).
+//      A/A calibration: the ratio it prints is the setup's noise and bias on this machine);
+//      BENCH_ROUNDS, BENCH_FRAMES override the rounds and the batch frames per round.
 
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { EnvRegistry } from '../envs/src/registry.js';
 import { fixtureEnvs } from '../envs/src/fixtures/index.js';
 import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
 import { EpisodeObservers, type StepEvent } from '../server/src/observability/episode-events.js';
+import { loopTurn, sameTurn } from '../server/src/observability/step-timing.js';
+import { monoNow } from '../server/src/deadline.js';
 import { EpisodeTracker } from '../server/src/observability/episode-tracker.js';
 import { ServerMetrics } from '../server/src/observability/metrics.js';
-import { cpuMicros, REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
+import { REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
 import { median, round } from './lib/stats.js';
 import { Driver, looksLikeError } from './lib/ws-driver.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SESSIONS = 64;
 const WINDOW = 8;
-const FRAMES = QUICK ? 200 : 2_000;
-const ROUNDS = QUICK ? 2 : 7;
+const FRAMES = Number(process.env.BENCH_FRAMES ?? (QUICK ? 200 : 3_000));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 2 : 15));
+
+/** CPU time of every thread of a process, µs (schedstat: ns resolution, unlike /proc/PID/stat's 10 ms ticks). */
+async function cpuMicros(pid: number): Promise<number> {
+  let ns = 0;
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    try {
+      ns += Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns / 1000;
+}
 
 interface Side {
   name: 'metrics' | 'no_metrics';
@@ -69,10 +87,14 @@ async function round1(s: Side): Promise<void> {
 }
 
 /**
- * What metrics add to one step, in this process: the session's two clock reads and its event object,
- * then the fan-out to the episode tracker and the metrics, N times (best of 5 repetitions).
+ * What metrics add to one step, in this process, as Session.step does it for a synchronous env: the
+ * loop-iteration check and the sampler (step-timing.ts), the event object, and the fan-out to the
+ * episode tracker and the metrics (N steps, best of 5), plus the end clock read times the share of
+ * steps timed. The start clock read is not counted: every step does it (its deadline's start), and
+ * here the steps' start times are synthetic (3 µs apart, a no-op step's pace) so that the clock's
+ * noise does not swamp the rest.
  */
-function observerNsPerStep(): number {
+function observerNsPerStep(): { added: number; timedShare: number; clockNs: number } {
   const registry = new EnvRegistry();
   registry.registerAll(fixtureEnvs);
   const observers = new EpisodeObservers({ warn: () => undefined });
@@ -81,26 +103,46 @@ function observerNsPerStep(): number {
   const metrics = new ServerMetrics(src, tracker, { processMetrics: false });
   observers.add(tracker);
   observers.add(metrics);
+  const sampler = observers.sampling.samplerFor('test/noop-v0');
   observers.reset({ session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', seed: undefined, options: {}, observation: 0, info: {}, duration_ms: 0, t: 0 });
   const info = {};
+  const origin = performance.timeOrigin;
   const n = QUICK ? 200_000 : 2_000_000;
-  let best = Number.POSITIVE_INFINITY;
-  for (let rep = 0; rep < 5; rep++) {
+  let sink = 0;
+  let timedSteps = 0;
+  const clock = (): number => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) sink += monoNow();
+    return Number(process.hrtime.bigint() - t0) / n;
+  };
+  const start = monoNow();
+  const full = (): number => {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < n; i++) {
-      // Timed and built per step, as the session does it.
-      const t1 = performance.now();
-      const now = performance.now();
-      const e: StepEvent = { session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', step_index: i, action: 0, observation: 0, reward: 0, terminated: false, truncated: false, info, duration_ms: now - t1, t: performance.timeOrigin + now };
+      const s0 = start + i * 0.003;
+      const turn = loopTurn();
+      const timed = observers.timeEveryStep || !sameTurn(turn) || sampler.take(s0);
+      const now = timed ? monoNow() : Number.NaN;
+      if (timed) timedSteps++;
+      const e: StepEvent = { session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', step_index: i, action: 0, observation: 0, reward: 0, terminated: false, truncated: false, info, duration_ms: now - s0, t: origin + (timed ? now : s0) };
       observers.step(e);
     }
-    best = Math.min(best, Number(process.hrtime.bigint() - t0) / n);
+    return Number(process.hrtime.bigint() - t0) / n;
+  };
+  let clockNs = Number.POSITIVE_INFINITY;
+  let bestFull = Number.POSITIVE_INFINITY;
+  for (let rep = 0; rep < 5; rep++) {
+    clockNs = Math.min(clockNs, clock());
+    sampler.reset();
+    bestFull = Math.min(bestFull, full());
   }
-  return best;
+  if (sink === 0) throw new Error('unreachable');
+  // full() includes its timed steps' clock reads already.
+  return { added: bestFull, timedShare: timedSteps / (5 * n), clockNs };
 }
 
 async function main(): Promise<void> {
-  const observerNs = observerNsPerStep();
+  const { added: observerNs, timedShare, clockNs } = observerNsPerStep();
   const load0 = loadavg()[0]!;
   const off = await open('no_metrics', ['--no-metrics']);
   // BENCH_AA=1: both servers without metrics, to see this machine's noise and any bias of the setup.
@@ -123,26 +165,36 @@ async function main(): Promise<void> {
   const cpuOn = m(on.cpu_us_per_env_step);
   const tputOff = m(off.env_steps_per_s);
   const tputOn = m(on.env_steps_per_s);
+  // Per-round ratios: the two sides of a round ran back to back, so machine drift mostly cancels.
+  const cpuRatios = on.cpu_us_per_env_step.map((x, i) => x / (off.cpu_us_per_env_step[i] as number)).sort((a, b) => a - b);
+  const tputRatios = on.env_steps_per_s.map((x, i) => x / (off.env_steps_per_s[i] as number)).sort((a, b) => a - b);
+  const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] as number;
   const results = {
     machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0]!, 2) },
     command: 'npx tsx bench/metrics-overhead.bench.ts',
     batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
     no_metrics: { cpu_us_per_env_step: round(cpuOff, 3), env_steps_per_s: Math.round(tputOff), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
     metrics: { cpu_us_per_env_step: round(cpuOn, 3), env_steps_per_s: Math.round(tputOn), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)) },
-    cpu_ratio: round(cpuOn / cpuOff, 3),
-    throughput_ratio: round(tputOn / tputOff, 3),
+    cpu_ratio_of_medians: round(cpuOn / cpuOff, 3),
+    cpu_ratio: round(m(cpuRatios), 3),
+    cpu_ratio_quartiles: [round(q(cpuRatios, 0.25), 3), round(q(cpuRatios, 0.75), 3)],
+    cpu_ratio_range: [round(cpuRatios[0] as number, 3), round(cpuRatios[cpuRatios.length - 1] as number, 3)],
+    throughput_ratio: round(m(tputRatios), 3),
+    throughput_ratio_quartiles: [round(q(tputRatios, 0.25), 3), round(q(tputRatios, 0.75), 3)],
     scrape_bytes: scrapeBytes,
     observer_ns_per_step: round(observerNs, 1),
+    observer_timed_share: round(timedShare, 5),
+    clock_read_ns: round(clockNs, 1),
     observer_share_of_server_cpu: round(observerNs / 1000 / cpuOff, 4),
   };
   const table = [
-    '| batch of 64 env-steps, 8 frames in flight (medians of alternating rounds) | --no-metrics | metrics (default) | ratio |',
+    `| batch of 64 env-steps, 8 frames in flight (${ROUNDS} alternating rounds of ${FRAMES * SESSIONS} env-steps; medians) | --no-metrics | metrics (default) | ratio: median of rounds [quartiles] (range) |`,
     '|---|---|---|---|',
-    `| server CPU per env-step (µs) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} |`,
-    `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} |`,
-    `| added per step in-process (clocks, event, tracker, metrics), best of 5 (ns) | - | ${results.observer_ns_per_step} | ${results.observer_share_of_server_cpu} of a --no-metrics env-step |`,
+    `| server CPU per env-step (µs, all threads) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} [${results.cpu_ratio_quartiles.join('-')}] (${results.cpu_ratio_range.join('-')}) |`,
+    `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} [${results.throughput_ratio_quartiles.join('-')}] |`,
+    `| added per step in-process (sampling, event, tracker, metrics; ${round(100 * timedShare, 2)}% of steps timed), best of 5 (ns) | - | ${results.observer_ns_per_step} | ${results.observer_share_of_server_cpu} of a --no-metrics env-step |`,
   ].join('\n');
-  process.stdout.write(`${table}\n\nload average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`);
+  process.stdout.write(`${table}\n\nclock read (monoNow: process.hrtime) ${results.clock_read_ns} ns; load average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`);
   const dir = join(REPO_ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'metrics-overhead.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -18,9 +18,10 @@ import {
 } from '../../protocol/src/index.js';
 import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
 import type { RegisteredEnv } from '../../envs/src/registry.js';
-import { callAsync, DeadlineExceeded, withDeadline, type DeadlineSweeper } from './deadline.js';
+import { callAsync, DeadlineExceeded, monoNow, withDeadline, type DeadlineSweeper } from './deadline.js';
 import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
 import { newEpisodeId, type EpisodeObservers } from './observability/episode-events.js';
+import { loopTurn, sameTurn, type SyncSampler } from './observability/step-timing.js';
 import type { SessionSandboxes } from './sandbox-adapter.js';
 import type { SessionAdmission } from './session-admission.js';
 import type { ServerCore } from './server-core.js';
@@ -62,6 +63,9 @@ export interface OpLimits {
 /** How long close waits for env.close() before giving up on it. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
+/** Epoch ms at monoNow() 0, read once (a step's wall-clock time is derived from its monotonic readings). */
+const MONO_EPOCH = Date.now() - monoNow();
+
 export class Session {
   private current: SessionState = 'created';
   /** Steps taken in the current episode (for server-enforced truncation). */
@@ -81,6 +85,8 @@ export class Session {
   /** The current episode's id (set by each successful reset), and whether it is still running. */
   private episodeId: string | null = null;
   private episodeOpen = false;
+  /** Which of this env's synchronous steps are timed for the observers (step-timing.ts). */
+  private readonly sampler: SyncSampler;
 
   private constructor(
     readonly id: string,
@@ -94,7 +100,9 @@ export class Session {
     private readonly observers: EpisodeObservers,
     /** Its side of the admission queue (PROTOCOL.md §6a): the connection sets each reset's fields on it. */
     readonly admission: SessionAdmission | null = null,
-  ) {}
+  ) {
+    this.sampler = observers.sampling.samplerFor(env.def.id);
+  }
 
   /** Every line of a session carries session and env; of an episode, also episode and task. */
   get logger(): FastifyBaseLogger {
@@ -234,8 +242,11 @@ export class Session {
   }
 
   private async step(action: unknown, limits: OpLimits, binary: boolean): Promise<StepResult> {
-    // -1: nobody observes. Otherwise the start time, and what the event names (read before the step).
-    const t0 = this.observers.active ? performance.now() : -1;
+    // The start is the deadline's start too (one clock read either way); the loop iteration tells the
+    // observers' timing whether the step waited for the loop (step-timing.ts). What the event names is
+    // read before the step.
+    const t0 = monoNow();
+    const turn = this.observers.active ? loopTurn() : -1;
     const episode = this.episodeOpen ? this.episodeId : null;
     const index = this.steps;
     try {
@@ -245,7 +256,7 @@ export class Session {
       if (bad) throw invalidInput('INVALID_ACTION', bad.path, bad.reason);
       let out: EnvStepResult;
       try {
-        out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step', this);
+        out = await limits.deadlines.race(this.instance.step(action), limits.step_timeout_ms, 'step', this, t0);
       } catch (e) {
         if (this.isClosed()) throw e instanceof ProtocolError ? e : sessionClosed(this.id);
         throw this.failed(e, 'step');
@@ -263,10 +274,13 @@ export class Session {
         this.episodeOpen = false;
       }
       const r = this.encodable({ observation: out.observation, reward: out.reward, terminated: out.terminated, truncated, info: out.info ?? {} }, binary, 'step');
-      if (t0 >= 0) {
-        // One clock read for both: clock reads are not free in a VM (measured ~0.2 µs each here).
-        const now = performance.now();
-        this.observers.step({
+      const obs = this.observers;
+      if (obs.active) {
+        // The end is read only for a step the observers time (clock reads cost ~0.1 µs in a VM):
+        // every one while an observer needs it, one that waited for the loop, or a sampled one.
+        const timed = obs.timeEveryStep || turn < 0 || !sameTurn(turn) || this.sampler.take(t0);
+        const now = timed ? monoNow() : Number.NaN;
+        obs.step({
           session_id: this.id,
           env_id: this.env.def.id,
           episode_id: episode as string,
@@ -278,13 +292,13 @@ export class Session {
           truncated: r.truncated,
           info: r.info,
           duration_ms: now - t0,
-          t: performance.timeOrigin + now,
+          t: MONO_EPOCH + (timed ? now : t0),
         });
       }
       return r;
     } catch (e) {
-      if (t0 >= 0 && e instanceof ProtocolError) {
-        this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: episode, op: 'step', error: e, step_index: index, action, duration_ms: performance.now() - t0, t: Date.now() });
+      if (this.observers.active && e instanceof ProtocolError) {
+        this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: episode, op: 'step', error: e, step_index: index, action, duration_ms: monoNow() - t0, t: Date.now() });
       }
       throw e;
     }

@@ -62,7 +62,12 @@ describe('/metrics', () => {
     expect(v('sandgym_episodes_finished_total', { env: 'test/truncate-v0', task: '_none', outcome: 'success' })).toBe(1);
     expect(v('sandgym_episodes_finished_total', { env: 'test/truncate-v0', task: '_none', outcome: 'failure' })).toBeUndefined();
     expect(v('sandgym_steps_total', { env: 'test/counter-v0' })).toBe(4);
-    expect(v('sandgym_step_duration_seconds_count', { env: 'test/counter-v0' })).toBe(4);
+    // counter-v0's steps complete synchronously: timed at most once per ms (the first always); the
+    // histogram holds the timed ones (step-timing.ts), its +Inf bucket equal to its count.
+    const timed = v('sandgym_step_duration_seconds_count', { env: 'test/counter-v0' });
+    expect(timed).toBeGreaterThanOrEqual(1);
+    expect(timed).toBeLessThanOrEqual(4);
+    expect(v('sandgym_step_duration_seconds_bucket', { env: 'test/counter-v0', le: '+Inf' })).toBe(timed);
     expect(v('sandgym_reset_duration_seconds_count', { env: 'test/counter-v0' })).toBe(2);
     // Scored episodes only: the counter's success (return 3, 3 steps).
     expect(v('sandgym_episode_reward_sum', { env: 'test/counter-v0', task: '_none' })).toBe(3);
@@ -85,6 +90,38 @@ describe('/metrics', () => {
     expect(v('sandgym_sent_bytes_total')).toBeGreaterThan(500);
     // The client's text is nowhere in the exposition.
     expect(r.text).not.toContain('label-injection');
+    await c.close();
+  });
+
+  it('times every step that waits for the event loop, samples synchronous ones, counts all', async () => {
+    server = await startServer();
+    const c = await RawClient.connect(server.url());
+    // slow-v0 sleeps on a timer: each step waits for the loop, so each is timed.
+    const s = await c.make('test/slow-v0', { delay_ms: 2 });
+    await c.ok('reset', { session: s });
+    for (let i = 0; i < 5; i++) await c.ok('step', { session: s, action: 0 });
+    // counter-v0 completes its steps synchronously: 60 steps of one batch frame, 15 sessions x 4.
+    const sessions = await Promise.all(Array.from({ length: 15 }, () => c.make('test/counter-v0')));
+    await c.ok('batch', { requests: sessions.map((session) => ({ type: 'reset', session })) });
+    const t0 = performance.now();
+    const r = await c.ok('batch', { requests: sessions.flatMap((session) => Array.from({ length: 4 }, () => ({ type: 'step', session, action: 0 }))) });
+    const elapsedMs = performance.now() - t0;
+    expect((r.results as { type: string }[]).every((x) => x.type === 'result')).toBe(true);
+    const m = parseMetrics((await scrape(server)).text);
+    const v = (name: string, labels: Record<string, string>) => metricValue(m, name, labels);
+    const slow = { env: 'test/slow-v0' };
+    expect(v('sandgym_steps_total', slow)).toBe(5);
+    expect(v('sandgym_step_duration_seconds_count', slow)).toBe(5);
+    // Each slept at least its 2 ms (timers may fire late, never early by more than the clock's rounding).
+    expect(v('sandgym_step_duration_seconds_sum', slow)).toBeGreaterThanOrEqual(5 * 0.0019);
+    expect(v('sandgym_step_duration_seconds_bucket', { ...slow, le: '0.0005' })).toBe(0);
+    const counter = { env: 'test/counter-v0' };
+    expect(v('sandgym_steps_total', counter)).toBe(60);
+    // At most one synchronous step per ms of the frame's processing, which the client's clock brackets.
+    const timed = v('sandgym_step_duration_seconds_count', counter) as number;
+    expect(timed).toBeGreaterThanOrEqual(1);
+    expect(timed).toBeLessThanOrEqual(Math.min(60, 1 + Math.ceil(elapsedMs)));
+    expect(v('sandgym_step_duration_seconds_bucket', { ...counter, le: '+Inf' })).toBe(timed);
     await c.close();
   });
 
