@@ -12,6 +12,7 @@ import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
 import { Observability } from './observability/index.js';
 import type { SandboxService } from './sandbox-adapter.js';
+import { registerSchedulerMetrics } from './scheduler-metrics.js';
 import { ServerCore } from './server-core.js';
 
 export interface BuildOptions {
@@ -73,6 +74,8 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const core = new ServerCore(cfg, registry, app.log, sandbox);
   // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
   const observability = cfg.metrics === false ? null : new Observability(core);
+  // The admission queue's metrics on the same registry (scheduler-metrics.ts).
+  if (observability && sandbox?.scheduler) registerSchedulerMetrics(observability.metrics.registry, sandbox.scheduler);
 
   await app.register(websocket, {
     options: {

@@ -289,6 +289,13 @@ describe.skipIf(!dockerOk)('scheduler wiring (docker)', () => {
     const refused = await wait.reply;
     expect(refused.error.code).toBe('CAPACITY');
     expect(events(low, 'session_closed')).toHaveLength(1);
+    // The metrics say the same (scheduler-metrics.ts on the server's registry).
+    const text = await (await fetch(s.httpUrl('/metrics'), { headers: { authorization: `Bearer ${TOKENS.eval}` } })).text();
+    expect(text).toMatch(/^sandgym_scheduler_preempted_total\{class="train"\} 1$/m);
+    expect(text).toMatch(/^sandgym_scheduler_admitted_total\{class="eval"\} 1$/m);
+    expect(text).toMatch(/^sandgym_scheduler_expired_total\{class="eval",reason="deadline"\} 1$/m);
+    expect(text).toMatch(/^sandgym_scheduler_wait_seconds_count\{class="eval"\} 1$/m);
+    expect(text).toMatch(/^sandgym_scheduler_queued\{class="eval"\} 0$/m);
   });
 
   it('a holder of a preemptible class (background) is preempted without having asked to be', async () => {
