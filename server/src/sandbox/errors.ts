@@ -74,3 +74,21 @@ export class NoSandboxDriverError extends Error {
     super(message);
   }
 }
+
+/**
+ * The Docker driver was configured with an OCI runtime (`sandbox.runtime`, `--docker-runtime`) the daemon
+ * does not know. Raised at start-up, never at the first acquire, and never degraded to another driver or
+ * runtime: a server asked for gVisor must not quietly run sandboxes under runc.
+ */
+export class SandboxRuntimeError extends Error {
+  override readonly name = 'SandboxRuntimeError';
+  readonly code = 'SANDBOX_RUNTIME_UNKNOWN';
+  constructor(
+    readonly runtime: string,
+    readonly known: string[],
+  ) {
+    super(
+      `sandbox driver docker: the Docker daemon has no runtime '${runtime}' (it has: ${known.join(', ') || 'none'}); register it in /etc/docker/daemon.json and reload the daemon (for gVisor: scripts/docker-runsc.sh; docs/SANDBOX.md, "gVisor (runsc)")`,
+    );
+  }
+}

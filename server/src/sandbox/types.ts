@@ -41,6 +41,8 @@ export interface DriverCapabilities {
    * does; otherwise why not. Sandboxes are refused where it cannot (no env may be scored without it).
    */
   judge_isolation: string | null;
+  /** Docker: the OCI runtime its containers run under (runc, runsc for gVisor), known after start(). */
+  runtime?: string;
 }
 
 export interface SandboxInfo {

@@ -37,6 +37,24 @@ export async function dockerFacility(image: string = TEST_IMAGE): Promise<Facili
   return { ok: true, reason: '' };
 }
 
+/**
+ * Docker answers, the busybox test image is built and gVisor's runsc is a runtime of the daemon
+ * (scripts/docker-runsc.sh registers it; docs/SANDBOX.md, "gVisor (runsc)").
+ */
+export async function gvisorFacility(): Promise<Facility> {
+  const d = await dockerFacility();
+  if (!d.ok) return d;
+  try {
+    const info = (await new Docker().info()) as { Runtimes?: Record<string, unknown> };
+    if (!info.Runtimes || !('runsc' in info.Runtimes)) {
+      return { ok: false, reason: `the Docker daemon has no runsc runtime (has: ${Object.keys(info.Runtimes ?? {}).join(', ')}); run scripts/docker-runsc.sh` };
+    }
+  } catch (e) {
+    return { ok: false, reason: `docker info failed (${(e as Error).message})` };
+  }
+  return { ok: true, reason: '' };
+}
+
 export async function bwrapFacility(): Promise<Facility> {
   if (!(await LocalDriver.available())) return { ok: false, reason: 'bubblewrap (bwrap) missing or cannot create namespaces' };
   return { ok: true, reason: '' };
@@ -60,7 +78,7 @@ export async function mutationFacility(): Promise<Facility & { python: string }>
   return { ok: true, python, reason: '' };
 }
 
-const REQUIRE_FLAG = { docker: 'SANDGYM_REQUIRE_DOCKER', bwrap: 'SANDGYM_REQUIRE_BWRAP', mutation: 'SANDGYM_REQUIRE_MUTATION' } as const;
+const REQUIRE_FLAG = { docker: 'SANDGYM_REQUIRE_DOCKER', bwrap: 'SANDGYM_REQUIRE_BWRAP', mutation: 'SANDGYM_REQUIRE_MUTATION', gvisor: 'SANDGYM_REQUIRE_GVISOR' } as const;
 
 /** Throws when the facility is required but missing; returns whether to run. */
 export function gate(name: 'docker' | 'bwrap' | 'mutation', f: Facility): boolean {

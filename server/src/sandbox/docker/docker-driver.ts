@@ -18,6 +18,7 @@ import {
   type SandboxLogger,
   type SandboxSpec,
 } from '../types.js';
+import { SandboxRuntimeError } from '../errors.js';
 import { dockerExec } from './docker-exec.js';
 import { containerOptions } from './host-config.js';
 
@@ -48,7 +49,11 @@ export interface DockerDriverOptions {
   agentUidBase?: number;
   readonlyRoot?: boolean;
   tmpSizeMb?: number;
-  /** e.g. 'runsc' when gVisor is configured in daemon.json. */
+  /**
+   * The OCI runtime of the daemon's to run sandboxes under, e.g. 'runsc' for gVisor (registered in
+   * daemon.json; docs/SANDBOX.md, "gVisor (runsc)"). Default: the daemon's default runtime. start()
+   * refuses a runtime the daemon does not know (SandboxRuntimeError).
+   */
   runtime?: string;
   /** In-container lease: the sandbox kills itself this long after the last refresh. */
   leaseTtlMs?: number;
@@ -150,7 +155,8 @@ export class DockerSandbox extends ChannelSandbox {
 
 export class DockerDriver implements SandboxDriver {
   readonly kind = 'docker' as const;
-  readonly capabilities = DOCKER_CAPABILITIES;
+  /** DOCKER_CAPABILITIES plus the runtime in use (the daemon's default until start() has asked it). */
+  capabilities: DriverCapabilities;
   readonly instanceId: string;
   readonly docker: Docker;
   readonly user: string | undefined;
@@ -170,6 +176,8 @@ export class DockerDriver implements SandboxDriver {
   private creating = 0;
   private readonly createWaiters: (() => void)[] = [];
   private reaper: { stop(): Promise<void> } | null = null;
+  /** The runtime is gVisor (runsc): see host-config.ts on what that changes. Known after start(). */
+  private gvisor = false;
 
   constructor(private readonly opts: DockerDriverOptions) {
     this.instanceId = opts.instanceId;
@@ -178,6 +186,7 @@ export class DockerDriver implements SandboxDriver {
     this.log = opts.logger ?? silentLogger;
     this.user = opts.user;
     this.execPath = opts.execPath ?? 'channel';
+    this.capabilities = { ...DOCKER_CAPABILITIES, ...(opts.runtime ? { runtime: opts.runtime } : {}) };
     this.leaseTimer = setInterval(() => {
       for (const sb of this.live.values()) sb.refreshLease();
     }, opts.leaseRefreshMs ?? 10_000);
@@ -203,8 +212,22 @@ export class DockerDriver implements SandboxDriver {
    */
   async start(): Promise<void> {
     if (this.started) return;
+    await this.checkRuntime();
     await this.subscribe(undefined);
     this.started = true;
+  }
+
+  /** The configured runtime must be one the daemon knows: a typed error now, not at the first acquire. */
+  private async checkRuntime(): Promise<void> {
+    const info = (await this.docker.info()) as { Runtimes?: Record<string, { path?: string }>; DefaultRuntime?: string };
+    const known = Object.keys(info.Runtimes ?? {});
+    const runtime = this.opts.runtime ?? info.DefaultRuntime ?? 'runc';
+    if (this.opts.runtime && !known.includes(this.opts.runtime)) throw new SandboxRuntimeError(this.opts.runtime, known);
+    // gVisor by its binary, whatever name the daemon gives it (docs/SANDBOX.md, "gVisor (runsc)").
+    this.gvisor = /(^|\/)runsc$/.test(info.Runtimes?.[runtime]?.path ?? runtime);
+    // gVisor has no in-band OOM kill (the cgroup sees only the Sandbox kernel, which the host kills whole)
+    // and does not enforce RLIMIT_DATA: an agent past its memory ends the sandbox, reported as its death.
+    this.capabilities = { ...this.capabilities, runtime, ...(this.gvisor ? { oom_detection: false } : {}) };
   }
 
   private async subscribe(since: number | undefined): Promise<void> {
@@ -411,6 +434,7 @@ export class DockerDriver implements SandboxDriver {
         readonlyRoot: this.opts.readonlyRoot ?? true,
         tmpSizeMb: this.opts.tmpSizeMb ?? 64,
         runtime: this.opts.runtime,
+        gvisor: this.gvisor,
       }),
     );
     let stream: Duplex;
@@ -439,7 +463,8 @@ export class DockerDriver implements SandboxDriver {
     channel.onClose = (reason: string) => {
       if (!sb.deadReason) {
         const tail = stderrTail.trim();
-        sb.markDied(tail ? `${reason}: ${tail.split('\n').slice(-3).join(' | ')}` : reason);
+        const why = this.gvisor ? `${reason} (gVisor: a sandbox past its memory limit is killed whole)` : reason;
+        sb.markDied(tail ? `${why}: ${tail.split('\n').slice(-3).join(' | ')}` : why);
       }
     };
     this.live.set(id, sb);
