@@ -77,10 +77,13 @@ import_tar() {
     --change 'CMD ["serve", "--host", "0.0.0.0"]' \
     - "$TAG" <"$1" >/dev/null
   docker tag "$TAG" "${TAG%%:*}:$VERSION-$HASH"
+  # Older content tags of this image would pile up (~200 MB each): untag them.
+  docker images --format '{{.Repository}}:{{.Tag}}' "${TAG%%:*}" | grep -E ":$VERSION-[0-9a-f]{16}\$" | grep -v ":$VERSION-$HASH\$" | xargs -r docker rmi >/dev/null 2>&1 || true
 }
 
 mkdir -p "$CACHE_DIR"
-CACHED="$CACHE_DIR/sandgym_server_$VERSION-$HASH.tar"
+CACHE_PREFIX="$CACHE_DIR/$(printf '%s' "${TAG%%:*}" | tr '/:' '__')_$VERSION"
+CACHED="$CACHE_PREFIX-$HASH.tar"
 if [ "$FORCE" = 0 ] && [ -f "$CACHED" ]; then
   import_tar "$CACHED"
   report imported-from-cache
@@ -128,7 +131,7 @@ log "root filesystem assembled; importing"
 tar --numeric-owner --owner=0 --group=0 -C "$ROOT" -cf "$CACHED.partial" .
 mv "$CACHED.partial" "$CACHED"
 # Drop cached root filesystems of older builds.
-find "$CACHE_DIR" -maxdepth 1 -name "sandgym_server_*.tar" ! -name "$(basename "$CACHED")" -delete
+find "$CACHE_DIR" -maxdepth 1 -name "$(basename "$CACHE_PREFIX")-*.tar" ! -name "$(basename "$CACHED")" -delete
 import_tar "$CACHED"
 # The image runs: Node loads with only the copied libraries, and the CLI with only the installed tree.
 docker run --rm --network none "$TAG" --version >/dev/null || { echo "build-server-image: $TAG does not run" >&2; exit 1; }
