@@ -250,10 +250,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     const python = clientPython();
     // One URL per replica (what the Service routes to): the pool places sessions by load over both.
     const urls = endpoints.map((e) => `ws://${e.addresses[0]}:8765/v2/ws`);
-    const run = await runPool(python, { urls, per_url: 2, sessions: 8, token });
-    const perReplica = [run.load[0]! + run.load[1]!, run.load[2]! + run.load[3]!];
-    expect(perReplica).toEqual([4, 4]);
-    expect(run.results).toHaveLength(8);
+    const run = await runPool(python, { urls, per_url: 2, sessions: 4, token });
+    expect(run.load).toEqual([1, 1, 1, 1]);
+    expect(run.results).toHaveLength(4);
     for (const r of run.results) expect(r, JSON.stringify(r)).toMatchObject({ reward: 1, terminated: true, observation: 'submitted: solved' });
     // The sandboxes were pods of this namespace, owned by the replica that made them: both replicas did.
     const pods = JSON.parse(await kubectl(`-n ${NS} get pods -l sandgym.io/managed=1 -o json`)) as { items: { metadata: { ownerReferences?: { kind: string; name: string }[] } }[] };
