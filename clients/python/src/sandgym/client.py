@@ -81,6 +81,8 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         self._outbox: dict[int, str | bytes] = {}
         #: Calls of the reconnect itself (hello, resume): they fail with their socket.
         self._direct: set[asyncio.Future[Any]] = set()
+        #: Coroutine callbacks (on_event, on_queue) still running.
+        self._callbacks: set[asyncio.Task[Any]] = set()
         self._reader = self._loop.create_task(self._read_loop(), name="sandgym-reader")
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,10 +167,10 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
                 if event is not None:
                     res = self._call_on_event(event)
                     if asyncio.iscoroutine(res):
-                        self._loop.create_task(res)
+                        self._spawn(res, "on_event")
                     res = self._run_watch(self._core.progress(event))
                     if asyncio.iscoroutine(res):
-                        self._loop.create_task(res)
+                        self._spawn(res, "on_queue")
         except websockets.exceptions.ConnectionClosed:
             pass
         except Exception as exc:  # pragma: no cover - defensive: never leave callers hanging
@@ -176,6 +178,19 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
             self._fail_all(ConnectionClosedError(f"client reader failed: {exc!r}"))
         finally:
             self._reader_ended(ws)
+
+    def _spawn(self, coro: Any, what: str) -> None:
+        """Run a coroutine callback as a task, held until it ends (a task nobody references may be
+        collected mid-run) and its failure logged instead of lost."""
+        task = self._loop.create_task(coro)
+        self._callbacks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._callbacks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("sandgym: %s callback failed", what, exc_info=t.exception())
+
+        task.add_done_callback(done)
 
     # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
 
