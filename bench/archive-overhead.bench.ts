@@ -49,9 +49,11 @@ interface MathSide {
 // BENCH_CPU_PROF=DIR: both math-v0 servers write V8 CPU profiles (node --cpu-prof) on exit, into
 // DIR/archive and DIR/no_archive (the largest file of each is the server's main thread).
 const PROF_DIR = process.env.BENCH_CPU_PROF;
+// BENCH_SERVER_NODE_ARGS='--max-semi-space-size=64': node options for both math-v0 servers (GC experiments).
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 async function openMath(name: MathSide['name'], args: string[]): Promise<MathSide> {
-  const server = await startSandgym(args, PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : []);
+  const server = await startSandgym(args, [...SERVER_NODE_ARGS, ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : [])]);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
