@@ -14,7 +14,8 @@ afterEach(async () => {
 });
 
 async function start(args: string[]): Promise<SpawnedServer> {
-  const s = await spawnServer(['--fixtures', '--log-level', 'info', '--log-format', 'json', ...args]);
+  // A loaded machine can take a while to compile the sources at start (tsx): wait for the listening line.
+  const s = await spawnServer(['--fixtures', '--log-level', 'info', '--log-format', 'json', ...args], { startTimeoutMs: 180_000 });
   servers.push(s);
   return s;
 }
@@ -109,7 +110,7 @@ describe('SIGTERM with --drain-grace-ms', () => {
     expect(closed?.code).toBe(1001);
     expect(await s.exited).toBe(0);
     expect(s.output()).toContain('drained: every running episode finished');
-  }, 120_000);
+  }, 400_000);
 
   it('closes the episodes still running when the grace is over (SHUTTING_DOWN, 1001), exit 0', async () => {
     const s = await start(['--drain-grace-ms', '300']);
@@ -125,7 +126,7 @@ describe('SIGTERM with --drain-grace-ms', () => {
     expect(sock.closeInfo?.code).toBe(1001);
     expect(await s.exited).toBe(0);
     expect(s.output()).toContain('drain grace over');
-  }, 120_000);
+  }, 400_000);
 
   it('a second SIGTERM during the drain closes at once', async () => {
     const s = await start(['--drain-grace-ms', '600000']);
@@ -138,7 +139,7 @@ describe('SIGTERM with --drain-grace-ms', () => {
     await until(sock, () => false).catch(() => undefined);
     expect(sock.closeInfo?.code).toBe(1001);
     expect(await s.exited).toBe(0);
-  }, 120_000);
+  }, 400_000);
 
   it('without a grace SIGTERM closes at once, as before', async () => {
     const s = await start([]);
@@ -150,11 +151,11 @@ describe('SIGTERM with --drain-grace-ms', () => {
     await until(sock, () => false).catch(() => undefined);
     expect(sock.closeInfo?.code).toBe(1001);
     expect(await s.exited).toBe(0);
-  }, 120_000);
+  }, 400_000);
 
   it('refuses a malformed grace with a usage error naming it', async () => {
     for (const bad of ['-1', 'soon', '1e3', String(24 * 3600_000 + 1)]) {
-      const r = await spawnServer(['--drain-grace-ms', bad]).then(
+      const r = await spawnServer(['--drain-grace-ms', bad], { startTimeoutMs: 180_000 }).then(
         (srv) => {
           servers.push(srv);
           return 'started';
@@ -163,5 +164,5 @@ describe('SIGTERM with --drain-grace-ms', () => {
       );
       expect(r, bad).toMatch(/drain-grace-ms/);
     }
-  }, 120_000);
+  }, 400_000);
 });
