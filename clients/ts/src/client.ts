@@ -15,10 +15,11 @@ import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/co
 // The majors this client speaks are the protocol package's (one declaration; import-free module).
 import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
 import { EnvHandle } from './env-handle.js';
-import { CLOSE_CODES, SandgymError, connectionClosedError, requestTimeoutError } from './errors.js';
+import { CLOSE_CODES, ERROR_REGISTRY, SandgymError, connectionClosedError, requestTimeoutError, type ErrorScope } from './errors.js';
 import { AbandonedIds, RequestIds } from './request-ids.js';
 import { OPEN, openSocket, type OpenedSocket, type WebSocketCtor, type WebSocketLike } from './socket.js';
-import type { BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, ServerEvent, ServerInfo } from './types.js';
+import { EnvGroup } from './scheduling.js';
+import type { AdmittedEventDetails, BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, QueueProgress, QueuedEventDetails, SchedulingFields, ServerEvent, ServerInfo } from './types.js';
 
 export const CLIENT_VERSION = '0.1.0';
 export { PROTOCOL_VERSIONS };
@@ -50,6 +51,11 @@ export interface ConnectOptions {
   reconnect?: boolean;
   /** Where the client says it is reconnecting, resumed, or lost its sessions. Default: console. */
   logger?: ClientLogger;
+  /**
+   * hello's client_group (PROTOCOL.md §6a): on a server without tokens, connections with the same group
+   * share one fair share of the sandboxes. Ignored by a server with tokens (the token is the key).
+   */
+  clientGroup?: string;
 }
 
 export interface ClientLogger {
@@ -72,7 +78,15 @@ export interface ResumeInfo {
 export interface RequestOptions {
   /** Overrides the client's requestTimeoutMs for this request; 0 disables the deadline. */
   timeoutMs?: number;
+  /**
+   * Told where the request stands while it waits in the server's admission queue (`queued`: position,
+   * units ahead, estimated wait; then `admitted`). PROTOCOL.md §6a. A request admitted at once hears nothing.
+   */
+  onProgress?: (progress: QueueProgress) => void;
 }
+
+/** Requests that may wait in the admission queue: their client deadline grows by the queue timeout. */
+const QUEUEING = new Set(['make', 'reset', 'group']);
 
 interface Pending {
   type: string;
@@ -164,6 +178,8 @@ export class SandgymClient {
   /** Sessions lost to a failed resume: requests naming them fail with the error at once. */
   private readonly lostSessions = new Map<string, SandgymError>();
   private readonly log: ClientLogger;
+  /** onProgress callbacks of requests that may wait in the admission queue, by request id. */
+  private readonly progress = new Map<number, (p: QueueProgress) => void>();
 
   constructor(
     private ws: WebSocketLike,
@@ -218,6 +234,7 @@ export class SandgymClient {
       client: { name: this.opts.clientName ?? 'sandgym-ts', version: this.opts.clientVersion ?? CLIENT_VERSION },
     };
     if (this.opts.token !== undefined) params.token = this.opts.token;
+    if (this.opts.clientGroup !== undefined) params.client_group = this.opts.clientGroup;
     const result = await this.call<HelloResult>('hello', params, opts, true);
     this.protocolVersion = result.version;
     this.serverInfo = result.server;
@@ -233,13 +250,45 @@ export class SandgymClient {
     return result.envs;
   }
 
-  /** Creates a session of `envId`; the handle drives its episodes. */
-  async make<O = unknown, A = unknown>(envId: string, kwargs?: Record<string, unknown>, opts?: RequestOptions): Promise<EnvHandle<O, A>> {
-    const params: Record<string, unknown> = { env_id: envId };
+  /**
+   * Creates a session of `envId`; the handle drives its episodes. `opts` may carry the session's
+   * scheduling defaults (priority, queue_timeout_ms, preemptible: PROTOCOL.md §6a).
+   */
+  async make<O = unknown, A = unknown>(envId: string, kwargs?: Record<string, unknown>, opts?: RequestOptions & SchedulingFields): Promise<EnvHandle<O, A>> {
+    const params: Record<string, unknown> = { env_id: envId, ...schedulingFields(opts) };
     if (kwargs !== undefined) params.kwargs = kwargs;
     const result = await this.request<{ session: string; env_spec: EnvSpec }>('make', params, opts);
     this.openSessions.add(result.session);
     return new EnvHandle<O, A>(this, result.session, result.env_spec);
+  }
+
+  /**
+   * Makes `size` sessions of `envId` admitted as one unit (a GRPO group, PROTOCOL.md §6a): resolves when
+   * the server has admitted all of them at once. `group.completed` resolves on the server's
+   * group_complete event (the last member closed). Needs capabilities.scheduling.
+   */
+  async group<O = unknown, A = unknown>(envId: string, size: number, kwargs?: Record<string, unknown>, opts?: RequestOptions & SchedulingFields): Promise<EnvGroup<O, A>> {
+    const params: Record<string, unknown> = { env_id: envId, size, ...schedulingFields(opts) };
+    if (kwargs !== undefined) params.kwargs = kwargs;
+    let complete!: () => void;
+    const completed = new Promise<void>((resolve) => (complete = resolve));
+    let groupId: string | undefined;
+    const off = this.on('event', (e) => {
+      if (e.event === 'group_complete' && groupId !== undefined && (e.details as { group?: unknown } | undefined)?.group === groupId) {
+        off();
+        complete();
+      }
+    });
+    let result: { group: string; sessions: string[]; env_spec: EnvSpec };
+    try {
+      result = await this.request('group', params, opts);
+    } catch (err) {
+      off();
+      throw err;
+    }
+    groupId = result.group;
+    for (const s of result.sessions) this.openSessions.add(s);
+    return new EnvGroup<O, A>(result.group, result.sessions.map((s) => new EnvHandle<O, A>(this, s, result.env_spec)), completed);
   }
 
   /** Runs many reset/step/close items in one frame; one outcome per item, in order. */
@@ -282,7 +331,13 @@ export class SandgymClient {
       if (direct && this.reconnecting !== null && this.ws.readyState !== OPEN) return reject(connectionClosedError(undefined, 'socket is not open'));
       if (!queued && this.ws.readyState !== OPEN) return void this.closedPromise.then(() => reject(this.closeError ?? connectionClosedError(undefined, 'socket is not open')));
       const id = this.ids.allocate((candidate) => this.pending.has(candidate) || this.abandoned.has(candidate));
-      const timeoutMs = opts?.timeoutMs ?? this.requestTimeoutMs;
+      let timeoutMs = opts?.timeoutMs ?? this.requestTimeoutMs;
+      // A request that may wait in the admission queue gets the queue's time on top of its own.
+      if (timeoutMs > 0 && QUEUEING.has(type) && this.capabilities?.scheduling === true) {
+        const q = typeof params.queue_timeout_ms === 'number' ? params.queue_timeout_ms : (this.limits.max_queue_timeout_ms ?? 0);
+        timeoutMs += Math.min(q, this.limits.max_queue_timeout_ms ?? q);
+      }
+      if (opts?.onProgress) this.progress.set(id, opts.onProgress);
       const message = { id, type, ...params };
       // The frame is kept only where a resume may need to send it again.
       const keep = !direct && this.resumeToken !== undefined && this.opts.reconnect !== false;
@@ -350,6 +405,7 @@ export class SandgymClient {
     const entry = this.pending.get(id);
     if (!entry) return;
     this.pending.delete(id);
+    this.progress.delete(id);
     this.abandoned.add(id);
     entry.reject(requestTimeoutError(entry.type, id, timeoutMs));
   }
@@ -377,6 +433,8 @@ export class SandgymClient {
       case 'error':
         return this.settle(message.id, SandgymError.fromWire(message.error), undefined);
       case 'event':
+        if (message.event === 'queued' || message.event === 'admitted') this.onQueueEvent(message as ServerEvent);
+        else if (message.event === 'session_closed') this.onSessionClosed(message as ServerEvent);
         return this.emit('event', message as ServerEvent);
       default:
         this.emit('error', new SandgymError('INVALID_MESSAGE', `server sent a frame of unknown type '${String(message.type)}'`));
@@ -400,6 +458,7 @@ export class SandgymClient {
       return;
     }
     this.pending.delete(id as number);
+    this.progress.delete(id as number);
     if (entry.timer) clearTimeout(entry.timer);
     if (error) {
       if (error.scope === 'connection') this.lastConnectionError = error;
@@ -407,10 +466,40 @@ export class SandgymClient {
     } else entry.resolve(result ?? {});
   }
 
+  /**
+   * The server closed a session with a code (PREEMPTED, SANDBOX_ERROR, TIMEOUT...): later requests on it
+   * fail with that error, typed as the registry says, instead of a bare UNKNOWN_SESSION, so rollout code
+   * (rerunOnInfraFailure) can tell an infrastructure failure from its own mistake.
+   */
+  private onSessionClosed(e: ServerEvent): void {
+    const code = (e.details as { code?: unknown } | undefined)?.code;
+    if (typeof e.session !== 'string' || typeof code !== 'string' || !this.openSessions.has(e.session)) return;
+    this.openSessions.delete(e.session);
+    const reason = (e.details as { reason?: unknown }).reason;
+    const known = (ERROR_REGISTRY as Record<string, { retryable: boolean; scope: ErrorScope } | undefined>)[code];
+    this.lostSessions.set(e.session, new SandgymError(code, `session closed by the server: ${typeof reason === 'string' ? reason : code}`, { details: { session: e.session, reason }, retryable: known?.retryable ?? false, scope: known?.scope ?? 'session' }));
+  }
+
+  /** A queued/admitted event names the waiting request's id: hand it to that request's onProgress. */
+  private onQueueEvent(e: ServerEvent): void {
+    const d = (e.details ?? {}) as Record<string, unknown>;
+    const id = d.request;
+    if (typeof id !== 'number') return;
+    const listener = this.progress.get(id);
+    if (!listener) return;
+    if (e.event === 'admitted') this.progress.delete(id);
+    try {
+      listener(e.event === 'queued' ? { event: 'queued', session: e.session, ...(d as Omit<QueuedEventDetails, never>) } : { event: 'admitted', session: e.session, ...(d as Omit<AdmittedEventDetails, never>) });
+    } catch (err) {
+      this.log.warn(`onProgress threw: ${(err as Error)?.message ?? err}`);
+    }
+  }
+
   /** Rejects every pending request with `error`; their ids stay reserved and late replies are dropped. */
   private failPending(error: SandgymError): void {
     const pending = [...this.pending];
     this.pending.clear();
+    this.progress.clear();
     for (const [id, entry] of pending) {
       if (entry.timer) clearTimeout(entry.timer);
       this.abandoned.add(id);
@@ -642,4 +731,13 @@ function concat(parts: Uint8Array[]): Uint8Array {
 
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
+}
+
+/** The scheduling fields of make/reset/group that are set (PROTOCOL.md §6a). */
+export function schedulingFields(o: SchedulingFields | undefined): SchedulingFields {
+  const out: SchedulingFields = {};
+  if (o?.priority !== undefined) out.priority = o.priority;
+  if (o?.queue_timeout_ms !== undefined) out.queue_timeout_ms = o.queue_timeout_ms;
+  if (o?.preemptible !== undefined) out.preemptible = o.preemptible;
+  return out;
 }

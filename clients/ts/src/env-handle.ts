@@ -1,7 +1,7 @@
 // One session on a connection. The handle is a thin veneer over client.request: ordering per session
 // is the server's job, so steps may be pipelined on one handle without awaiting each.
 
-import type { RequestOptions, SandgymClient } from './client.js';
+import { schedulingFields, type RequestOptions, type SandgymClient } from './client.js';
 import type { EnvSpec, ResetParams, ResetResult, StepResult } from './types.js';
 
 export class EnvHandle<O = unknown, A = unknown> {
@@ -28,6 +28,7 @@ export class EnvHandle<O = unknown, A = unknown> {
     const msg: Record<string, unknown> = { session: this.session };
     if (params.seed !== undefined) msg.seed = params.seed;
     if (params.options !== undefined) msg.options = params.options;
+    Object.assign(msg, schedulingFields(params));
     const r = await this.client.request<ResetResult<O>>('reset', msg, opts);
     return { observation: r.observation, info: r.info ?? {} };
   }

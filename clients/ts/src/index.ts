@@ -4,6 +4,8 @@
 export { connect, SandgymClient, CLIENT_VERSION, PROTOCOL_VERSIONS } from './client.js';
 export type { ConnectOptions, RequestOptions, Encoding, FrameListener, ClientEvents, ClientLogger, ResumeInfo } from './client.js';
 export { EnvHandle } from './env-handle.js';
+export { EnvGroup, INFRA_FAILURE_CODES, isInfraFailure, rerunOnInfraFailure } from './scheduling.js';
+export type { RerunOptions } from './scheduling.js';
 export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY, SandgymError, isRetryable } from './errors.js';
 export type { ClientErrorCode, ErrorCode, ErrorScope, WireError } from './errors.js';
 export { MAX_REQUEST_ID } from './request-ids.js';

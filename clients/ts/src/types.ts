@@ -3,12 +3,18 @@
 // from the contract. Declared here is only what the client adds: generic observations, batch outcomes
 // carrying SandgymError, and raw frame records.
 import type {
+  AdmittedEventDetails,
+  QueuedEventDetails,
   ResetRequest,
   ResetResult as WireResetResult,
   StepResult as WireStepResult,
 } from '../../../protocol/src/generated/types.js';
 
 export type {
+  AdmittedEventDetails,
+  GroupCompleteEventDetails,
+  GroupResult,
+  QueuedEventDetails,
   BatchItem,
   Bound,
   Capabilities,
@@ -30,8 +36,16 @@ export type ResetResult<O = unknown> = Omit<WireResetResult, 'observation'> & { 
 /** The wire step result with the observation typed as the caller's O. */
 export type StepResult<O = unknown> = Omit<WireStepResult, 'observation'> & { observation: O };
 
-/** The optional fields of a reset request. */
-export type ResetParams = Pick<ResetRequest, 'seed' | 'options'>;
+/** The scheduling fields of make, reset and group (PROTOCOL.md §6a). */
+export type SchedulingFields = Pick<ResetRequest, 'priority' | 'queue_timeout_ms' | 'preemptible'>;
+
+/** The optional fields of a reset request (seed, options and the episode's scheduling fields). */
+export type ResetParams = Pick<ResetRequest, 'seed' | 'options' | 'priority' | 'queue_timeout_ms' | 'preemptible'>;
+
+/** What RequestOptions.onProgress hears while a request waits in the admission queue. */
+export type QueueProgress =
+  | ({ event: 'queued'; session?: string } & QueuedEventDetails)
+  | ({ event: 'admitted'; session?: string } & AdmittedEventDetails);
 
 /** One outcome per batch item, in order. Errors are SandgymError instances like any other. */
 export type BatchOutcome =
