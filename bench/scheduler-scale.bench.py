@@ -138,6 +138,16 @@ def meminfo() -> dict[str, int]:
     return out
 
 
+def io_pressure() -> float | None:
+    """PSI: % of the last 10 s in which some task waited for I/O (None without PSI)."""
+    try:
+        first = Path("/proc/pressure/io").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    m = re.search(r"avg10=([0-9.]+)", first)
+    return float(m.group(1)) if m else None
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -172,6 +182,30 @@ def cgroup_memory(cid: str) -> tuple[int, int] | None:
         except (OSError, ValueError):
             return None
     return None
+
+
+def shim_pss(ids: list[str]) -> tuple[int, int]:
+    """(shims found, their summed PSS bytes): the containerd-shim of each of these containers, the per-sandbox
+    cost outside its cgroup (proportional set size, so shared pages are split between the shims)."""
+    want = set(ids)
+    found, total = 0, 0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+            if not argv or b"containerd-shim" not in argv[0] or b"-id" not in argv:
+                continue
+            cid = argv[argv.index(b"-id") + 1].decode()
+            if cid not in want:
+                continue
+            m = re.search(r"^Pss:\s+(\d+) kB", (d / "smaps_rollup").read_text(), flags=re.M)
+        except (OSError, ValueError, IndexError):
+            continue
+        if m:
+            found += 1
+            total += int(m.group(1)) * 1024
+    return found, total
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -246,6 +280,8 @@ class Run:
         self.after_barrier_done = 0.0
         self.step_latency: list[float] = []
         self.scheduling = False
+        #: monotonic time after which a reset still waiting for its sandbox is given up (--deadline)
+        self.deadline = float("inf")
         self.queued: set[int] = set()
         self.sched_admitted_at: dict[int, float] = {}
         self.waited_ms: list[int] = []
@@ -283,7 +319,13 @@ class Run:
                     if p.waited_ms is not None:
                         self.waited_ms.append(p.waited_ms)
 
-            await env.reset(seed=ep, options={"task_id": task["id"]}, timeout=self.args.admit_timeout, on_queue=on_queue)
+            reset = env.reset(seed=ep, options={"task_id": task["id"]}, timeout=self.args.admit_timeout, on_queue=on_queue)
+            left = self.deadline - time.monotonic()
+            try:
+                await asyncio.wait_for(reset, max(0.0, left))
+            except asyncio.TimeoutError:
+                self.error(ep, "no sandbox before the bench deadline", f"--deadline {self.args.deadline:g} s")
+                return
             self.admitted_at[ep] = time.monotonic() - self.t0
             for i, (cmd, want) in enumerate(cmds):
                 if i == BARRIER_AFTER:
@@ -329,7 +371,7 @@ async def sampler(run: Run, stop: asyncio.Event, samples: list[dict[str, Any]], 
     while not stop.is_set():
         samples.append({"t": round(time.monotonic() - run.t0, 1), "load1": loadavg(), "admitted": len(run.admitted_at),
                         "done": len(run.done_at), "server_rss_mb": round(rss_of(pid) / 2**20, 1),
-                        "mem_available_gib": round(meminfo()["MemAvailable"] / 2**30, 2)})
+                        "mem_available_gib": round(meminfo()["MemAvailable"] / 2**30, 2), "io_pressure_some_avg10": io_pressure()})
         try:
             await asyncio.wait_for(stop.wait(), run.args.sample_every)
         except asyncio.TimeoutError:
@@ -374,12 +416,15 @@ async def main_async(args: argparse.Namespace) -> int:
         run.scheduling = bool(clients[0].capabilities.get("scheduling"))
         stop = asyncio.Event()
         run.t0 = time.monotonic()
+        if args.deadline > 0:
+            run.deadline = run.t0 + args.deadline
         sampling = asyncio.create_task(sampler(run, stop, samples, pid))
 
         async def measure_at_barrier() -> None:
             await run.barrier.wait()
             ids = containers(pid, all_states=False)
             mems = [m for m in (cgroup_memory(c) for c in ids) if m is not None]
+            shims, shims_pss = shim_pss(ids)
             mem_at_barrier.update({
                 "t": round(run.barrier_at - run.t0, 1),
                 "containers_running": len(ids),
@@ -387,6 +432,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 "usage_mib_mean": round(statistics.fmean(m[0] for m in mems) / 2**20, 2) if mems else None,
                 "usage_mib_p99": round(pct([m[0] for m in mems], 99) / 2**20, 2) if mems else None,
                 "rss_mib_mean": round(statistics.fmean(m[1] for m in mems) / 2**20, 3) if mems else None,
+                "shims_found": shims,
+                "shim_pss_mib_mean": round(shims_pss / max(1, shims) / 2**20, 2),
                 "host_mem_drop_mib_per_sandbox": round((mem_before - meminfo()["MemAvailable"]) / max(1, len(ids)) / 2**20, 2),
                 "server_rss_mib": round(rss_of(pid) / 2**20, 1),
                 "load1": loadavg(),
@@ -453,6 +500,9 @@ async def main_async(args: argparse.Namespace) -> int:
         "queue_wait_ms_max": max(run.waited_ms) if run.waited_ms else None,
         "server_config": cfg,
         "load1_max": max((s["load1"] for s in samples), default=None),
+        "io_pressure_avg10_mean": round(statistics.fmean(x for x in (s["io_pressure_some_avg10"] for s in samples) if x is not None), 1)
+        if any(s["io_pressure_some_avg10"] is not None for s in samples) else None,
+        "admitted": len(run.admitted_at),
         "server_rss_mib_max": max((s["server_rss_mb"] for s in samples), default=None),
         "samples": samples,
         "server_stderr_tail": Path(stderr_path).read_text(errors="replace")[-2000:],
@@ -469,15 +519,16 @@ def report(r: dict[str, Any]) -> None:
         ("episodes (completed / solved by the graded end)", f"{r['episodes']} ({r['completed']} / {r['solved']})"),
         ("errors", f"{r['errors']} {r['errors_by_kind'] or ''}"),
         ("containers leaked (label sandgym.owner_pid, after the server exited)", r["containers_leaked_after_server_exit"]),
-        ("time to admit all (every episode holding its sandbox)", f"{r['time_to_admit_all_s']} s (p50 {r['admit_p50_s']} s, {r['admissions_per_s']}/s)"),
+        ("time to admit all (every episode holding its sandbox)", f"{r['time_to_admit_all_s']} s (admitted {r['admitted']}; p50 {r['admit_p50_s']} s, {r['admissions_per_s']}/s)"),
         ("sandboxes alive at once (at the barrier)", m.get("containers_running")),
         ("commands/s with all sandboxes alive (5 commands + solution per episode)", r["commands_per_s_all_concurrent"]),
         ("step latency p50 / p99", f"{r['step_latency_ms_p50']} / {r['step_latency_ms_p99']} ms"),
         ("episodes/min end to end (11 commands + graded submit each)", r["episodes_per_min"]),
         ("memory per sandbox: cgroup usage mean / p99, rss mean", f"{m.get('usage_mib_mean')} / {m.get('usage_mib_p99')} MiB, {m.get('rss_mib_mean')} MiB"),
-        ("memory per sandbox: host MemAvailable drop / sandboxes", f"{m.get('host_mem_drop_mib_per_sandbox')} MiB"),
+        ("memory per sandbox outside its cgroup: its containerd-shim's PSS (mean)", f"{m.get('shim_pss_mib_mean')} MiB ({m.get('shims_found')} shims)"),
+        ("memory per sandbox: host MemAvailable drop / sandboxes (others' work moves it too)", f"{m.get('host_mem_drop_mib_per_sandbox')} MiB"),
         ("server RSS at the barrier / max", f"{m.get('server_rss_mib')} / {r['server_rss_mib_max']} MiB"),
-        ("load average before / max", f"{r['load1_before']} / {r['load1_max']}"),
+        ("load average before / max; I/O pressure (PSI some avg10, mean of samples)", f"{r['load1_before']} / {r['load1_max']}; {r['io_pressure_avg10_mean']}%"),
         ("containers still being removed when the clients closed / removal time", f"{r['containers_left_after_clients_closed']} / {r['container_removal_after_close_s']} s"),
         ("server shutdown (SIGTERM to exit)", f"{r['server_shutdown_s']} s ({r['containers_left_before_sigterm']} containers left then)"),
         ("scheduler events received / resets that queued", f"{r['events'] or '-'} / {r['resets_queued']}"),
@@ -501,6 +552,8 @@ def main() -> None:
     ap.add_argument("--step-timeout", type=float, default=300.0)
     ap.add_argument("--shutdown-timeout", type=float, default=900.0)
     ap.add_argument("--sample-every", type=float, default=5.0)
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="seconds after the start when resets still waiting for a sandbox are given up (0 = none)")
     ap.add_argument("--priority", default="train")
     ap.add_argument("--scheduling-config", default="", help="JSON merged into the server config's 'scheduling' key")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scheduler-scale.json"))
