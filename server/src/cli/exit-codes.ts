@@ -6,7 +6,7 @@ import { TaskLoadError } from '../../../envs/src/code/task-loader.js';
 import { ConfigError } from '../config.js';
 import { ArchiveFormatError } from '../observability/archive/format.js';
 import { ArchiveSourceError } from '../observability/archive/reader.js';
-import { NoSandboxDriverError } from '../sandbox/errors.js';
+import { NoSandboxDriverError, SandboxRuntimeError } from '../sandbox/errors.js';
 import { UsageError } from './args.js';
 import { CommandFailedError, EXIT, UnavailableError, type ExitCode } from './exit-status.js';
 
@@ -15,7 +15,7 @@ export { CommandFailedError, EXIT, UnavailableError, type ExitCode } from './exi
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.USAGE;
   if (e instanceof ConfigError || e instanceof EnvModuleError || e instanceof TaskLoadError || e instanceof ArchiveFormatError || e instanceof ArchiveSourceError) return EXIT.INPUT;
-  if (e instanceof UnavailableError || e instanceof NoSandboxDriverError) return EXIT.UNAVAILABLE;
+  if (e instanceof UnavailableError || e instanceof NoSandboxDriverError || e instanceof SandboxRuntimeError) return EXIT.UNAVAILABLE;
   if (e instanceof CommandFailedError) return EXIT.FAILED;
   return EXIT.INTERNAL;
 }

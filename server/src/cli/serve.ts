@@ -45,6 +45,10 @@ ${configKeysHelp()}
                          bubblewrap; the log names the driver in use); with none,
                          envs that need a sandbox (shell-v0, code-v0) answer
                          UNSUPPORTED at make
+  --docker-runtime <name>
+                         the Docker daemon's OCI runtime for sandboxes (config
+                         sandbox.runtime), e.g. runsc for gVisor (docs/SANDBOX.md,
+                         "gVisor (runsc)"); one the daemon lacks fails start-up
   --tasks <dir>          code-v0 task set (repeatable; default: the shipped envs/tasks)
   --splits <a,b>         task splits sessions may ask for: train, eval (default
                          both; a session gets eval tasks only when it asks for them)
@@ -84,6 +88,7 @@ export const SERVE_COMMAND = {
     config: { type: 'string' },
     fixtures: { type: 'boolean' },
     driver: { type: 'string' },
+    'docker-runtime': { type: 'string' },
     tasks: { type: 'string', multiple: true },
     splits: { type: 'string' },
     insecure: { type: 'boolean' },
@@ -113,6 +118,10 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   const logFormat = values['log-format'] === undefined ? undefined : choiceValue('log-format', values['log-format'], LOG_FORMATS, cmd);
   for (const t of values.token ?? []) nonEmptyValue('token', t, cmd);
   const driver = values.driver === undefined ? undefined : choiceValue('driver', values.driver, DRIVERS, cmd);
+  const dockerRuntime = values['docker-runtime'];
+  if (dockerRuntime !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(dockerRuntime)) {
+    throw new UsageError(`--docker-runtime must be a runtime name (1-64 of A-Z a-z 0-9 . _ -), got '${dockerRuntime.slice(0, 80)}'`, cmd);
+  }
   for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
   const splits = values.splits === undefined ? undefined : choiceListValue('splits', values.splits, SPLITS, cmd);
   const resumeGrace = values['resume-grace-ms'] === undefined ? undefined : intValue('resume-grace-ms', values['resume-grace-ms'], 0, 24 * 3600_000, cmd);
@@ -137,6 +146,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     drain_grace_ms: drainGrace,
   };
   const cfg = resolveConfig(fileLayer, flags);
+  if (dockerRuntime !== undefined) cfg.sandbox = { ...cfg.sandbox, runtime: dockerRuntime };
   // `sandgym serve` (and so `npm start`) offers sandboxed envs out of the box: Docker when a daemon
   // answers, else bubblewrap. `--driver none` (or driver: "none" in the config) turns sandboxes off.
   if (cfg.driver === undefined) cfg.driver = 'auto';
