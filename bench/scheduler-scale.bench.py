@@ -215,6 +215,32 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p / 100 * len(s)))]
 
 
+def docker_baseline(n: int, concurrency: int) -> dict[str, Any]:
+    """The same-run baseline: ``n`` bare containers of the same image and limits started with ``docker run``
+    (``concurrency`` at once, as the server's create_concurrency), then removed: what Docker alone costs here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    label = f"sandgym.scale-baseline={os.getpid()}"
+
+    def start(_: int) -> str:
+        return sh("docker", "run", "-d", "--label", label, "--network", "none", "--memory", "256m",
+                  "--pids-limit", "128", "--cpus", "1", IMAGE, "sleep", "600").strip()
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(concurrency) as ex:
+        ids = [i for i in ex.map(start, range(n)) if i]
+    started_s = time.monotonic() - t0
+    t1 = time.monotonic()
+    with ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(lambda c: sh("docker", "rm", "-f", c), ids))
+    removed_s = time.monotonic() - t1
+    left = sh("docker", "ps", "-aq", "--filter", f"label={label}").split()
+    for c in left:
+        sh("docker", "rm", "-f", c)
+    return {"containers": len(ids), "start_per_s": round(len(ids) / started_s, 2) if started_s else None,
+            "remove_per_s": round(len(ids) / removed_s, 2) if removed_s else None}
+
+
 # ------------------------------------------------------------------------------ the server
 
 
@@ -398,6 +424,8 @@ async def main_async(args: argparse.Namespace) -> int:
     cfg["scheduling"] = {"max_queue_timeout_ms": int(args.admit_timeout * 1000)}
     if args.scheduling_config:
         cfg["scheduling"].update(json.loads(args.scheduling_config))
+    baseline = docker_baseline(args.baseline, args.create_concurrency) if args.baseline > 0 else {}
+    print(f"baseline (bare docker run/rm): {baseline}", file=sys.stderr)
     mem_before = meminfo()["MemAvailable"]
     load_before = loadavg()
     proc, url, stderr_path = start_server(cfg)
@@ -503,6 +531,7 @@ async def main_async(args: argparse.Namespace) -> int:
         "io_pressure_avg10_mean": round(statistics.fmean(x for x in (s["io_pressure_some_avg10"] for s in samples) if x is not None), 1)
         if any(s["io_pressure_some_avg10"] is not None for s in samples) else None,
         "admitted": len(run.admitted_at),
+        "docker_baseline": baseline,
         "server_rss_mib_max": max((s["server_rss_mb"] for s in samples), default=None),
         "samples": samples,
         "server_stderr_tail": Path(stderr_path).read_text(errors="replace")[-2000:],
@@ -520,6 +549,10 @@ def report(r: dict[str, Any]) -> None:
         ("errors", f"{r['errors']} {r['errors_by_kind'] or ''}"),
         ("containers leaked (label sandgym.owner_pid, after the server exited)", r["containers_leaked_after_server_exit"]),
         ("time to admit all (every episode holding its sandbox)", f"{r['time_to_admit_all_s']} s (admitted {r['admitted']}; p50 {r['admit_p50_s']} s, {r['admissions_per_s']}/s)"),
+        ("baseline, same run: bare `docker run -d` / `docker rm -f` of the image, containers/s",
+         f"{r['docker_baseline'].get('start_per_s')} / {r['docker_baseline'].get('remove_per_s')} ({r['docker_baseline'].get('containers')} containers)"),
+        ("admissions/s vs the bare docker start rate", f"×{round(r['admissions_per_s'] / r['docker_baseline']['start_per_s'], 2)}"
+         if r["admissions_per_s"] and r["docker_baseline"].get("start_per_s") else "-"),
         ("sandboxes alive at once (at the barrier)", m.get("containers_running")),
         ("commands/s with all sandboxes alive (5 commands + solution per episode)", r["commands_per_s_all_concurrent"]),
         ("step latency p50 / p99", f"{r['step_latency_ms_p50']} / {r['step_latency_ms_p99']} ms"),
@@ -554,6 +587,7 @@ def main() -> None:
     ap.add_argument("--sample-every", type=float, default=5.0)
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="seconds after the start when resets still waiting for a sandbox are given up (0 = none)")
+    ap.add_argument("--baseline", type=int, default=16, help="bare docker containers started/removed first (0 = skip)")
     ap.add_argument("--priority", default="train")
     ap.add_argument("--scheduling-config", default="", help="JSON merged into the server config's 'scheduling' key")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scheduler-scale.json"))
