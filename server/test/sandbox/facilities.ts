@@ -1,8 +1,11 @@
-// Detects Docker / bubblewrap / the mutation tools for the suites that need them. A missing facility
-// skips with the reason, unless SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 /
-// SANDGYM_REQUIRE_MUTATION=1 asks for a failure instead (CI sets all three).
+// Detects Docker / bubblewrap / the mutation tools / a Kubernetes cluster for the suites that need them.
+// A missing facility skips with the reason, unless SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 /
+// SANDGYM_REQUIRE_MUTATION=1 / SANDGYM_REQUIRE_KUBERNETES=1 /
+// SANDGYM_REQUIRE_GVISOR=1 asks for a failure instead (CI sets them all).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
@@ -78,10 +81,49 @@ export async function mutationFacility(): Promise<Facility & { python: string }>
   return { ok: true, python, reason: '' };
 }
 
-const REQUIRE_FLAG = { docker: 'SANDGYM_REQUIRE_DOCKER', bwrap: 'SANDGYM_REQUIRE_BWRAP', mutation: 'SANDGYM_REQUIRE_MUTATION', gvisor: 'SANDGYM_REQUIRE_GVISOR' } as const;
+/** The admin kubeconfig of the local cluster: $SANDGYM_KUBECONFIG, else where scripts/k8s/up.sh writes it. */
+export function kubeconfigPath(): string {
+  return process.env.SANDGYM_KUBECONFIG || `${process.env.SANDGYM_K8S_DIR || '/var/lib/sandgym-k8s'}/admin.kubeconfig`;
+}
+
+/** A Kubernetes API server answers /readyz with the credentials of kubeconfigPath(). */
+export async function kubernetesFacility(): Promise<Facility & { kubeconfig: string }> {
+  const kubeconfig = kubeconfigPath();
+  const missing = (why: string) => ({ ok: false, kubeconfig, reason: `${why}; run scripts/k8s/up.sh (or set SANDGYM_KUBECONFIG)` });
+  if (!existsSync(kubeconfig)) return missing(`no kubeconfig at ${kubeconfig}`);
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(kubeconfig);
+  } catch (e) {
+    return missing(`kubeconfig ${kubeconfig} unreadable (${(e as Error).message})`);
+  }
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) return missing(`kubeconfig ${kubeconfig} names no cluster`);
+  const opts: https.RequestOptions = { method: 'GET', timeout: 5_000 };
+  await kc.applyToHTTPSOptions(opts);
+  const status = await new Promise<string>((resolve) => {
+    const req = https.request(new URL('/readyz', server), opts, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200 ? '' : `HTTP ${res.statusCode}`));
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', (e) => resolve(e.message));
+    req.end();
+  });
+  if (status) return missing(`the API server at ${server} is not ready (${status})`);
+  return { ok: true, kubeconfig, reason: '' };
+}
+
+const REQUIRE_FLAG = {
+  docker: 'SANDGYM_REQUIRE_DOCKER',
+  bwrap: 'SANDGYM_REQUIRE_BWRAP',
+  mutation: 'SANDGYM_REQUIRE_MUTATION',
+  kubernetes: 'SANDGYM_REQUIRE_KUBERNETES',
+  gvisor: 'SANDGYM_REQUIRE_GVISOR',
+} as const;
 
 /** Throws when the facility is required but missing; returns whether to run. */
-export function gate(name: 'docker' | 'bwrap' | 'mutation', f: Facility): boolean {
+export function gate(name: keyof typeof REQUIRE_FLAG, f: Facility): boolean {
   const required = process.env[REQUIRE_FLAG[name]] === '1';
   if (!f.ok && required) throw new Error(`${name} is required (${REQUIRE_FLAG[name]}=1) but unavailable: ${f.reason}`);
   if (!f.ok) console.warn(`[sandbox tests] skipping ${name} suites: ${f.reason}`);
