@@ -16,13 +16,20 @@ export async function createTestNamespace(kc: KubeConfig, prefix: string): Promi
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name, labels: { 'sandgym.io/test': '1' } } } });
   // The service account admission wants the namespace's default account for pods (automount is off,
-  // but the account must exist before a pod is admitted).
+  // but the account must exist before a pod is admitted). The controller manager makes it; if it has not
+  // within 5 s (still starting), make it here, as it would.
   const core = kc.makeApiClient(CoreV1Api);
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; ; i++) {
     try {
       await core.readNamespacedServiceAccount({ name: 'default', namespace: name });
       break;
     } catch {
+      if (i >= 50) {
+        await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } }).catch((e: unknown) => {
+          if (apiStatus(e) !== 409) throw e;
+        });
+        break;
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
