@@ -11,7 +11,9 @@
 // Run: npx tsx bench/metrics-overhead.bench.ts   (or `npm run bench -- metrics-overhead`)
 // Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_AA=1 runs both sides without metrics (an
 //      A/A calibration: the ratio it prints is the setup's noise and bias on this machine);
-//      BENCH_ROUNDS, BENCH_FRAMES override the rounds and the batch frames per round.
+//      BENCH_ROUNDS, BENCH_FRAMES override the rounds and the batch frames per round; BENCH_CONCURRENT=1
+//      drives both servers at once in each round instead of one after the other (on a machine shared
+//      with other work both then see the same contention: a tighter spread of the per-round ratios).
 
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
@@ -33,6 +35,7 @@ const SESSIONS = 64;
 const WINDOW = 8;
 const FRAMES = Number(process.env.BENCH_FRAMES ?? (QUICK ? 200 : 3_000));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 2 : 15));
+const CONCURRENT = process.env.BENCH_CONCURRENT === '1';
 
 /** CPU time of every thread of a process, µs (schedstat: ns resolution, unlike /proc/PID/stat's 10 ms ticks). */
 async function cpuMicros(pid: number): Promise<number> {
@@ -153,7 +156,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       // Alternate which side goes first, so neither always gets the cooler machine.
       const order = i % 2 === 0 ? [off, on] : [on, off];
-      for (const s of order) await round1(s);
+      // BENCH_CONCURRENT=1: both sides at once, so both see the same moment of a shared machine.
+      if (CONCURRENT) await Promise.all(order.map((s) => round1(s)));
+      else for (const s of order) await round1(s);
       scrapeBytes = (await (await fetch(metricsUrl)).text()).length;
     }
   } finally {
@@ -172,7 +177,7 @@ async function main(): Promise<void> {
   const results = {
     machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0]!, 2) },
     command: 'npx tsx bench/metrics-overhead.bench.ts',
-    batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
+    batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS, concurrent: CONCURRENT },
     no_metrics: { cpu_us_per_env_step: round(cpuOff, 3), env_steps_per_s: Math.round(tputOff), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
     metrics: { cpu_us_per_env_step: round(cpuOn, 3), env_steps_per_s: Math.round(tputOn), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)) },
     cpu_ratio_of_medians: round(cpuOn / cpuOff, 3),
@@ -188,7 +193,7 @@ async function main(): Promise<void> {
     observer_share_of_server_cpu: round(observerNs / 1000 / cpuOff, 4),
   };
   const table = [
-    `| batch of 64 env-steps, 8 frames in flight (${ROUNDS} alternating rounds of ${FRAMES * SESSIONS} env-steps; medians) | --no-metrics | metrics (default) | ratio: median of rounds [quartiles] (range) |`,
+    `| batch of 64 env-steps, 8 frames in flight (${ROUNDS} ${CONCURRENT ? 'concurrent' : 'alternating'} rounds of ${FRAMES * SESSIONS} env-steps; medians) | --no-metrics | metrics (default) | ratio: median of rounds [quartiles] (range) |`,
     '|---|---|---|---|',
     `| server CPU per env-step (µs, all threads) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} [${results.cpu_ratio_quartiles.join('-')}] (${results.cpu_ratio_range.join('-')}) |`,
     `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} [${results.throughput_ratio_quartiles.join('-')}] |`,
