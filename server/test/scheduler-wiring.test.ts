@@ -356,6 +356,20 @@ describe.skipIf(!dockerOk)('scheduler wiring (docker)', { timeout: 300_000 }, ()
     expect((await ok(c, 'step', { session: sess, action: 'ok' })).observation).toBe('ok');
   });
 
+  it('past the retry budget the reset fails with SANDBOX_ERROR, its unit is free, and the session can reset again', async () => {
+    const { s, sched } = await serve(1, { retry_budget: 0 });
+    const { c } = await client(s, TOKENS.train);
+    const sess = await make(c, 'x/box-v0');
+    driver.failures = 3;
+    driver.failed = 0;
+    const e = await fails(c, 'reset', { session: sess });
+    expect(e).toMatchObject({ code: 'SANDBOX_ERROR', retryable: true });
+    expect(e.details.reason).toMatch(/retries were spent/);
+    expect(driver.failed).toBe(3);
+    expect(sched.stats()).toMatchObject({ held: 0, queued: 0 });
+    expect(typeof (await ok(c, 'reset', { session: sess })).observation).toBe('string');
+  });
+
   it('a group is admitted all or nothing, ahead of later singles, and completes with group_complete', async () => {
     const { s } = await serve(2);
     const { c: hold } = await client(s, TOKENS.hold);
