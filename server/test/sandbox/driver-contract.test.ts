@@ -8,14 +8,17 @@ import { DockerDriver } from '../../src/sandbox/docker/docker-driver.js';
 import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
 import { SandboxGoneError } from '../../src/sandbox/errors.js';
 import type { DriverSandbox, SandboxDriver } from '../../src/sandbox/types.js';
-import { TEST_IMAGE, bwrapFacility, dockerFacility, gate, kubernetesFacility, sh } from './facilities.js';
+import { TEST_IMAGE, bwrapFacility, dockerFacility, gate, gvisorFacility, kubernetesFacility, sh } from './facilities.js';
 import { createTestNamespace, deleteTestNamespace, loadKc, testDriver } from './kubernetes-helpers.js';
 
 const dockerOk = gate('docker', await dockerFacility());
 const bwrapOk = gate('bwrap', await bwrapFacility());
+// The same contract under gVisor (docs/SANDBOX.md, "gVisor (runsc)"); SANDGYM_CONTRACT_DRIVERS=docker-runsc runs it alone.
+const gvisorOk = gate('gvisor', await gvisorFacility());
+const only = process.env.SANDGYM_CONTRACT_DRIVERS?.split(',');
 // Kubernetes: one pod per sandbox on the real cluster, in a namespace of this run's own (deleted afterwards).
 const k8s = await kubernetesFacility();
-const k8sOk = gate('kubernetes', k8s);
+const k8sOk = gate('kubernetes', k8s) && (!only || only.includes('kubernetes'));
 const k8sKc = k8sOk ? loadKc(k8s.kubeconfig) : undefined;
 const k8sNs = k8sKc ? await createTestNamespace(k8sKc, 'sgd-contract') : '';
 afterAll(async () => {
@@ -23,11 +26,13 @@ afterAll(async () => {
 });
 
 const instanceId = `test-contract-${randomBytes(3).toString('hex')}`;
-const DRIVERS: { name: 'docker' | 'local' | 'kubernetes'; ok: boolean; make: () => SandboxDriver }[] = [
+const ALL_DRIVERS: { name: 'docker' | 'docker-runsc' | 'local' | 'kubernetes'; ok: boolean; make: () => SandboxDriver }[] = [
   { name: 'docker', ok: dockerOk, make: () => new DockerDriver({ instanceId: `${instanceId}-d`, createConcurrency: 2 }) },
+  { name: 'docker-runsc', ok: gvisorOk, make: () => new DockerDriver({ instanceId: `${instanceId}-g`, createConcurrency: 2, runtime: 'runsc' }) },
   { name: 'local', ok: bwrapOk, make: () => new LocalDriver({ instanceId: `${instanceId}-l` }) },
   { name: 'kubernetes', ok: k8sOk, make: () => testDriver(k8sKc!, k8sNs, { instanceId: `${instanceId}-k` }) },
 ];
+const DRIVERS = ALL_DRIVERS.filter((d) => !only || only.includes(d.name));
 
 /** Connects to host:port from inside with whatever the image has (python3 on the host /usr, else nc). */
 const CONNECT = `if command -v python3 >/dev/null 2>&1; then
@@ -205,7 +210,9 @@ exit 7`;
     });
 
     it('contains a fork bomb with the pids limit and the host stays responsive', async () => {
-      const bomb = await driver.create(spec);
+      // Under gVisor every guest process costs the sandbox ~5 MiB of the Sentry's memory (64 sh: 315 MiB
+      // measured): memory must cover pids, else the bomb ends the sandbox whole (docs/SANDBOX.md, gVisor).
+      const bomb = await driver.create(drv.name === 'docker-runsc' ? { ...spec, limits: { ...spec.limits, memory_mb: 1024 } } : spec);
       try {
         const t0 = Date.now();
         const pending = bomb.exec({ script: 'b() { b | b & }; b; sleep 3', timeout_ms: 3000 });
@@ -231,6 +238,15 @@ exit 7`;
       try {
         let died: string | null = null;
         mem.onDied((r) => (died = r));
+        if (drv.name === 'docker-runsc') {
+          // gVisor (docs/SANDBOX.md, "gVisor (runsc)") enforces neither RLIMIT_DATA nor an in-band OOM kill:
+          // a command past the sandbox's memory takes the whole sandbox down, loudly (its death, never a
+          // silent success), and the driver says so up front.
+          expect(driver.capabilities.oom_detection).toBe(false);
+          await expect(mem.exec({ script: 'dd if=/dev/zero of=/dev/null bs=600M count=1' })).rejects.toThrow(SandboxGoneError);
+          expect(died).toMatch(/gVisor/);
+          return;
+        }
         // One process past the per-process limit (RLIMIT_DATA = memory_mb): its allocation fails.
         const one = await mem.exec({ script: 'dd if=/dev/zero of=/dev/null bs=200M count=1 2>&1; echo rc=$?' });
         expect(one.stdout).toMatch(/rc=[1-9]/);
