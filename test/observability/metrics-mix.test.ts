@@ -31,10 +31,12 @@ describe.skipIf(!HAS_DOCKER)('metrics after a mix of episodes (docker)', () => {
     // Episode 1: OOM, an agent timeout, an invalid action, then solved and submitted (success).
     const a = await client.make<string>('shell-v0');
     await a.reset({ options: { task_id: 'create-file' } });
-    // Processes together past the container's 256 MB (each alone stays under the agent's data ulimit).
-    // How fast they allocate depends on the machine's load: tried up to 3 times until the kernel kills one.
+    // Processes together past the container's 256 MB (each alone stays under the agent's data ulimit): eight
+    // awks each double a string to 64 MiB (26 doublings: ~30 ms of memcpy, so CPU starvation under load cannot
+    // outlast the command's deadline, as a pipe through `tr` read by the shell did) and hold it while sleeping.
+    // Tried up to 3 times until the kernel kills one.
     for (let i = 0; i < 3 && seen.oom === 0; i++) {
-      count(await a.step(bash('i=0; while [ $i -lt 24 ]; do (x=$(head -c 20000000 /dev/zero | tr "\\0" a); sleep 20) & i=$((i+1)); done; wait; echo done', 15)));
+      count(await a.step(bash('for i in 1 2 3 4 5 6 7 8; do awk \'BEGIN { s = "x"; for (i = 0; i < 26; i++) s = s s; system("sleep 20") }\' & done; wait; echo done', 15)));
     }
     const slow = count(await a.step(bash('sleep 30', 1)));
     expect((slow.info as { timed_out?: boolean }).timed_out).toBe(true);
