@@ -67,9 +67,12 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const registry = options.registry ?? (await buildRegistry(cfg));
   // No per-request HTTP log lines: health probes would drown the session lifecycle lines.
   const logController = new LogController({ disableRequestLogging: true });
+  // Fastify's default 10 s plugin timeout fails start-up on a machine that is merely busy (seen at load average
+  // 20-40: the plugins wait on nothing but the CPU). A plugin that truly hangs still shows: start-up never listens.
+  const pluginTimeout = 120_000;
   const app = options.logger
-    ? Fastify({ loggerInstance: options.logger, logController })
-    : Fastify({ logger: { level: cfg.log_level, stream: await logStream(cfg) }, logController });
+    ? Fastify({ loggerInstance: options.logger, logController, pluginTimeout })
+    : Fastify({ logger: { level: cfg.log_level, stream: await logStream(cfg) }, logController, pluginTimeout });
   const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
   const core = new ServerCore(cfg, registry, app.log, sandbox);
   // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
