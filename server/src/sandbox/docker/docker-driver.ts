@@ -463,7 +463,8 @@ export class DockerDriver implements SandboxDriver {
     channel.onClose = (reason: string) => {
       if (!sb.deadReason) {
         const tail = stderrTail.trim();
-        const why = this.gvisor ? `${reason} (gVisor: a sandbox past its memory limit is killed whole)` : reason;
+        // The stream ending is how a gVisor sandbox killed by the host (memory) looks from here.
+        const why = this.gvisor && reason === 'channel closed by the sandbox' ? `${reason} (gVisor: a sandbox past its memory limit is killed whole)` : reason;
         sb.markDied(tail ? `${why}: ${tail.split('\n').slice(-3).join(' | ')}` : why);
       }
     };
