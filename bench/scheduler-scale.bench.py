@@ -302,6 +302,10 @@ class Run:
         self.queued_events: dict[str, float] = {}
         self.waiting = n
         self.barrier = asyncio.Event()
+        # Commands in flight at once over all episodes (a trainer's policy paces its episodes' steps). Without a
+        # bound, the barrier releases N commands at once: on 2 cores 1,000 of them overran shell-v0's 10 s
+        # command deadline and the kill's 3 s acknowledgement (sandbox declared dead) in the 1,000 run.
+        self.inflight = asyncio.Semaphore(args.max_inflight)
         self.barrier_at = 0.0
         self.after_barrier_done = 0.0
         self.step_latency: list[float] = []
@@ -358,8 +362,9 @@ class Run:
                     arrived = True
                     self.arrive()
                     await self.barrier.wait()
-                t = time.monotonic()
-                obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": cmd}})
+                async with self.inflight:
+                    t = time.monotonic()
+                    obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": cmd}})
                 self.step_latency.append(time.monotonic() - t)
                 self.commands += 1
                 if i >= BARRIER_AFTER:
@@ -367,13 +372,15 @@ class Run:
                 if info.get("exit_code") != 0 or want not in str(obs) or term or trunc:
                     self.error(ep, "wrong command output", f"{cmd!r} -> {str(obs)[:200]!r}")
                     return
-            obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": task["solution"]}})
+            async with self.inflight:
+                obs, reward, term, trunc, info = await env.step({"name": "bash", "arguments": {"command": task["solution"]}})
             self.commands += 1
             self.commands_after_barrier += 1
             if info.get("exit_code") != 0:
                 self.error(ep, "solution failed", f"{task['id']}: {str(obs)[:200]!r}")
                 return
-            obs, reward, term, trunc, info = await env.step({"name": "submit", "arguments": {}})
+            async with self.inflight:
+                obs, reward, term, trunc, info = await env.step({"name": "submit", "arguments": {}})
             self.rewards[reward] += 1
             if not term or reward != 1.0 or info.get("score") != 1:
                 self.error(ep, "graded end not solved", f"{task['id']}: reward {reward} {str(obs)[:100]!r}")
@@ -497,6 +504,7 @@ async def main_async(args: argparse.Namespace) -> int:
     result = {
         "episodes": n,
         "connections": args.connections,
+        "max_inflight": args.max_inflight,
         "scheduling_capability": run.scheduling,
         "host": facts,
         "load1_before": load_before,
@@ -588,12 +596,13 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="seconds after the start when resets still waiting for a sandbox are given up (0 = none)")
     ap.add_argument("--baseline", type=int, default=16, help="bare docker containers started/removed first (0 = skip)")
+    ap.add_argument("--max-inflight", type=int, default=64, help="commands in flight at once over all episodes")
     ap.add_argument("--priority", default="train")
     ap.add_argument("--scheduling-config", default="", help="JSON merged into the server config's 'scheduling' key")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "scheduler-scale.json"))
     args = ap.parse_args()
-    if args.episodes < 1 or args.connections < 1:
-        ap.error("--episodes and --connections must be >= 1")
+    if args.episodes < 1 or args.connections < 1 or args.max_inflight < 1:
+        ap.error("--episodes, --connections and --max-inflight must be >= 1")
     sys.exit(asyncio.run(main_async(args)))
 
 
