@@ -175,8 +175,8 @@ asyncio.run(main())
 `;
 
 async function namespaceGone(): Promise<void> {
-  const r = await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000);
-  if (r.out.trim() === '') return;
+  const present = await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000);
+  if (present.out.trim() === '') return;
   const r = await sh(`kubectl delete namespace ${NS} --wait=false --ignore-not-found; kubectl wait --for=delete namespace/${NS} --timeout=300s`, 320_000);
   // Still there (no controller manager to finish the deletion?): say so rather than test against it.
   if (r.code !== 0 && (await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000)).out.trim() !== '') throw new Error(`namespace ${NS} is not going away:\n${r.out}`);
