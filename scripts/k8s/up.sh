@@ -106,7 +106,7 @@ done
 start() { # component args...: start detached with a pid file and a log, unless already running
   local name=$1; shift
   if k8s_alive "$name"; then return 0; fi
-  setsid "$@" >>"$K8S_DIR/logs/$name.log" 2>&1 </dev/null &
+  setsid "$@" >>"$K8S_DIR/logs/$name.log" 2>&1 </dev/null 9>&- & # 9: the lock, not for daemons
   echo $! >"$K8S_DIR/run/$name.pid"
 }
 wait_for() { # what seconds command...: poll until the command succeeds
