@@ -70,6 +70,22 @@ describe.skipIf(!dockerOk)('sandbox leaks (docker)', () => {
     expect(Date.now() - t0).toBeLessThan(60_000);
   });
 
+  it('close() waits for removals already under way: sandboxes destroyed without waiting leave no container behind', async () => {
+    // A server whose sessions all closed shuts down while the daemon is still removing their containers
+    // (measured: 1,000 removals took 237 s); before, close() saw no live sandbox and returned at once.
+    const driver = new DockerDriver({ instanceId: `removals-${Date.now().toString(36)}` });
+    try {
+      const sbs = await Promise.all([0, 1, 2, 3].map(() => driver.create({ image: TEST_IMAGE })));
+      expect((await containersOf(docker, driver.instanceId)).length).toBe(4);
+      for (const sb of sbs) void sb.destroy(); // not awaited, as a session release is not awaited by shutdown
+      expect(driver.liveCount()).toBe(0);
+      await driver.close();
+      expect(await containersOf(docker, driver.instanceId)).toEqual([]);
+    } finally {
+      await driver.close();
+    }
+  }, 120_000);
+
   it('a sandbox whose owner stops refreshing its lease kills itself and is removed', async () => {
     // Lease refresh effectively off, 10 s TTL: the in-container watchdog must end it on its own.
     const driver = new DockerDriver({ instanceId: `lease-${Date.now().toString(36)}`, leaseRefreshMs: 3600_000, leaseTtlMs: 10_000 });

@@ -143,13 +143,13 @@ export class DockerSandbox extends ChannelSandbox {
   protected async teardown(): Promise<void> {
     this.driver.forget(this.id);
     this.attachStream.destroy();
-    try {
-      await this.container.remove({ force: true });
-    } catch (e) {
-      // 404: already gone (AutoRemove won the race); 409: removal already in progress.
-      const code = statusCode(e);
-      if (code !== 404 && code !== 409) throw e;
-    }
+    await this.driver.trackRemoval(
+      this.container.remove({ force: true }).catch((e: unknown) => {
+        // 404: already gone (AutoRemove won the race); 409: removal already in progress.
+        const code = statusCode(e);
+        if (code !== 404 && code !== 409) throw e;
+      }),
+    );
   }
 }
 
@@ -163,6 +163,12 @@ export class DockerDriver implements SandboxDriver {
   readonly execPath: 'channel' | 'docker-exec';
   private readonly log: SandboxLogger;
   private readonly live = new Map<string, DockerSandbox>();
+  /**
+   * Removals in flight. A sandbox leaves `live` when its teardown starts, but the daemon may take minutes to
+   * remove hundreds of containers (measured: 1,000 in 237 s); close() waits for them so a server that exits
+   * after its sessions closed leaves no container behind.
+   */
+  private readonly removals = new Set<Promise<void>>();
   private readonly leaseTimer: NodeJS.Timeout;
   private events: NodeJS.ReadableStream | null = null;
   private started = false;
@@ -357,6 +363,15 @@ export class DockerDriver implements SandboxDriver {
     else if (action === 'die') sb.noteExit(ev.Actor?.Attributes?.exitCode);
   }
 
+  trackRemoval(removal: Promise<void>): Promise<void> {
+    this.removals.add(removal);
+    const done = (): void => {
+      this.removals.delete(removal);
+    };
+    removal.then(done, done);
+    return removal;
+  }
+
   forget(id: string): void {
     const sb = this.live.get(id);
     if (sb) this.usedUids.delete(sb.agentUid);
@@ -509,6 +524,7 @@ export class DockerDriver implements SandboxDriver {
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
+    await Promise.allSettled([...this.removals]);
     await this.reaper?.stop();
     const ev = this.events as (NodeJS.ReadableStream & { destroy?: () => void }) | null;
     ev?.destroy?.();
