@@ -42,7 +42,7 @@ describe('CLI usage errors (exit 2)', () => {
     [['serve', '--port'], /option '--port' needs a value/],
     [['serve', 'extra'], /no positional arguments/],
     [['serve', '--host', '10.1.2.3'], /refusing to bind non-loopback host 10\.1\.2\.3 without a token/],
-    [['serve', '--driver', 'vmware'], /--driver must be one of docker, local, auto, none, got 'vmware'/],
+    [['serve', '--driver', 'vmware'], /--driver must be one of docker, local, kubernetes, auto, none, got 'vmware'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['envs', '--url', 'http://x'], /--url must be a ws:\/\/ or wss:\/\/ URL/],
     [['envs', '--url', 'ws://x', '--fixtures'], /apply to the local listing/],
