@@ -144,12 +144,34 @@ export class DockerSandbox extends ChannelSandbox {
     this.driver.forget(this.id);
     this.attachStream.destroy();
     await this.driver.trackRemoval(
-      this.container.remove({ force: true }).catch((e: unknown) => {
-        // 404: already gone (AutoRemove won the race); 409: removal already in progress.
+      this.container.remove({ force: true }).catch(async (e: unknown) => {
+        // 404: already gone (AutoRemove won the race). 409: the daemon is already removing it (AutoRemove after
+        // the channel closed): wait until it is really gone, bounded, so close() leaves nothing listed.
         const code = statusCode(e);
-        if (code !== 404 && code !== 409) throw e;
+        if (code === 404) return;
+        if (code !== 409) throw e;
+        await waitRemoved(this.container, REMOVAL_WAIT_MS);
       }),
     );
+  }
+}
+
+/** How long a teardown waits for a removal the daemon already started (dockerd can take minutes under load). */
+const REMOVAL_WAIT_MS = 60_000;
+
+async function waitRemoved(container: Docker.Container, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  const removed = container.wait({ condition: 'removed' }).then(
+    () => undefined,
+    () => undefined, // 404 (gone before the wait began) or a daemon error: nothing left to wait for here
+  );
+  try {
+    await Promise.race([removed, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
