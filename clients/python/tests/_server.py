@@ -156,3 +156,20 @@ def docker_facility() -> str:
         if r.returncode != 0:
             return f"image {image} missing; run `node bin/sandgym.js images build`"
     return ""
+
+
+def docker_server(purpose: str, config: dict[str, Any] | None = None) -> ServerProcess:
+    """A started server with the Docker driver. Without Docker or its images the calling test is skipped with the
+    reason, unless SANDGYM_REQUIRE_DOCKER=1 (set by .ci/run) asks for a failure, as server/test/sandbox/facilities.ts
+    does for the TypeScript suites. The caller stops it."""
+    import pytest
+
+    why = docker_facility()
+    if why:
+        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
+        pytest.skip(f"{purpose}: {why}")
+    srv = ServerProcess(config)
+    srv.args[srv.args.index("--driver") + 1] = "docker"
+    srv.start()
+    return srv

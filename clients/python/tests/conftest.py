@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _server import REPO, ServerFactory, ServerProcess, docker_facility
+from _server import REPO, ServerFactory, ServerProcess, docker_server
 
 VECTORS = REPO / "protocol" / "vectors"
 
@@ -47,14 +46,7 @@ def url(server: ServerProcess) -> str:
 # as server/test/sandbox/facilities.ts does for the TypeScript suites.
 @pytest.fixture(scope="module")
 def docker_url() -> Iterator[str]:
-    why = docker_facility()
-    if why:
-        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
-        pytest.skip(f"shell-v0 / code-v0 need Docker: {why}")
-    srv = ServerProcess()
-    srv.args[srv.args.index("--driver") + 1] = "docker"
-    srv.start()
+    srv = docker_server("shell-v0 / code-v0 need Docker")
     try:
         yield srv.url
     finally:

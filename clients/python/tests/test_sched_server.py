@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import sandgym
-from _server import ServerProcess, docker_facility
+from _server import docker_server
 from sandgym import QueueProgress, Scheduling
 from sandgym.rollouts import rollout_episode
 
@@ -37,14 +37,7 @@ WAIT = 120.0  # a generous bound for events on a loaded machine; the order never
 
 @pytest.fixture(scope="module")
 def sched_url() -> Iterator[str]:
-    why = docker_facility()
-    if why:
-        if os.environ.get("SANDGYM_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"docker is required (SANDGYM_REQUIRE_DOCKER=1) but unavailable: {why}")
-        pytest.skip(f"the scheduler admits sandboxes, which need Docker here: {why}")
-    srv = ServerProcess(CONFIG)
-    srv.args[srv.args.index("--driver") + 1] = "docker"
-    srv.start()
+    srv = docker_server("the scheduler admits sandboxes, which need Docker here", CONFIG)
     try:
         yield srv.url
     finally:
