@@ -118,7 +118,9 @@ wait_for() { # what seconds command...: poll until the command succeeds
       tail -n 30 "$K8S_DIR/logs/$what.log" >&2 2>/dev/null || true
       exit 1
     fi
-    k8s_alive "$what" || { echo "up.sh: $what exited; last log lines:" >&2; tail -n 30 "$K8S_DIR/logs/$what.log" >&2; exit 1; }
+    # Only a pid that is gone means it exited: right after start() the child may not have exec'd yet
+    # (its cmdline is still this script's), which k8s_alive would read as "not that component".
+    kill -0 "$(cat "$K8S_DIR/run/$what.pid" 2>/dev/null)" 2>/dev/null || { echo "up.sh: $what exited; last log lines:" >&2; tail -n 30 "$K8S_DIR/logs/$what.log" >&2; exit 1; }
     sleep 0.2
   done
 }
