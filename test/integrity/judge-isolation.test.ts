@@ -22,6 +22,7 @@ interface Info {
   oom_killed?: boolean;
   truncated_output?: boolean;
   reward_components?: { solved: number };
+  zero_reason?: string;
 }
 interface Step {
   observation: string;
@@ -136,6 +137,8 @@ for (const drv of DRIVERS) {
       // A writer left behind would feed the FIFO: nothing of the agent survives into the check.
       const s = await attack(env, "mkfifo hello.txt; (sleep 1; printf 'hello world\\n' > hello.txt) & ls -l hello.txt");
       expect(s.observation).toMatch(/^p/m);
+      // Fail closed, and say why: the zero is an integrity event, not a silent "not solved".
+      expect(s.info.zero_reason).toBe('check timed out after 10s');
       await solves(env, `rm -f hello.txt; ${SOLVE_CREATE_FILE}`);
       await env.close();
     }, 60_000);

@@ -66,7 +66,7 @@ export type ZeroReasonClass = (typeof ZERO_REASONS)[number];
 
 export function zeroReasonClass(reason: string): ZeroReasonClass {
   if (reason.startsWith('memory limit exceeded')) return 'memory_limit';
-  if (reason.startsWith('test run timed out') || reason.startsWith('tests timed out')) return 'test_timeout';
+  if (reason.startsWith('test run timed out') || reason.startsWith('tests timed out') || reason.startsWith('check timed out')) return 'test_timeout';
   if (reason.startsWith('grading run did not complete')) return 'runner_killed';
   if (reason.startsWith('hidden tests modified')) return 'tests_modified';
   if (reason.startsWith('test runner exited with status')) return 'runner_status';

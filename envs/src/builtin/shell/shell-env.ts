@@ -112,9 +112,13 @@ class ShellEpisode {
    * and only its exit status counts. A check that cannot finish (a FIFO planted where it reads, a
    * deadline) is a fail: 0, never an error.
    */
-  private async check(): Promise<boolean> {
+  private async check(): Promise<{ pass: boolean; zero_reason?: string }> {
     const r = await (this.sb as Sandbox).exec({ script: (this.task as ShellTask).check, timeout_ms: CHECK_TIMEOUT_MS, max_output_bytes: 1024, exclusive: true });
-    return r.exit_code === 0 && !r.timed_out;
+    // A check that could not finish establishes no verdict: it fails closed, and says why (PROTOCOL.md
+    // §11a's zero_reason), so a policy that learns to stall the check shows up in the integrity metrics.
+    if (r.timed_out) return { pass: false, zero_reason: `check timed out after ${CHECK_TIMEOUT_MS / 1000}s` };
+    if (r.oom_killed) return { pass: false, zero_reason: 'memory limit exceeded during the check' };
+    return { pass: r.exit_code === 0 };
   }
 
   async step(action: unknown) {
@@ -122,14 +126,19 @@ class ShellEpisode {
     const call = action as { name: string; arguments: { command?: string; timeout_s?: number } };
     this.steps += 1;
     if (call.name === 'submit') {
-      const reward = await this.checked();
-      return { observation: this.potential ? 'submitted: solved' : 'submitted: not solved', reward, terminated: true, info: { task_id: this.task.id, checked: true, score: this.potential, reward_components: { solved: reward } } };
+      const { reward, zero_reason } = await this.checked();
+      return {
+        observation: this.potential ? 'submitted: solved' : 'submitted: not solved',
+        reward,
+        terminated: true,
+        info: { task_id: this.task.id, checked: true, score: this.potential, reward_components: { solved: reward }, ...(zero_reason !== undefined ? { zero_reason } : {}) },
+      };
     }
     const timeoutS = bashTimeoutS(call.arguments, DEFAULT_TIMEOUT_S, this.maxTimeoutS);
     const r = await this.sb.exec({ script: call.arguments.command as string, timeout_ms: timeoutS * 1000, max_output_bytes: OUTPUT_CAP });
     // The step that reaches the limit is checked too, so a truncated episode's rewards also sum to the check of its final state.
     const check = this.shaping === 'every_step' || this.steps >= MAX_STEPS;
-    const reward = check ? await this.checked() : 0;
+    const { reward, zero_reason } = check ? await this.checked() : { reward: 0, zero_reason: undefined };
     const observation = formatBashResult(r, timeoutS, OUTPUT_CAP);
     return {
       observation: observation.length > OBS_MAX ? `${observation.slice(0, OBS_MAX - 40)}\n[observation truncated]` : observation,
@@ -145,16 +154,18 @@ class ShellEpisode {
         checked: check,
         score: this.potential,
         reward_components: { solved: reward },
+        ...(zero_reason !== undefined ? { zero_reason } : {}),
       },
     };
   }
 
-  /** Runs the check; returns the reward it earns (the change of the potential) and moves the potential. */
-  private async checked(): Promise<number> {
-    const now = (await this.check()) ? 1 : 0;
+  /** Runs the check; returns the reward it earns (the change of the potential), moves the potential, and says why a check that could not finish scored 0. */
+  private async checked(): Promise<{ reward: number; zero_reason?: string }> {
+    const c = await this.check();
+    const now = c.pass ? 1 : 0;
     const reward = now - this.potential;
     this.potential = now;
-    return reward;
+    return c.zero_reason !== undefined ? { reward, zero_reason: c.zero_reason } : { reward };
   }
 
   async close(): Promise<void> {
