@@ -460,11 +460,19 @@ export class Connection implements Resumable {
       return;
     }
     owner.sessions.set(sessionId, opened);
-    if (core.observers.active) core.observers.open({ session_id: sessionId, env_id: envId, kwargs, connection_id: this.id, t: Date.now() });
+    if (core.observers.active) core.observers.open({ session_id: sessionId, env_id: envId, kwargs, connection_id: this.id, principal: this.tenant(), t: Date.now() });
     // Whole kwargs only when small: a 15 MB kwargs must not become a 15 MB log line.
     opened.logger.info(kwargsForLog(kwargs, frameBytes), 'session made');
     if (frameBytes > MAX_LOGGED_KWARGS_FRAME) opened.logger.debug({ kwargs }, 'session kwargs');
     owner.sendResult(id, { session: sessionId, env_spec: entry.spec }, bin);
+  }
+
+  /**
+   * Who a session belongs to, for the observers (the archive's per-tenant cap): the token's digest on a
+   * server with tokens, else the hello's client_group or this connection (the scheduler's fairness key).
+   */
+  private tenant(): string {
+    return this.core.tokens.enabled ? `token:${this.principal.toString('hex').slice(0, 16)}` : `conn:${this.clientGroup ?? this.id}`;
   }
 
   // ---- scheduling (PROTOCOL.md §6a) ----
@@ -605,7 +613,7 @@ export class Connection implements Resumable {
     core.sessionCount += size;
     for (const s of opened as Session[]) {
       owner.sessions.set(s.id, s);
-      if (core.observers.active) core.observers.open({ session_id: s.id, env_id: envId, kwargs, connection_id: this.id, t: Date.now() });
+      if (core.observers.active) core.observers.open({ session_id: s.id, env_id: envId, kwargs, connection_id: this.id, principal: this.tenant(), t: Date.now() });
     }
     answered = true;
     core.log.info({ group: gid, size, env: envId, cls: params.cls }, 'group made');
