@@ -56,7 +56,10 @@ export interface PodParams {
 }
 
 /**
- * Runs as the container's command, as uid 0 with only SETUID, SETGID and KILL. emptyDir volumes are
+ * Runs as the container's command, as uid 0 with only SETUID, SETGID and KILL. First it drops the
+ * KUBERNETES_SERVICE_* / KUBERNETES_PORT* variables: the kubelet puts the API server's address into every
+ * container's environment even with enableServiceLinks off, and agent commands inherit the judge's
+ * environment (the sandbox cannot reach it, but it should not be told where the cluster is). emptyDir volumes are
  * created 0777: give each its Docker tmpfs mode first (the agent refuses to start on a state
  * directory the agent uid could read or write). Kubernetes has no ulimits in the pod spec, so the
  * limits Docker sets with `Ulimits` are set here and inherited (uid 0 is exempt from RLIMIT_NPROC;
@@ -67,6 +70,9 @@ export interface PodParams {
  */
 export const BOOT_SCRIPT = String.raw`
 st=$1; io=$2; ws=$3; nf=$4; np=$5; in=$6; ag=$7
+while IFS='=' read -r k _; do case "$k" in KUBERNETES_*) unset "$k" ;; esac; done <<SANDGYM_ENV
+$(env)
+SANDGYM_ENV
 chmod 0700 "$st" "$in" && chmod 0711 "$io" && chmod 1777 "$ws" /tmp || { echo "sandgym-boot: cannot set the modes of the sandbox volumes" >&2; exit 110; }
 ulimit -c 0 2>/dev/null
 ulimit -n "$nf" || { echo "sandgym-boot: cannot set RLIMIT_NOFILE" >&2; exit 110; }
