@@ -178,6 +178,10 @@ export interface PoolsConfig {
   min_idle?: number;
   max_total?: number;
   refill_concurrency?: number;
+  /** Size each pool's idle target from demand (default true; docs/SANDBOX.md "Warm pools"). */
+  autosize?: boolean;
+  /** The demand EWMA's time constant (ms, default 10,000). */
+  demand_window_ms?: number;
 }
 
 export interface SandboxConfig {
@@ -347,7 +351,7 @@ export const CONFIG_SCHEMA = {
     pools: {
       type: 'object',
       additionalProperties: true,
-      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt },
+      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt, autosize: { type: 'boolean' }, demand_window_ms: posInt },
     },
     sandbox: {
       type: 'object',

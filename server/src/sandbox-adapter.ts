@@ -516,6 +516,8 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     minIdle: p.min_idle,
     maxTotal: p.max_total,
     refillConcurrency: p.refill_concurrency,
+    autosize: p.autosize,
+    demandWindowMs: p.demand_window_ms,
     defaults: limits.defaults,
     maxima: limits.maxima,
     limitPolicy: sc.limit_policy,

@@ -1,6 +1,13 @@
 // Warm pools. Creating a container costs 0.5-0.8 s and the daemon makes only 1-3 a second, so
 // sandboxes are created ahead of demand in the background and `acquire` is an in-memory pop. One pool
 // per (image, limits profile, workspace, env); PoolSet routes specs to pools.
+//
+// Sizing (autosize, the default): the idle target follows demand by Little's law: arrivals per second
+// (an EWMA) x creation latency (an EWMA of measured creations) is how many acquires land while one
+// replacement is being made, so that many (x SIZING_HEADROOM) are kept ready, never fewer than minIdle,
+// never more than maxTotal allows. A burst raises the rate at once (every acquire counts), so refills
+// start while its first acquirers are still being served; when demand stops the rate decays and idle
+// sandboxes above the target are destroyed once the surplus has lasted a demand window.
 import { SandboxAcquireAborted, SandboxPoolClosedError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
 import { silentLogger, type DriverSandbox, type SandboxDriver, type SandboxLimits, type SandboxLogger, type SandboxSpec } from './types.js';
@@ -17,7 +24,20 @@ export interface PoolOptions {
   logger?: SandboxLogger;
   /** Told of every creation attempt (its duration, health check included, and whether it worked). */
   onCreate?: (e: SandboxCreation) => void;
+  /** Size the idle target from demand (default true); false: exactly minIdle (plus waiters). */
+  autosize?: boolean;
+  /** Time constant of the arrival-rate EWMA and how long an idle surplus lasts before it is shed (ms, default 10 s). */
+  demandWindowMs?: number;
+  /** Creation latency assumed before the first creation is measured (ms, default 1000). */
+  initialCreateMs?: number;
 }
+
+/** Idle sandboxes kept per (arrival rate x creation latency): covers Poisson bursts above the mean. */
+export const SIZING_HEADROOM = 1.5;
+/** Concurrent creations a pool may run when demand asks for more than refillConcurrency (the driver caps the daemon's load). */
+const MAX_DEMAND_CONCURRENCY = 8;
+/** How often an autosized pool re-evaluates its target (refill ahead of demand, shed a stale surplus). */
+const SIZING_TICK_MS = 1000;
 
 /** One sandbox creation attempt, as PoolOptions.onCreate hears it. */
 export interface SandboxCreation {
@@ -39,6 +59,12 @@ export interface PoolStats {
   create_failures: number;
   destroyed: number;
   resets: number;
+  /** The idle count the pool is filling to now (minIdle when not autosized). */
+  target_idle: number;
+  /** Acquires per second the pool must replace by creating (EWMA over the demand window; wiped returns count -1). */
+  arrival_rate: number;
+  /** Creation latency, health check included (EWMA, ms). */
+  create_ms: number;
 }
 
 interface Waiter {
@@ -66,6 +92,15 @@ export class SandboxPool {
   private readonly maxTotal: number;
   private readonly concurrency: number;
   private readonly log: SandboxLogger;
+  private readonly autosize: boolean;
+  private readonly tauMs: number;
+  /** Decayed arrival count (events, time constant tauMs) as of lastArrival. */
+  private arrivals = 0;
+  private lastArrival = 0;
+  private createMsEwma: number;
+  /** Since when idle has been above the target (0: it is not). */
+  private surplusSince = 0;
+  private sizingTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly driver: SandboxDriver,
@@ -78,11 +113,74 @@ export class SandboxPool {
     this.maxTotal = Math.max(1, opts.maxTotal ?? 64);
     this.concurrency = Math.max(1, opts.refillConcurrency ?? 2);
     this.log = opts.logger ?? silentLogger;
+    this.autosize = opts.autosize !== false;
+    this.tauMs = Math.max(100, opts.demandWindowMs ?? 10_000);
+    this.createMsEwma = Math.max(1, opts.initialCreateMs ?? 1000);
   }
 
   /** Starts filling to minIdle in the background. */
   start(): void {
     this.refill();
+    if (this.autosize && !this.sizingTimer) {
+      this.sizingTimer = setInterval(() => this.resize(), SIZING_TICK_MS);
+      this.sizingTimer.unref();
+    }
+  }
+
+  /** Acquires per second now (the decayed count over the time constant). */
+  arrivalRate(now = performance.now()): number {
+    if (this.arrivals === 0) return 0;
+    return (this.arrivals * Math.exp(-(now - this.lastArrival) / this.tauMs) * 1000) / this.tauMs;
+  }
+
+  /**
+   * One acquire (+1), or one sandbox wiped back into the pool (-1): the rate that matters is of draws the
+   * pool must replace by creating. With reuse 'replace' that is every acquire; with 'wipe' only the growth
+   * (a burst of new sessions), so a pool recycling its sandboxes does not also fill to maxTotal.
+   */
+  private noteArrival(delta = 1): void {
+    const now = performance.now();
+    this.arrivals = Math.max(0, this.arrivals * Math.exp(-(now - this.lastArrival) / this.tauMs) + delta);
+    this.lastArrival = now;
+  }
+
+  /** Idle sandboxes wanted now: minIdle, or demand x creation latency when autosized; within maxTotal. */
+  targetIdle(now = performance.now()): number {
+    if (!this.autosize) return this.minIdle;
+    // Rounded, not ceiled: a decayed rate never reaches 0, and a pool must come back down to minIdle.
+    const demand = Math.round(this.arrivalRate(now) * (this.createMsEwma / 1000) * SIZING_HEADROOM);
+    return Math.min(this.maxTotal, Math.max(this.minIdle, demand));
+  }
+
+  /**
+   * Creations allowed at once: refillConcurrency, more while demand (a target above minIdle, queued acquirers)
+   * needs more replacements in flight. The driver still caps what reaches the daemon at once.
+   */
+  private creationSlots(target: number): number {
+    if (!this.autosize) return this.concurrency;
+    return Math.max(this.concurrency, Math.min(MAX_DEMAND_CONCURRENCY, target - this.minIdle + this.waiters.length));
+  }
+
+  /** The sizing tick: refill to a risen target, destroy the idle surplus once it has outlasted a demand window. */
+  private resize(): void {
+    if (this.closed) return;
+    this.refill();
+    const now = performance.now();
+    const target = this.targetIdle(now);
+    if (this.idle.length <= target) {
+      this.surplusSince = 0;
+      return;
+    }
+    if (this.surplusSince === 0) {
+      this.surplusSince = now;
+      return;
+    }
+    if (now - this.surplusSince < this.tauMs) return;
+    // Oldest first: they have waited longest (and the newest are the likeliest to be warm in caches).
+    const extra = this.idle.splice(0, this.idle.length - target);
+    for (const sb of extra) this.destroyLater(sb);
+    this.surplusSince = 0;
+    if (extra.length > 0) this.log.info({ pool: this.key, shed: extra.length, target_idle: target }, 'sandbox pool shrank to demand');
   }
 
   private total(): number {
@@ -94,6 +192,7 @@ export class SandboxPool {
   acquire(signal?: AbortSignal): Promise<DriverSandbox> {
     if (this.closed) return Promise.reject(new SandboxPoolClosedError(this.key));
     if (signal?.aborted) return Promise.reject(new SandboxAcquireAborted());
+    this.noteArrival();
     // Only hand out a sandbox if no one queued before us (FIFO) and it is still alive.
     while (this.waiters.length === 0 && this.idle.length > 0) {
       const sb = this.idle.shift()!;
@@ -140,6 +239,7 @@ export class SandboxPool {
       }
       if (wiped) {
         this.s.resets += 1;
+        this.noteArrival(-1);
         this.offer(sb);
         return;
       }
@@ -181,9 +281,11 @@ export class SandboxPool {
 
   private refill(): void {
     if (this.closed || this.retryTimer) return;
-    const want = this.minIdle + this.waiters.length;
+    const target = this.targetIdle();
+    const want = target + this.waiters.length;
+    const slots = this.creationSlots(target);
     while (
-      this.creating < this.concurrency &&
+      this.creating < slots &&
       this.idle.length + this.creating < want &&
       this.total() < this.maxTotal
     ) {
@@ -203,6 +305,7 @@ export class SandboxPool {
       }
       this.s.created += 1;
       this.consecutiveFailures = 0;
+      this.createMsEwma += 0.3 * (performance.now() - t0 - this.createMsEwma);
     } catch (e) {
       this.s.create_failures += 1;
       this.consecutiveFailures += 1;
@@ -242,12 +345,17 @@ export class SandboxPool {
       in_use: this.inUse.size,
       waiting: this.waiters.length,
       ...this.s,
+      target_idle: this.targetIdle(),
+      arrival_rate: Math.round(this.arrivalRate() * 100) / 100,
+      create_ms: Math.round(this.createMsEwma),
     };
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.sizingTimer) clearInterval(this.sizingTimer);
+    this.sizingTimer = null;
     for (const w of this.waiters.splice(0)) w.reject(new SandboxPoolClosedError(this.key));
     for (const sb of this.idle.splice(0)) this.destroyLater(sb);
     for (const sb of [...this.inUse]) this.destroyLater(sb);

@@ -9,10 +9,10 @@ import { TEST_IMAGE, dockerFacility, gate } from './facilities.js';
 
 const dockerOk = gate('docker', await dockerFacility());
 
-async function until(pred: () => boolean, ms: number): Promise<void> {
+async function until(pred: () => boolean, ms: number, state?: () => string): Promise<void> {
   const end = Date.now() + ms;
   while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not reached');
+    if (Date.now() > end) throw new Error(`condition not reached${state ? `: ${state()}` : ''}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -80,6 +80,53 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     expect(second.id).toBe(first.id);
     expect(pool.stats().created).toBe(created);
     await pool.release(second);
+    await pool.close();
+  });
+
+  it('autosize: grows to demand under a burst, never above max_total, and shrinks back to min_idle when idle', async () => {
+    // min_idle 0: every sandbox this pool keeps idle is there because of demand.
+    const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 0, maxTotal: 4, refillConcurrency: 1, demandWindowMs: 10_000 });
+    pool.start();
+    let maxLive = 0;
+    let maxIdle = 0;
+    const watch = setInterval(() => {
+      const s = pool.stats();
+      maxLive = Math.max(maxLive, s.idle + s.creating + s.in_use);
+      maxIdle = Math.max(maxIdle, s.idle);
+    }, 10);
+    try {
+      expect(pool.stats().target_idle).toBe(0);
+      // A burst of 8 with reuse 'replace' (each sandbox destroyed on release): every acquire counts at once.
+      const burst = Array.from({ length: 8 }, async () => pool.release(await pool.acquire()));
+      const during = pool.stats();
+      expect(during.arrival_rate).toBeGreaterThan(0);
+      // 8 arrivals / 10 s x 1 s assumed creation x 1.5 headroom.
+      expect(during.target_idle).toBe(1);
+      expect(during.creating).toBeGreaterThan(0);
+      await Promise.all(burst);
+      // After the burst the pool refills ahead of the next one (min_idle 0: only demand asks for it).
+      await until(() => pool.stats().idle >= 1, 120_000, () => JSON.stringify(pool.stats()));
+      // Idle: the rate decays, the target falls back to min_idle and the surplus is destroyed.
+      await until(() => pool.stats().target_idle === 0 && pool.stats().idle === 0 && pool.stats().creating === 0, 120_000, () => JSON.stringify(pool.stats()));
+      const s = pool.stats();
+      expect(s.destroyed).toBeGreaterThanOrEqual(9);
+      expect(s.create_ms).toBeGreaterThan(0);
+    } finally {
+      clearInterval(watch);
+      await pool.close();
+    }
+    expect(maxIdle).toBeGreaterThanOrEqual(1);
+    expect(maxLive).toBeLessThanOrEqual(4);
+  }, 300_000);
+
+  it('autosize off: the pool keeps exactly min_idle whatever the demand', async () => {
+    const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 1, maxTotal: 4, autosize: false });
+    pool.start();
+    await until(() => pool.stats().idle === 1, 30_000);
+    for (let i = 0; i < 3; i++) await pool.release(await pool.acquire());
+    expect(pool.stats().target_idle).toBe(1);
+    await until(() => pool.stats().creating === 0, 30_000);
+    expect(pool.stats().idle).toBe(1);
     await pool.close();
   });
 
