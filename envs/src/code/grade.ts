@@ -79,6 +79,23 @@ export interface GradeOptions extends RunnerOptions, ReadTarOptions {
   killStragglers?: boolean;
   /** The grading run's budget inside the step deadline (PlanOptions.budgetMs). */
   budgetMs?: number;
+  /** Skip the runner preflight on an image that already passed it (default true; false: always run it, the bench's baseline). */
+  preflightCache?: boolean;
+}
+
+/**
+ * Images (by content id) whose runner preflight passed, per format and runner options. Whether pytest or a recent
+ * enough node is installed is a property of the image's content, which no grading can change: one passing check
+ * per image and process is enough (~40-130 ms of every later grading). No content id (drivers without one): the
+ * check runs every time. Bounded: a server sees a handful of images.
+ */
+const preflightPassed = new Set<string>();
+const PREFLIGHT_CACHE_MAX = 256;
+
+function preflightKey(imageId: string | null, format: string, opts: RunnerOptions): string | null {
+  if (!imageId) return null;
+  if (preflightPassed.size >= PREFLIGHT_CACHE_MAX) preflightPassed.clear();
+  return JSON.stringify([imageId, format, opts.python ?? '', opts.node ?? '', opts.path ?? '', opts.sameUidWorker === true]);
 }
 
 /** The component names a task's score carries (for info.reward_components). */
@@ -123,11 +140,12 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   }
 
   const finalState = task.spec.final_state ? checkFinalState(task.spec.final_state, filtered.files, filtered.dirs) : undefined;
-  const plan = planGrading(task, { ...opts, changed: filtered.changed });
   const ta = performance.now();
   const sb = await opts.provider.acquire(opts.requirement);
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
+  const pfKey = preflightKey(imageId, task.spec.test.format, opts);
+  const plan = planGrading(task, { ...opts, changed: filtered.changed, preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey) });
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   const tr = performance.now();
@@ -149,6 +167,8 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
       throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run ${task.spec.test.format} tests: ${out.log_tail.trim().slice(-500) || 'runner unavailable'}`);
     }
     if (res.timed_out && !out.complete) out.timed_out = true;
+    // The runner is available in this image: later gradings on it skip the check.
+    if (out.complete && pfKey !== null) preflightPassed.add(pfKey);
   } finally {
     await opts.provider.release(sb);
   }

@@ -154,4 +154,27 @@ describe('gradeSubmission decisions', () => {
     const changed = await grade({}, { 'words.py': 'def top_words(t, k):\n    return [1]\n' }, cache);
     expect(changed.r.cached).toBe(false);
   });
+
+  test('the runner preflight runs until an image (by content id) passed it, then is skipped for that image only', async () => {
+    const withImage = (p: ScriptedProvider, imageId: string | null): SandboxProvider => ({
+      acquire: async () => ({ ...(await p.acquire()), image_id: imageId }),
+      release: (sb) => p.release(sb),
+    });
+    const preflightArg = async (imageId: string | null, script: Script = {}, opts: { preflightCache?: boolean; python?: string } = {}) => {
+      const p = new ScriptedProvider(script);
+      await gradeSubmission(task, await submission(), { provider: withImage(p, imageId), requirement: { image: 'x' }, ...opts }).catch(() => undefined);
+      return p.execs.at(-1)?.argv?.[5];
+    };
+    const id = `sha256:${Math.random().toString(16).slice(2)}`;
+    // A run that did not complete proves nothing about the runner: the next one checks again.
+    expect(await preflightArg(id, { done: false })).toBe('1');
+    expect(await preflightArg(id)).toBe('1');
+    expect(await preflightArg(id)).toBe('0');
+    // Other runner options, another image, no image id, or the cache turned off: checked.
+    expect(await preflightArg(id, {}, { python: '/usr/bin/python3.11' })).toBe('1');
+    expect(await preflightArg(`${id}0`)).toBe('1');
+    expect(await preflightArg(null)).toBe('1');
+    expect(await preflightArg(null)).toBe('1');
+    expect(await preflightArg(id, {}, { preflightCache: false })).toBe('1');
+  });
 });

@@ -77,8 +77,10 @@ describe('planGrading', () => {
 
   test('the nonce travels on stdin only, never in argv or a file', () => {
     expect(plan.run.stdin).toBe(`${NONCE}\n`);
-    expect(plan.run.argv).toEqual(['sh', plan.layout.gradeScript, plan.layout.root, '60', '0']);
-    expect(planGrading(py, { nonce: NONCE, killStragglers: true }).run.argv?.at(-1)).toBe('1');
+    expect(plan.run.argv).toEqual(['sh', plan.layout.gradeScript, plan.layout.root, '60', '0', '1']);
+    expect(planGrading(py, { nonce: NONCE, killStragglers: true }).run.argv?.[4]).toBe('1');
+    // The runner preflight runs unless grade.ts knows this image passed it.
+    expect(planGrading(py, { nonce: NONCE, preflight: false }).run.argv?.[5]).toBe('0');
     // It is part of the directory name, but never a frame marker in any file we write.
     for (const f of plan.files) expect(String(f.content)).not.toContain(`${NONCE}:`);
     expect(plan.run.timeout_ms).toBeGreaterThan(60_000);

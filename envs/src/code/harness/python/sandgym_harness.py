@@ -261,6 +261,8 @@ class _Client:
         self.paths = {}
         self.poisoned = {}
         self.last_death = None
+        # Spawned ahead of first use (prestart) and its "ready" not read yet.
+        self.starting = False
 
     # ---- configuration and process lifetime ---------------------------------------------------------
     def config(self):
@@ -311,6 +313,23 @@ class _Client:
             pass
 
     def start(self):
+        if self.proc is None:
+            self._spawn()
+        self._await_ready()
+
+    def prestart(self):
+        """Spawns the worker without waiting for it, so its start (~65-115 ms) overlaps pytest's collection; the first
+        request reads its "ready". Any failure here is left for that first request to meet and report."""
+        if self.proc is not None:
+            return
+        try:
+            self._spawn()
+        except Exception:  # noqa: BLE001 - the first request starts (and fails) it again, with the real error
+            self._kill()
+            return
+        self.starting = True
+
+    def _spawn(self):
         argv, self.uid = self._argv()
         env = {"PATH": self.config().get("path", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/tmp"}
         self.proc = subprocess.Popen(
@@ -328,6 +347,9 @@ class _Client:
         self.rfd = self.proc.stdout.fileno()
         os.set_blocking(self.wfd, False)
         self.rbuf = bytearray()
+
+    def _await_ready(self):
+        self.starting = False
         self.deadline = time.monotonic() + max(10.0, self.call_timeout())
         msg = self._recv()
         if msg.get("op") != "ready" or msg.get("protocol") != PROTOCOL:
@@ -336,6 +358,7 @@ class _Client:
     def _kill(self):
         p = self.proc
         self.proc = None
+        self.starting = False
         if p is None:
             return
         try:
@@ -473,6 +496,8 @@ class _Client:
         if not nested:
             if self.proc is None:
                 self.start()
+            elif self.starting:
+                self._await_ready()
             else:
                 self._idle_check()
             self.deadline = time.monotonic() + self.call_timeout() + extra_time
@@ -1106,6 +1131,12 @@ try:
 
 except ImportError:  # the harness module is importable without pytest (benchmarks)
     pass
+
+
+def pytest_configure(config):
+    # Before collection: the worker boots while pytest collects and imports the hidden tests.
+    if (workspace._c.cfg or os.environ.get("SANDGYM_HARNESS_CONFIG")) and workspace._c.config().get("prestart"):
+        workspace._c.prestart()
 
 
 def pytest_sessionfinish(session, exitstatus):
