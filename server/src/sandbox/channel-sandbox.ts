@@ -122,15 +122,16 @@ export abstract class ChannelSandbox implements DriverSandbox {
     const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
     // The judge enters a cwd on the agent's behalf only when it is the workspace root (a mount point the
     // agent cannot swap for a symlink); any other cwd is entered by the script, as the agent.
-    const fast = req.argv?.length && cwd === this.workspace && !judge ? { argv: req.argv, cwd, env } : undefined;
-    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, false, judge), fast);
+    const parts = req.argv?.length && !judge ? { argv: req.argv, cwd, env } : undefined;
+    const fast = parts && cwd === this.workspace ? parts : undefined;
+    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, false, judge), fast, parts);
     if (this.died) throw this.gone();
     return this.toResult(raw, cap);
   }
 
-  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, flags: string, fast?: FastArgv): Promise<RawResult> {
+  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, flags: string, fast?: FastArgv, argv?: FastArgv): Promise<RawResult> {
     try {
-      return await this.channel.run({ script, stdin, timeoutMs, cap, fast, flags });
+      return await this.channel.run({ script, stdin, timeoutMs, cap, fast, argv, flags });
     } catch (e) {
       if (e instanceof SandboxGoneError) {
         // The channel knows *that* it closed; the driver may know *why* (OOM, exit): prefer that.

@@ -16,6 +16,11 @@ export interface RawCommand {
   /** The same command as argv parts: lets the channel use the one-line fast path when it fits. */
   fast?: FastArgv;
   /**
+   * The command as argv parts whatever its cwd (agent identity only): the binary agent (protocol 3) execs
+   * it directly and enters the cwd in the child, after the drop to the agent uid.
+   */
+  argv?: FastArgv;
+  /**
    * Runner flags (agent-script.ts): `x` exclusive (every agent-uid process is killed first), `k` kill
    * what the command left running when it ends, `d` stream stdout straight to the channel (transfers),
    * `J` run as the judge identity instead of the agent.
@@ -38,7 +43,15 @@ export interface RawResult {
   durationMs: number;
 }
 
+/**
+ * Which in-sandbox agent is at the other end: 2 = the POSIX sh agent (agent-script.ts), 3 = the static
+ * binary (sandbox-agent/, agent-binary.ts). The hello frame names it; a mismatch closes the channel.
+ */
+export type AgentProtocol = 2 | 3;
+
 export interface ChannelOptions {
+  /** The agent the driver started (default 2, the shell agent). */
+  protocol?: AgentProtocol;
   /** The uid every command runs as; the in-sandbox agent runs as the judge identity. */
   agentUid: number;
   /** Per-process data limit of agent commands (RLIMIT_DATA, MiB); unset = none. */
@@ -54,6 +67,13 @@ export interface ChannelOptions {
 }
 
 const INLINE_SCRIPT_MAX = 2048;
+/** Protocol 3 lines are read by bufio (64 KiB buffer), not a byte at a time: argv lines may be longer. */
+const INLINE_V3_MAX = 48 * 1024;
+
+function b64(s: string | Buffer): string {
+  const b = typeof s === 'string' ? Buffer.from(s, 'utf8') : s;
+  return b.length === 0 ? '-' : b.toString('base64');
+}
 const CHUNK = 1024 * 1024;
 /** A frame line is < 100 bytes; anything longer after a marker is not ours. */
 const MAX_FRAME = 4096;
@@ -114,11 +134,15 @@ export class CommandChannel {
   /** Set by the owning sandbox: called once when the channel closes, with the reason. */
   onClose: ((reason: string) => void) | undefined;
 
+  /** The agent protocol this channel speaks (the hello must name the same). */
+  readonly protocol: AgentProtocol;
+
   constructor(
     private readonly input: Writable,
     output: Readable,
     private readonly opts: ChannelOptions,
   ) {
+    this.protocol = opts.protocol ?? 2;
     this.prefix = `${this.nonce} `;
     this.marker = Buffer.from(`\n${this.nonce} `, 'latin1');
     this.onClose = opts.onClose;
@@ -259,6 +283,33 @@ export class CommandChannel {
     // The agent reads cap+1 bytes so that we can tell "exactly cap" from "more than cap".
     const cap1 = cmd.cap + 1;
     const flags = /^[xkdJ]+$/.test(cmd.flags ?? '') ? (cmd.flags as string) : '-';
+    if (this.protocol === 3) this.pumpV3(id, cap1, flags, cmd);
+    else this.pumpV2(id, cap1, flags, cmd);
+    this.armTimeout(job);
+  }
+
+  /** Protocol 3 (the binary agent): argv commands run directly, binary fields in base64 (sandbox-agent/main.go). */
+  private pumpV3(id: number, cap1: number, flags: string, cmd: RawCommand): void {
+    const a = cmd.argv && !flags.includes('d') && !flags.includes('J') ? cmd.argv : undefined;
+    if (a && a.argv.length > 0) {
+      const env = Object.entries(a.env).map(([k, v]) => `${k}=${v}`).join('\0');
+      const line = `x ${id} ${cap1} ${flags} ${b64(a.cwd)} ${b64(env)} ${b64(a.argv.join('\0'))}\n`;
+      if (line.length <= INLINE_V3_MAX) {
+        if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
+        this.send(line);
+        return;
+      }
+    }
+    if (cmd.script.length <= INLINE_SCRIPT_MAX && !cmd.stdin?.length) {
+      this.send(`s ${id} ${cap1} ${flags} ${b64(cmd.script)}\n`);
+      return;
+    }
+    this.upload(id, 'c', cmd.script);
+    if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
+    this.send(`r ${id} ${cap1} ${flags}\n`);
+  }
+
+  private pumpV2(id: number, cap1: number, flags: string, cmd: RawCommand): void {
     const fast = cmd.fast && !flags.includes('d') && !flags.includes('J') ? fastArgvLine(id, cap1, flags, cmd.fast) : null;
     if (fast) {
       if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
@@ -270,7 +321,6 @@ export class CommandChannel {
       if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
       this.send(`r ${id} ${cap1} ${flags}\n`);
     }
-    this.armTimeout(job);
   }
 
   private upload(id: number, kind: 'c' | 'i', data: Buffer): void {
@@ -352,6 +402,10 @@ export class CommandChannel {
   private onFrame(f: string[]): void {
     const kind = f[0];
     if (kind === 'h') {
+      if (Number(f[1]) !== this.protocol) {
+        this.close(`sandbox agent speaks protocol ${(f[1] ?? '?').replace(/[^0-9]/g, '').slice(0, 4)}, expected ${this.protocol} (a stale agent binary? run scripts/build-sandbox-agent.sh)`);
+        return;
+      }
       this.ready = true;
       this.agentPid = Number(f[2] ?? 0);
       this.helloWaiter?.resolve();

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
+import { defaultAgentChoice, resolveAgentBinary, type AgentChoice } from '../channel/agent-binary.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
@@ -68,6 +69,13 @@ export interface DockerDriverOptions {
   /** Events stream reconnection: first delay and cap of the doubling backoff (defaults 250 ms, 5 s). */
   eventsBackoffMs?: number;
   eventsBackoffMaxMs?: number;
+  /**
+   * The in-sandbox judge: `binary` (the static sandbox-agent, bind-mounted read-only; start() fails without
+   * it), `shell` (the POSIX sh agent), `auto` (binary when built, else shell). Default: $SANDGYM_SANDBOX_AGENT or auto.
+   */
+  agent?: AgentChoice;
+  /** Host path of the agent binary (default: agent-binary.ts, defaultAgentBinaryPath). */
+  agentBinary?: string;
 }
 
 export const DOCKER_CAPABILITIES: DriverCapabilities = {
@@ -206,6 +214,8 @@ export class DockerDriver implements SandboxDriver {
   private reaper: { stop(): Promise<void> } | null = null;
   /** The runtime is gVisor (runsc): see host-config.ts on what that changes. Known after start(). */
   private gvisor = false;
+  /** Host path of the binary agent in use, or null for the sh agent. Known after start(). */
+  agentBinary: string | null = null;
 
   constructor(private readonly opts: DockerDriverOptions) {
     this.instanceId = opts.instanceId;
@@ -241,6 +251,8 @@ export class DockerDriver implements SandboxDriver {
   async start(): Promise<void> {
     if (this.started) return;
     await this.checkRuntime();
+    this.agentBinary = await resolveAgentBinary(this.opts.agent ?? defaultAgentChoice(), this.opts.agentBinary);
+    this.log.info({ agent: this.agentBinary ? 'binary' : 'shell', path: this.agentBinary ?? undefined }, 'sandbox judge agent');
     await this.subscribe(undefined);
     this.started = true;
   }
@@ -472,6 +484,7 @@ export class DockerDriver implements SandboxDriver {
         tmpSizeMb: this.opts.tmpSizeMb ?? 64,
         runtime: this.opts.runtime,
         gvisor: this.gvisor,
+        ...(this.agentBinary ? { agentBinary: this.agentBinary } : {}),
       }),
     );
     let stream: Duplex;
@@ -495,7 +508,12 @@ export class DockerDriver implements SandboxDriver {
     // Agent input goes to the hijacked socket; we never call end() on it while the sandbox lives
     // (closing stdin destroys the socket, dockerode #53).
     const agentUid = this.allocAgentUid();
-    const channel = new CommandChannel(stream, out, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)), agentUid, agentDataMb: limits.memory_mb });
+    const channel = new CommandChannel(stream, out, {
+      leaseTicks: Math.max(2, Math.ceil(ttl / 5000)),
+      agentUid,
+      agentDataMb: limits.memory_mb,
+      protocol: this.agentBinary ? 3 : 2,
+    });
     const sb = new DockerSandbox(agentUid, id, spec, limits, workspace, channel, this.log, container, this, stream);
     channel.onClose = (reason: string) => {
       if (!sb.deadReason) {

@@ -1,6 +1,7 @@
 // Container creation options: hardened by default, limits from the resolved profile. Kept separate
 // from the driver so the security defaults are reviewable in one place.
 import type Docker from 'dockerode';
+import { AGENT_BINARY_TARGET } from '../channel/agent-binary.js';
 import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
 import { agentTmpfsMb, judgeReserve, INODES, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import type { SandboxLimits } from '../types.js';
@@ -21,6 +22,8 @@ export interface ContainerParams {
   runtime?: string;
   /** The runtime is gVisor's runsc: the container's cgroup then counts the sandbox kernel's host tasks. */
   gvisor?: boolean;
+  /** Host path of the binary judge agent (bind-mounted read-only and run instead of the sh agent); unset = sh agent. */
+  agentBinary?: string;
 }
 
 /**
@@ -45,7 +48,9 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
     Image: p.image,
     // In attach mode the agent is PID 2 (under docker-init); stdin EOF (the server went away) ends it
     // and with it the container, which AutoRemove then deletes.
-    Cmd: ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach'],
+    Cmd: p.agentBinary
+      ? [AGENT_BINARY_TARGET, STATE_DIR, IO_DIR, 'attach']
+      : ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach'],
     // The judge identity: uid 0 inside, with only SETUID/SETGID (to drop every command to the agent
     // uid) and KILL (to kill agent processes), no_new_privs, read-only root. Agent commands hold no
     // capability at all (docs/SANDBOX.md, threat model).
@@ -108,6 +113,8 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
         [IO_DIR]: `rw,noexec,nosuid,nodev,size=${IO_DIR_MB}m,nr_inodes=${INODES.io},mode=0711`,
       },
       AutoRemove: true,
+      // The binary agent, read-only (the agent uid can read it, as it can read the public sh agent).
+      ...(p.agentBinary ? { Binds: [`${p.agentBinary}:${AGENT_BINARY_TARGET}:ro`] } : {}),
       ...(p.runtime ? { Runtime: p.runtime } : {}),
     },
   };

@@ -1,0 +1,3 @@
+module sandgym/sandbox-agent
+
+go 1.19
