@@ -108,7 +108,7 @@ describe('trajectory archive: local directory', () => {
     const records = await loadArchive(dir);
     checkMix(records, mix, archive.stats().instance);
     const s = archive.stats();
-    expect(s).toMatchObject({ episodes_written: 8, objects_written: 1, held_bytes: 0, episodes_dropped: { memory: 0, episode_too_large: 0, store_error: 0 } });
+    expect(s).toMatchObject({ episodes_written: 8, objects_written: 1, held_bytes: 0, episodes_dropped: { memory: 0, tenant_memory: 0, episode_too_large: 0, store_error: 0 } });
   });
 
   it('the archive summarises each episode as the live episode tracker did (same outcome, score, task)', async () => {
@@ -151,7 +151,8 @@ describe('trajectory archive: local directory', () => {
     const dir = await tempDir();
     // Room for a small counter episode, not for a math episode's observation text.
     let archive: Archive;
-    ({ server, archive } = await archivedServer({ location: dir, max_bytes: 1500, flush_ms: 60_000 }));
+    // One connection is one tenant: its share is the whole cap here (the per-tenant cap has its own suite).
+    ({ server, archive } = await archivedServer({ location: dir, max_bytes: 1500, max_tenant_bytes: 1500, flush_ms: 60_000 }));
     const c = await RawClient.connect(server.url());
     const s1 = await c.make('test/counter-v0');
     await c.ok('reset', { session: s1, seed: 1 });

@@ -101,7 +101,7 @@ export interface EpisodeRecord {
    * cap): `steps` is empty, and kwargs, options, the reset observation and the workspace are left out;
    * outcome, score, length and the grade are kept.
    */
-  steps_omitted?: { reason: 'episode_too_large' | 'memory'; steps: number };
+  steps_omitted?: { reason: 'episode_too_large' | 'memory' | 'tenant_memory'; steps: number };
 }
 
 export class ArchiveFormatError extends Error {

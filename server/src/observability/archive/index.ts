@@ -27,6 +27,7 @@ export async function createArchive(opts: ArchiveOptions, log: { warn(o: object,
   const writer = new ArchiveWriter({
     store,
     maxBytes: opts.max_bytes ?? ARCHIVE_DEFAULTS.max_bytes,
+    maxTenantBytes: opts.max_tenant_bytes ?? Math.floor((opts.max_bytes ?? ARCHIVE_DEFAULTS.max_bytes) * ARCHIVE_DEFAULTS.tenant_share),
     batchBytes: opts.batch_bytes ?? ARCHIVE_DEFAULTS.batch_bytes,
     flushMs: opts.flush_ms ?? ARCHIVE_DEFAULTS.flush_ms,
     log,

@@ -3,7 +3,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ArchiveStats, DropReason } from './writer.js';
 
-const REASONS: readonly DropReason[] = ['memory', 'episode_too_large', 'store_error'];
+const REASONS: readonly DropReason[] = ['memory', 'tenant_memory', 'episode_too_large', 'store_error'];
 
 export function registerArchiveMetrics(reg: Registry, stats: () => ArchiveStats): void {
   const registers = [reg];
@@ -18,7 +18,7 @@ export function registerArchiveMetrics(reg: Registry, stats: () => ArchiveStats)
   });
   new Counter({
     name: 'sandgym_archive_episodes_dropped_total',
-    help: 'Episodes the trajectory archive dropped, by reason (memory: over --archive-max-mb; episode_too_large; store_error: the store refused a batch after retries).',
+    help: 'Episodes the trajectory archive dropped, by reason (memory: over --archive-max-mb; tenant_memory: one tenant over --archive-tenant-max-mb; episode_too_large; store_error: the store refused a batch after retries).',
     labelNames: ['reason'],
     registers,
     collect() {

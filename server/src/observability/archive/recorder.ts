@@ -12,7 +12,7 @@ import { SERVER_VERSION } from '../../version.js';
 import { newEpisodeId, type ArtifactEvent, type CloseEvent, type EpisodeObserver, type ErrorEvent, type OpenEvent, type ResetEvent, type StepEvent } from '../episode-events.js';
 import { episodeScore, outcomeOfError, SUCCESS_SCORE, type EpisodeOutcome } from '../outcomes.js';
 import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeEnd } from './format.js';
-import type { ArchiveWriter } from './writer.js';
+import type { ArchiveWriter, Tenant } from './writer.js';
 
 export interface RecorderOptions {
   /** One episode's serialised bytes beyond this: the episode is dropped (episode_too_large). */
@@ -24,6 +24,8 @@ export interface RecorderOptions {
 interface SessionInfo {
   kwargs: Record<string, unknown>;
   connection_id: string;
+  /** Whose memory share the session's episodes use (its token's, else its connection's). */
+  tenant: Tenant;
   /** The line's opening up to kwargs, serialised on the session's first finished episode. */
   prefix: string | null;
 }
@@ -33,6 +35,7 @@ interface Episode {
   session_id: string;
   env_id: string;
   info: SessionInfo | undefined;
+  tenant: Tenant;
   seed: number | undefined;
   options: Record<string, unknown>;
   started: number;
@@ -65,8 +68,10 @@ interface Episode {
    * steps (steps_omitted), so an agent cannot erase a failed episode from the archive (and from the stats
    * read from it) by making it, or the episodes around it, huge.
    */
-  stepsOmitted: 'memory' | 'episode_too_large' | null;
+  stepsOmitted: StepsOmittedReason | null;
 }
+
+type StepsOmittedReason = 'memory' | 'tenant_memory' | 'episode_too_large';
 
 /** Keys of a grading report that may quote hidden tests (grade.ts GradeResult.log_tail): never archived. */
 const HIDDEN_KEYS = ['log_tail'];
@@ -131,14 +136,21 @@ export class EpisodeRecorder implements EpisodeObserver {
   readonly name = 'archive';
   private readonly sessions = new Map<string, SessionInfo>();
   private readonly episodes = new Map<string, Episode>();
+  /** The tenant of sessions opened before the recorder listened (never left). */
+  private readonly unknownTenant: Tenant;
 
   constructor(
     private readonly writer: ArchiveWriter,
     private readonly opts: RecorderOptions,
-  ) {}
+  ) {
+    this.unknownTenant = writer.tenant('unknown');
+  }
 
   onOpen(e: OpenEvent): void {
-    this.sessions.set(e.session_id, { kwargs: e.kwargs, connection_id: e.connection_id, prefix: null });
+    const prev = this.sessions.get(e.session_id);
+    if (prev) this.writer.leave(prev.tenant);
+    const tenant = this.writer.tenant(e.principal ?? `conn:${e.connection_id}`);
+    this.sessions.set(e.session_id, { kwargs: e.kwargs, connection_id: e.connection_id, tenant, prefix: null });
   }
 
   onReset(e: ResetEvent): void {
@@ -199,7 +211,10 @@ export class EpisodeRecorder implements EpisodeObserver {
   }
 
   onClose(e: CloseEvent): void {
+    const info = this.sessions.get(e.session_id);
     this.sessions.delete(e.session_id);
+    // The tenant is forgotten once its episodes' bytes are released too (writer.forget).
+    if (info) this.writer.leave(info.tenant);
     const ep = this.episodes.get(e.session_id);
     if (!ep) return;
     ep.close_reason = e.reason;
@@ -224,11 +239,13 @@ export class EpisodeRecorder implements EpisodeObserver {
   }
 
   private newEpisode(id: string, session: string, env: string, seed: number | undefined, options: Record<string, unknown>, started: number): Episode {
+    const info = this.sessions.get(session);
     return {
       id,
       session_id: session,
       env_id: env,
-      info: this.sessions.get(session),
+      info,
+      tenant: info?.tenant ?? this.unknownTenant,
       seed,
       options,
       started,
@@ -263,21 +280,22 @@ export class EpisodeRecorder implements EpisodeObserver {
   /** Books bytes for an episode; on refusal the episode is dropped (its bytes released, counted). */
   private book(ep: Episode, n: number): boolean {
     if (ep.bytes + n > this.opts.maxEpisodeBytes) return this.dropEpisode(ep, 'episode_too_large');
-    if (!this.writer.reserve(n)) return this.dropEpisode(ep, 'memory');
+    const refused = this.writer.book(ep.tenant, n);
+    if (refused !== null) return this.dropEpisode(ep, refused);
     ep.bytes += n;
     return true;
   }
 
-  private dropEpisode(ep: Episode, reason: 'memory' | 'episode_too_large'): false {
+  private dropEpisode(ep: Episode, reason: StepsOmittedReason): false {
     ep.dropped = true;
     ep.stepsOmitted = reason;
-    this.writer.release(ep.bytes);
+    this.writer.unbook(ep.tenant, ep.bytes);
     ep.bytes = 0;
     ep.parts = [];
     ep.errorParts = [];
     ep.reset = null;
     ep.workspace = null;
-    this.writer.drop(reason, ep.id);
+    this.writer.drop(reason, ep.id, 1, ep.tenant);
     return false;
   }
 
@@ -288,7 +306,7 @@ export class EpisodeRecorder implements EpisodeObserver {
     ep.parts = [];
     ep.errorParts = [];
     ep.workspace = null;
-    this.writer.enqueue(line, ep.bytes);
+    this.writer.enqueue(line, ep.bytes, ep.tenant);
   }
 
   /**
@@ -299,8 +317,8 @@ export class EpisodeRecorder implements EpisodeObserver {
    */
   private emitWithoutSteps(ep: Episode): void {
     const line = this.line(ep, true);
-    if (line.length > this.opts.maxEpisodeBytes || !this.writer.reserveSummary(line.length)) return;
-    this.writer.enqueue(line, line.length);
+    if (line.length > this.opts.maxEpisodeBytes || !this.writer.bookSummary(ep.tenant, line.length)) return;
+    this.writer.enqueue(line, line.length, ep.tenant);
   }
 
   /** The line's opening: format, server, session, connection, env and kwargs (fixed for a session). */

@@ -6,7 +6,9 @@
 // Memory is bounded: every byte the archive holds (serialised steps of running episodes, lines not yet
 // compressed, the compressed object, a batch being written or retried) is counted against max_bytes,
 // and what would pass it is dropped and counted, never waited for (the step path is never blocked by a
-// slow or unreachable store). Policy documented in docs/OBSERVABILITY.md.
+// slow or unreachable store). Each tenant (the token a session was opened with) may hold at most
+// max_tenant_bytes of it, so one token cannot fill the buffer the others' episodes need. Policy
+// documented in docs/OBSERVABILITY.md.
 import { randomBytes } from 'node:crypto';
 import { createGzip, type Gzip } from 'node:zlib';
 import type { ArchiveStore } from './store.js';
@@ -14,12 +16,26 @@ import type { ArchiveStore } from './store.js';
 /** Lines are handed to the compressor in chunks of up to this many bytes (one thread-pool job each). */
 const CHUNK_BYTES = 64 * 1024;
 
-export type DropReason = 'memory' | 'episode_too_large' | 'store_error';
+export type DropReason = 'memory' | 'tenant_memory' | 'episode_too_large' | 'store_error';
+
+/**
+ * One tenant's share of the archive's memory: the uncompressed bytes of its episodes (running episodes'
+ * steps, finished lines not yet compressed) and its share of compressed objects waiting for the store.
+ * A tenant is the key the server gives a session's open event (`principal`: its token's), else its
+ * connection. Forgotten when it has no session and holds nothing.
+ */
+export class Tenant {
+  held = 0;
+  sessions = 0;
+  constructor(readonly key: string) {}
+}
 
 export interface WriterOptions {
   store: ArchiveStore;
   /** Serialised bytes the archive may hold in memory (running + finished, not yet written). */
   maxBytes: number;
+  /** Of which one tenant may hold at most this many (default: maxBytes, no per-tenant cap). */
+  maxTenantBytes?: number;
   /** A batch is written once its lines reach this many bytes... */
   batchBytes: number;
   /** ...or once its oldest line is this old. */
@@ -67,6 +83,8 @@ interface OpenObject {
   /** Lines handed to it, and their booked characters. */
   episodes: number;
   raw: number;
+  /** Booked characters per tenant, for each tenant's share of the compressed object. */
+  owners: Map<Tenant, number>;
   /** Settles when the compressor has ended (every byte out), or failed. */
   ended: Promise<void>;
 }
@@ -82,6 +100,11 @@ export class ArchiveWriter {
   private buf: Buffer | null = null;
   private used = 0;
   private booked = 0;
+  /** The tenants whose lines are in `buf`, and their booked characters (runs of one tenant merged). */
+  private owners: Tenant[] = [];
+  private owed: number[] = [];
+  private readonly tenants = new Map<string, Tenant>();
+  private readonly maxTenant: number;
   /**
    * Chunk buffers the compressor is done with, reused: a new 64 KiB buffer per chunk is external memory
    * V8 counts towards its full collections.
@@ -94,10 +117,61 @@ export class ArchiveWriter {
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly counters = { episodes_written: 0, objects_written: 0, bytes_written: 0, write_errors: 0 };
-  private readonly dropped: Record<DropReason, number> = { memory: 0, episode_too_large: 0, store_error: 0 };
+  private readonly dropped: Record<DropReason, number> = { memory: 0, tenant_memory: 0, episode_too_large: 0, store_error: 0 };
   private lastDropWarn = 0;
 
-  constructor(private readonly opts: WriterOptions) {}
+  constructor(private readonly opts: WriterOptions) {
+    this.maxTenant = Math.min(opts.maxTenantBytes ?? opts.maxBytes, opts.maxBytes);
+  }
+
+  /** The tenant of a key, with one more session (leave() when that session is gone). */
+  tenant(key: string): Tenant {
+    let t = this.tenants.get(key);
+    if (t === undefined) {
+      t = new Tenant(key);
+      this.tenants.set(key, t);
+    }
+    t.sessions++;
+    return t;
+  }
+
+  leave(t: Tenant): void {
+    t.sessions--;
+    this.forget(t);
+  }
+
+  private forget(t: Tenant): void {
+    if (t.sessions <= 0 && t.held <= 0 && this.tenants.get(t.key) === t) this.tenants.delete(t.key);
+  }
+
+  /** Books `n` bytes of a tenant's episode: null, or why not (nothing booked then). */
+  book(t: Tenant, n: number): 'tenant_memory' | 'memory' | null {
+    // A share as large as the whole cap is no per-tenant cap: the reason is then the shared one.
+    if (t.held + n > this.maxTenant && this.maxTenant < this.opts.maxBytes) return 'tenant_memory';
+    if (this.held + n > this.opts.maxBytes) return 'memory';
+    this.held += n;
+    t.held += n;
+    return null;
+  }
+
+  /** A record without steps of a tenant's episode: the summary headroom of reserveSummary, per tenant too. */
+  bookSummary(t: Tenant, n: number): boolean {
+    if (t.held + n > this.maxTenant + Math.floor(this.maxTenant / 16) || !this.reserveSummary(n)) return false;
+    t.held += n;
+    return true;
+  }
+
+  /** Releases what book() or bookSummary() booked. */
+  unbook(t: Tenant, n: number): void {
+    this.held -= n;
+    t.held -= n;
+    if (t.held <= 0) this.forget(t);
+  }
+
+  /** The bytes one tenant holds now (0 for a key the archive does not know). */
+  tenantHeld(key: string): number {
+    return this.tenants.get(key)?.held ?? 0;
+  }
 
   /** Books `n` bytes; false (nothing booked) when that would pass max_bytes. */
   reserve(n: number): boolean {
@@ -122,31 +196,44 @@ export class ArchiveWriter {
   }
 
   /** Counts a dropped episode (its bytes already released) and warns at most every 10 s. */
-  drop(reason: DropReason, episodeId: string, count = 1): void {
+  drop(reason: DropReason, episodeId: string, count = 1, tenant?: Tenant): void {
     this.dropped[reason] += count;
     const now = Date.now();
     if (now - this.lastDropWarn > 10_000) {
       this.lastDropWarn = now;
-      this.opts.log.warn({ reason, episode: episodeId, dropped: { ...this.dropped }, held_bytes: this.held, max_bytes: this.opts.maxBytes }, 'archive dropped an episode');
+      const who = tenant ? { tenant: tenant.key, tenant_held_bytes: tenant.held, max_tenant_bytes: this.maxTenant } : {};
+      this.opts.log.warn({ reason, episode: episodeId, ...who, dropped: { ...this.dropped }, held_bytes: this.held, max_bytes: this.opts.maxBytes }, 'archive dropped an episode');
     }
   }
 
-  /** A finished episode's line, its bytes already booked. After close() it is written by the next flush() only. */
-  enqueue(line: string, bytes: number): void {
+  /**
+   * A finished episode's line, its bytes already booked (by book() for `tenant`, else by reserve()).
+   * After close() it is written by the next flush() only.
+   */
+  enqueue(line: string, bytes: number, tenant?: Tenant): void {
     const o = this.obj ?? this.open();
     o.episodes++;
     o.raw += bytes;
+    if (tenant) o.owners.set(tenant, (o.owners.get(tenant) ?? 0) + bytes);
     const len = Buffer.byteLength(line);
     if (this.buf !== null && this.used + len + 1 > this.buf.length) this.feed(o);
     if (len + 1 > CHUNK_BYTES) {
       // Larger than a chunk: compressed on its own.
-      o.gzip.write(`${line}\n`, () => this.release(bytes));
+      o.gzip.write(`${line}\n`, () => (tenant ? this.unbook(tenant, bytes) : this.release(bytes)));
     } else {
       this.buf ??= this.spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
       // Same byte count as characters: every character is ASCII, and latin1 is its UTF-8.
       this.used += this.buf.write(line, this.used, len === line.length ? 'latin1' : 'utf8');
       this.buf[this.used++] = 0x0a;
       this.booked += bytes;
+      if (tenant) {
+        const last = this.owners.length - 1;
+        if (last >= 0 && this.owners[last] === tenant) (this.owed[last] as number) += bytes;
+        else {
+          this.owners.push(tenant);
+          this.owed.push(bytes);
+        }
+      }
     }
     if (o.raw >= this.opts.batchBytes) this.cut();
   }
@@ -171,7 +258,7 @@ export class ArchiveWriter {
     // Level 1: about twice as fast as the default 6 on episode JSON, for a few percent more bytes
     // (repetitive JSON compresses well at any level); the CPU is the server's.
     const gzip = createGzip({ level: 1 });
-    const o: OpenObject = { name: '', gzip, out: [], outBytes: 0, episodes: 0, raw: 0, ended: Promise.resolve() };
+    const o: OpenObject = { name: '', gzip, out: [], outBytes: 0, episodes: 0, raw: 0, owners: new Map(), ended: Promise.resolve() };
     o.ended = new Promise<void>((resolve, reject) => {
       gzip.on('end', resolve);
       gzip.on('error', reject);
@@ -197,12 +284,23 @@ export class ArchiveWriter {
     if (this.buf === null || this.used === 0) return;
     const whole = this.buf;
     const booked = this.booked;
+    const owners = this.owners;
+    const owed = this.owed;
     const chunk = whole.subarray(0, this.used);
     this.buf = null;
     this.used = 0;
     this.booked = 0;
+    if (owners.length > 0) {
+      this.owners = [];
+      this.owed = [];
+    }
     o.gzip.write(chunk, () => {
       this.release(booked);
+      for (let i = 0; i < owners.length; i++) {
+        const t = owners[i] as Tenant;
+        t.held -= owed[i] as number;
+        if (t.held <= 0) this.forget(t);
+      }
       // Compressed: zlib no longer reads it.
       if (this.spare.length < 4) this.spare.push(whole);
     });
@@ -223,8 +321,16 @@ export class ArchiveWriter {
   private async write(o: OpenObject): Promise<void> {
     const attempts = this.opts.attempts ?? 4;
     let wait = this.opts.retryMs ?? 500;
+    // Each tenant holds its share of the compressed object (by its uncompressed bytes) until it is stored.
+    const shares: [Tenant, number][] = [];
     try {
       await o.ended;
+      for (const [t, raw] of o.owners) {
+        const share = o.raw > 0 ? Math.ceil((o.outBytes * raw) / o.raw) : 0;
+        t.held += share;
+        shares.push([t, share]);
+      }
+      o.owners.clear();
       const body = o.out.length === 1 ? (o.out[0] as Buffer) : Buffer.concat(o.out, o.outBytes);
       for (let i = 1; ; i++) {
         try {
@@ -247,6 +353,10 @@ export class ArchiveWriter {
     } finally {
       this.held -= o.outBytes;
       o.out = [];
+      for (const [t, share] of shares) {
+        t.held -= share;
+        if (t.held <= 0) this.forget(t);
+      }
     }
   }
 }
