@@ -246,13 +246,18 @@ class SessionProvider implements SessionSandboxes {
     if (!h) return;
     this.held.delete(sandbox.id);
     h.unsubscribe();
-    // 'replace' returns at once (destroy happens in the background); 'wipe' resets in place first.
-    try {
-      await this.pools.release(h.sb, { reset: h.wipe });
-    } finally {
+    // 'replace' returns at once (destroy happens in the background); 'wipe' resets in place in the background
+    // too: an env's reset releases its sandbox and then acquires, and that acquire is served by another idle
+    // sandbox instead of waiting for this wipe (the pool counts the one being wiped as live and coming idle).
+    const back = this.pools.release(h.sb, { reset: h.wipe }).finally(() => {
       // The unit goes back once the pool has the sandbox back, so the next admission finds room there.
       if (h.unit !== null) this.scheduler?.release(h.unit);
+    });
+    if (h.wipe) {
+      back.catch(() => undefined); // pool.release never rejects for a wipe (a failed wipe destroys); belt and braces
+      return;
     }
+    await back;
   }
 
   async releaseAll(): Promise<void> {

@@ -82,6 +82,7 @@ export class SandboxPool {
   private resetting = 0;
   private readonly waiters: Waiter[] = [];
   private readonly pendingDestroys = new Set<Promise<void>>();
+  private readonly pendingWipes = new Set<Promise<void>>();
   private creating = 0;
   private consecutiveFailures = 0;
   private lastError: Error | null = null;
@@ -227,22 +228,33 @@ export class SandboxPool {
   async release(sb: DriverSandbox, mode: { reset?: boolean } = {}): Promise<void> {
     if (!this.inUse.delete(sb)) return; // idempotent: not ours or already released
     if (mode.reset && !sb.deadReason && !this.closed) {
+      // Resolves once wiped and back. A caller may leave it running (the session layer does): meanwhile the
+      // sandbox counts as live (max_total) and as coming idle (refill makes no replacement for it), and a
+      // waiter gets it once it is clean.
       this.resetting += 1;
-      let wiped = false;
-      try {
-        await sb.reset();
-        wiped = true;
-      } catch (e) {
-        this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
-      } finally {
-        this.resetting -= 1;
-      }
-      if (wiped) {
-        this.s.resets += 1;
-        this.noteArrival(-1);
-        this.offer(sb);
-        return;
-      }
+      const p = this.wipe(sb).finally(() => this.pendingWipes.delete(p));
+      this.pendingWipes.add(p);
+      return p;
+    }
+    this.destroyLater(sb);
+    this.refill();
+  }
+
+  private async wipe(sb: DriverSandbox): Promise<void> {
+    let wiped = false;
+    try {
+      await sb.reset();
+      wiped = true;
+    } catch (e) {
+      this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
+    } finally {
+      this.resetting -= 1;
+    }
+    if (wiped && !sb.deadReason) {
+      this.s.resets += 1;
+      this.noteArrival(-1);
+      this.offer(sb);
+      return;
     }
     this.destroyLater(sb);
     this.refill();
@@ -286,7 +298,7 @@ export class SandboxPool {
     const slots = this.creationSlots(target);
     while (
       this.creating < slots &&
-      this.idle.length + this.creating < want &&
+      this.idle.length + this.creating + this.resetting < want &&
       this.total() < this.maxTotal
     ) {
       this.creating += 1;
@@ -360,7 +372,8 @@ export class SandboxPool {
     for (const sb of this.idle.splice(0)) this.destroyLater(sb);
     for (const sb of [...this.inUse]) this.destroyLater(sb);
     this.inUse.clear();
-    // Creations in flight land in offer() after close and are destroyed there.
+    // Creations in flight and wipes land in offer() after close and are destroyed there.
+    await Promise.all([...this.pendingWipes]);
     while (this.creating > 0) await new Promise((r) => setTimeout(r, 50));
     await Promise.all([...this.pendingDestroys]);
   }
