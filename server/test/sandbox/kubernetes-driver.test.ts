@@ -155,6 +155,39 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
     expect(driver.watchState().connected).toBe(true);
   }, 120_000);
 
+  it('a sandbox whose whole container is OOM-killed is dead, and the reason says out of memory', async () => {
+    // Nothing the agent does gets here (its processes carry oom_score_adj 1000 and the judge keeps a
+    // reserve: the contract's memory bomb). Forced from the judge: pid 1 goes first in line for the OOM
+    // killer (1000; the kubelet gave the container's processes less, by QoS), then the container's memory
+    // fills with its tmpfs volumes and small processes, each smaller than the margin by which pid 1
+    // outranks it, so the kernel kills pid 1 and the container ends OOMKilled.
+    const script = `adj=$(cat /proc/self/oom_score_adj)
+lim=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max)
+[ "$adj" -lt 1000 ] || { echo "no margin: the judge already has oom_score_adj $adj"; exit 3; }
+echo 1000 >/proc/1/oom_score_adj || exit 4
+chunk=$(( (1000 - adj) * (lim / 1000) / 3 ))
+dd if=/dev/zero of=/workspace/.fill bs=1M 2>/dev/null; dd if=/dev/zero of=/tmp/.fill bs=1M 2>/dev/null
+i=0; while [ $i -lt 5000 ]; do (x=$(head -c "$chunk" /dev/zero | tr '\\0' a); sleep 600) & i=$((i+1)); done
+wait; echo "still alive: adj=$adj limit=$lim chunk=$chunk"`;
+    // The kubelet may record the OOM kill seconds after the stream ends on a loaded node: this test's
+    // deadline for the cause, not the production default.
+    const oomDriver = testDriver(kc, ns, { deathReasonWaitMs: 90_000 });
+    try {
+      const sb = await oomDriver.create({ image: TEST_IMAGE, limits: { memory_mb: 64, disk_mb: 16 } });
+      const died = new Promise<string>((r) => sb.onDied(r));
+      const err = await sb.exec({ identity: 'judge', script, timeout_ms: 120_000 }).then(
+        (r) => new Error(`the container survived: ${r.exit_code} ${r.stdout}${r.stderr}`),
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SandboxGoneError);
+      expect(await died).toMatch(/OOM-killed|out of memory/);
+      expect((err as Error).message).toMatch(/out of memory/);
+      expect(sb.deadReason).toMatch(/out of memory/);
+    } finally {
+      await oomDriver.close();
+    }
+  }, 240_000);
+
   it('warm pools work over the driver: acquire is a pop, release replaces', async () => {
     const pool = new SandboxPool(driver, { image: TEST_IMAGE, limits: { memory_mb: 128, disk_mb: 32 } }, { minIdle: 2, maxTotal: 4, refillConcurrency: 2 });
     pool.start();

@@ -58,6 +58,11 @@ export interface KubernetesDriverOptions {
   maxLifetimeMs?: number;
   /** Pod creations in flight at once (default 8). */
   createConcurrency?: number;
+  /**
+   * When the attach stream ends, how long the pod watch may take to say why (OOM kill, eviction) before
+   * the sandbox is declared dead with what the stream said; default 5 s.
+   */
+  deathReasonWaitMs?: number;
   /** From pod creation to the agent's hello (scheduling and image included); default 120 s. */
   startTimeoutMs?: number;
   /** The server's own pod (default from POD_NAME / POD_UID / POD_NAMESPACE, the downward API). */
@@ -157,12 +162,33 @@ export class KubernetesSandbox extends ChannelSandbox {
     log: SandboxLogger,
     private readonly driver: KubernetesDriver,
     private readonly attach: AttachStream,
+    private readonly reasonWaitMs: number,
   ) {
     super(id, 'kubernetes', spec, limits, workspace, channel, log);
   }
 
   refreshLease(): void {
     this.channel.refreshLease();
+  }
+
+  /**
+   * A command failed because the channel closed: the pod watch may still be about to say why (the
+   * kubelet records an OOM kill or an eviction after the stream has ended). Wait for the death to be
+   * recorded, by the watch or by the channel's fallback (deathReasonWaitMs), so the reason is the cause.
+   */
+  protected override afterUnexpectedKill(): Promise<void> {
+    if (this.deadReason) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        off();
+        resolve();
+      }, this.reasonWaitMs + 1_000);
+      t.unref();
+      const off = this.onDied(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 
   protected async teardown(): Promise<void> {
@@ -480,13 +506,20 @@ export class KubernetesDriver implements SandboxDriver {
       stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
     });
     const channel = new CommandChannel(attach.input, attach.output, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)), agentUid, agentDataMb: limits.memory_mb });
-    const sb = new KubernetesSandbox(agentUid, name, spec, limits, workspace, channel, this.log, this, attach);
+    const reasonWaitMs = this.opts.deathReasonWaitMs ?? 5_000;
+    const sb = new KubernetesSandbox(agentUid, name, spec, limits, workspace, channel, this.log, this, attach, reasonWaitMs);
     sb.image_id = imageId;
     const a = attach;
     channel.onClose = (reason: string) => {
       if (sb.deadReason) return;
       const tail = stderrTail.trim() || a.status() || '';
-      sb.markDied(tail ? `${reason}: ${tail.split('\n').slice(-3).join(' | ')}` : reason);
+      const fallback = tail ? `${reason}: ${tail.split('\n').slice(-3).join(' | ')}` : reason;
+      // The attach stream ends before the kubelet records why the container ended (an OOM kill, an
+      // eviction, an exit code): the pending commands have already failed (the channel is closed), and
+      // the watch gets a moment to name the cause (onPod); past it, what the stream said is the reason.
+      const t = setTimeout(() => sb.markDied(fallback), reasonWaitMs);
+      t.unref();
+      sb.onDied(() => clearTimeout(t));
     };
     this.live.set(name, sb);
     try {
