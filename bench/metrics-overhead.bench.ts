@@ -14,6 +14,12 @@
 //      BENCH_ROUNDS, BENCH_FRAMES override the rounds and the batch frames per round; BENCH_CONCURRENT=1
 //      drives both servers at once in each round instead of one after the other (on a machine shared
 //      with other work both then see the same contention: a tighter spread of the per-round ratios).
+//      BENCH_ARMS=eld,process,--gc-metrics: attribution: one more metrics server per arm, driven in the
+//      same rounds, each arm's ratio to --no-metrics printed too. An arm `--flag` is a server started
+//      with that serve flag; any other names parts of prom-client's process metrics that a preload
+//      switches off (bench/lib/metrics-ablate.mjs: gc, eld, process; `a+b` both).
+//      BENCH_CPU_PROF=DIR: every server writes a V8 CPU profile (node --cpu-prof) on exit into DIR/<side>.
+//      BENCH_SERVER_NODE_ARGS: node options for every server.
 
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
@@ -36,6 +42,10 @@ const WINDOW = 8;
 const FRAMES = Number(process.env.BENCH_FRAMES ?? (QUICK ? 200 : 3_000));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 2 : 15));
 const CONCURRENT = process.env.BENCH_CONCURRENT === '1';
+const ARMS = (process.env.BENCH_ARMS ?? '').split(',').filter((a) => a !== '');
+const PROF_DIR = process.env.BENCH_CPU_PROF;
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+const ABLATE = new URL('./lib/metrics-ablate.mjs', import.meta.url).href;
 
 /** CPU time of every thread of a process, µs (schedstat: ns resolution, unlike /proc/PID/stat's 10 ms ticks). */
 async function cpuMicros(pid: number): Promise<number> {
@@ -51,7 +61,7 @@ async function cpuMicros(pid: number): Promise<number> {
 }
 
 interface Side {
-  name: 'metrics' | 'no_metrics';
+  name: string;
   server: ServerProcess;
   driver: Driver;
   make: (i: number) => string | Uint8Array;
@@ -59,8 +69,8 @@ interface Side {
   env_steps_per_s: number[];
 }
 
-async function open(name: Side['name'], args: string[]): Promise<Side> {
-  const server = await startSandgym(args);
+async function open(name: Side['name'], args: string[], nodeArgs: string[] = []): Promise<Side> {
+  const server = await startSandgym(args, [...SERVER_NODE_ARGS, ...nodeArgs, ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : [])]);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
@@ -150,20 +160,28 @@ async function main(): Promise<void> {
   const off = await open('no_metrics', ['--no-metrics']);
   // BENCH_AA=1: both servers without metrics, to see this machine's noise and any bias of the setup.
   const on = await open('metrics', process.env.BENCH_AA === '1' ? ['--no-metrics'] : []);
+  const arms: Side[] = [];
+  for (const a of ARMS) {
+    // `--flag`: a metrics server started with that serve flag; else parts to switch off by the preload.
+    if (a.startsWith('--')) arms.push(await open(`metrics_${a.slice(2).replace(/-/g, '_')}`, [a]));
+    else arms.push(await open(`metrics_no_${a.replace(/\+/g, '_')}`, [], ['--import', `${ABLATE}?parts=${a.replace(/\+/g, ',')}`]));
+  }
+  const all = [off, on, ...arms];
   const metricsUrl = (process.env.BENCH_AA === '1' ? off : on).server.url.replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, '/metrics');
   let scrapeBytes = 0;
   try {
     for (let i = 0; i < ROUNDS; i++) {
-      // Alternate which side goes first, so neither always gets the cooler machine.
-      const order = i % 2 === 0 ? [off, on] : [on, off];
-      // BENCH_CONCURRENT=1: both sides at once, so both see the same moment of a shared machine.
+      // Rotate which side goes first, so none always gets the cooler machine.
+      const order = all.map((_, j) => all[(i + j) % all.length] as Side);
+      // BENCH_CONCURRENT=1: all sides at once, so all see the same moment of a shared machine.
       if (CONCURRENT) await Promise.all(order.map((s) => round1(s)));
       else for (const s of order) await round1(s);
       scrapeBytes = (await (await fetch(metricsUrl)).text()).length;
+      for (const a of arms) await fetch(a.server.url.replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, '/metrics'));
     }
   } finally {
-    await Promise.all([off.driver.close(), on.driver.close()]);
-    await Promise.all([off.server.stop(), on.server.stop()]);
+    await Promise.all(all.map((s) => s.driver.close()));
+    await Promise.all(all.map((s) => s.server.stop()));
   }
   const m = (xs: number[]) => median(xs);
   const cpuOff = m(off.cpu_us_per_env_step);
@@ -174,6 +192,10 @@ async function main(): Promise<void> {
   const cpuRatios = on.cpu_us_per_env_step.map((x, i) => x / (off.cpu_us_per_env_step[i] as number)).sort((a, b) => a - b);
   const tputRatios = on.env_steps_per_s.map((x, i) => x / (off.env_steps_per_s[i] as number)).sort((a, b) => a - b);
   const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] as number;
+  const armRatios = arms.map((a) => {
+    const r = a.cpu_us_per_env_step.map((x, i) => x / (off.cpu_us_per_env_step[i] as number)).sort((x, y) => x - y);
+    return { arm: a.name, cpu_us_per_env_step: round(m(a.cpu_us_per_env_step), 3), cpu_ratio: round(m(r), 3), cpu_ratio_quartiles: [round(q(r, 0.25), 3), round(q(r, 0.75), 3)], rounds_cpu: a.cpu_us_per_env_step.map((x) => round(x, 3)) };
+  });
   const results = {
     machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0]!, 2) },
     command: 'npx tsx bench/metrics-overhead.bench.ts',
@@ -190,6 +212,7 @@ async function main(): Promise<void> {
     observer_ns_per_step: round(observerNs, 1),
     observer_timed_share: round(timedShare, 5),
     clock_read_ns: round(clockNs, 1),
+    arms: armRatios,
     observer_share_of_server_cpu: round(observerNs / 1000 / cpuOff, 4),
   };
   const table = [
@@ -198,6 +221,7 @@ async function main(): Promise<void> {
     `| server CPU per env-step (µs, all threads) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} [${results.cpu_ratio_quartiles.join('-')}] (${results.cpu_ratio_range.join('-')}) |`,
     `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} [${results.throughput_ratio_quartiles.join('-')}] |`,
     `| added per step in-process (sampling, event, tracker, metrics; ${round(100 * timedShare, 2)}% of steps timed), best of 5 (ns) | - | ${results.observer_ns_per_step} | ${results.observer_share_of_server_cpu} of a --no-metrics env-step |`,
+    ...armRatios.map((a) => `| arm ${a.arm}: server CPU per env-step (µs) | ${results.no_metrics.cpu_us_per_env_step} | ${a.cpu_us_per_env_step} | ${a.cpu_ratio} [${a.cpu_ratio_quartiles.join('-')}] |`),
   ].join('\n');
   process.stdout.write(`${table}\n\nclock read (monoNow: process.hrtime) ${results.clock_read_ns} ns; load average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`);
   const dir = join(REPO_ROOT, 'bench', 'results');

@@ -76,7 +76,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
   const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
   const core = new ServerCore(cfg, registry, app.log, sandbox);
   // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
-  const observability = cfg.metrics === false ? null : new Observability(core);
+  const observability = cfg.metrics === false ? null : new Observability(core, { gcMetrics: cfg.gc_metrics === true });
   // The admission queue's metrics on the same registry (scheduler-metrics.ts).
   if (observability && sandbox?.scheduler) registerSchedulerMetrics(observability.metrics.registry, sandbox.scheduler);
 

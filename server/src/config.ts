@@ -63,6 +63,8 @@ export interface ServerConfig {
   splits: ('train' | 'eval')[];
   /** Prometheus metrics at GET /metrics and per-task statistics (docs/OBSERVABILITY.md). Default true. */
   metrics?: boolean;
+  /** Also nodejs_gc_duration_seconds in /metrics (a GC observer: dearer GCs, docs/OBSERVABILITY.md). Default false. */
+  gc_metrics?: boolean;
   /** Log lines as JSON or pretty text for a terminal; unset: pretty on a TTY, JSON otherwise. */
   log_format?: 'pretty' | 'json';
   /** The admission queue in front of the sandboxes (docs/SCHEDULING.md, PROTOCOL.md §6a); on by default with a driver. */
@@ -400,6 +402,7 @@ export const CONFIG_SCHEMA = {
     tasks: { type: 'array', items: { type: 'string', minLength: 1 } },
     splits: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: ['train', 'eval'] } },
     metrics: { type: 'boolean' },
+    gc_metrics: { type: 'boolean' },
     log_format: { enum: ['pretty', 'json'] },
     scheduling: SCHEDULING_SCHEMA,
   },

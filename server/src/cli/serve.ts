@@ -65,6 +65,8 @@ ${configKeysHelp()}
                          every line of an episode names its session, env, episode and task
   --no-metrics           no Prometheus /metrics nor /v${PROTOCOL_VERSION}/tasks/stats (and no
                          per-step bookkeeping); see docs/OBSERVABILITY.md
+  --gc-metrics           also nodejs_gc_duration_seconds (a GC observer, which makes
+                         every GC dearer: off by default)
 ${ARCHIVE_HELP}
   -h, --help             show this help
 
@@ -95,6 +97,7 @@ export const SERVE_COMMAND = {
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
     'no-metrics': { type: 'boolean' },
+    'gc-metrics': { type: 'boolean' },
     ...ARCHIVE_OPTIONS,
     'resume-grace-ms': { type: 'string' },
     'drain-grace-ms': { type: 'string' },
@@ -142,6 +145,7 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
     log_level: level,
     log_format: logFormat,
     metrics: values['no-metrics'] ? false : undefined,
+    gc_metrics: values['gc-metrics'] ? true : undefined,
     resume_grace_ms: resumeGrace,
     drain_grace_ms: drainGrace,
   };

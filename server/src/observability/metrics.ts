@@ -6,12 +6,13 @@
 // The step path does metric updates only: cached label children, no allocation. It accepts untimed
 // steps (stepTiming 'sampled', step-timing.ts): those count in sandgym_steps_total, not in the
 // step-duration histogram.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EnvRegistry } from '../../../envs/src/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
 import type { SandboxService } from '../sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';
 import type { EpisodeSummary, EpisodeTracker } from './episode-tracker.js';
+import { registerProcessMetrics } from './process-metrics.js';
 import { type Series, StepHistogram } from './step-histogram.js';
 import { causeOfError, causeOfZeroReason, isScored, zeroReasonClass, zeroReasonOf, type FailureCause } from './outcomes.js';
 
@@ -41,6 +42,11 @@ type Inc = { inc(v?: number): void };
 export interface MetricsOptions {
   /** Also the process metrics of prom-client (process_*, nodejs_*). Default true. */
   processMetrics?: boolean;
+  /**
+   * Also nodejs_gc_duration_seconds (config `gc_metrics`). Default false: its GC observer makes every
+   * young-generation GC dearer (process-metrics.ts), which showed on the step path of in-process envs.
+   */
+  gcMetrics?: boolean;
 }
 
 export class ServerMetrics implements EpisodeObserver {
@@ -84,7 +90,7 @@ export class ServerMetrics implements EpisodeObserver {
       const refs = e.def.catalog?.();
       if (refs) this.taskIds.set(e.def.id, new Set(refs.map((r) => r.id)));
     }
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: reg });
+    if (opts.processMetrics !== false) registerProcessMetrics(reg, { gc: opts.gcMetrics === true });
 
     // The step path's histogram: its own preallocated series (step-histogram.ts), not prom-client's observe.
     this.stepDuration = new StepHistogram('sandgym_step_duration_seconds', 'Time from a step starting to its result (env, sandbox and grading), by env.', 'env', STEP_BUCKETS, reg);

@@ -120,6 +120,8 @@ describe('serve --log-format / --no-metrics', () => {
     expect((await serveConfigFromArgs(['--log-format', 'pretty']))?.log_format).toBe('pretty');
     expect((await serveConfigFromArgs([]))?.log_format).toBeUndefined();
     expect((await serveConfigFromArgs(['--no-metrics']))?.metrics).toBe(false);
+    expect((await serveConfigFromArgs(['--gc-metrics']))?.gc_metrics).toBe(true);
+    expect((await serveConfigFromArgs([]))?.gc_metrics).toBeUndefined();
     await expect(serveConfigFromArgs(['--log-format', 'xml'])).rejects.toMatchObject({ name: 'UsageError' });
   });
 });
