@@ -65,6 +65,8 @@ export interface PoolStats {
   arrival_rate: number;
   /** Creation latency, health check included (EWMA, ms). */
   create_ms: number;
+  /** In-place wipe latency (EWMA, ms; 0 before the first). */
+  wipe_ms: number;
 }
 
 interface Waiter {
@@ -99,6 +101,10 @@ export class SandboxPool {
   private arrivals = 0;
   private lastArrival = 0;
   private createMsEwma: number;
+  /** Decayed count of in-place wipes as of lastWipe, and their latency (EWMA, ms; 0 until one is measured). */
+  private wipes = 0;
+  private lastWipe = 0;
+  private wipeMsEwma = 0;
   /** Since when idle has been above the target (0: it is not). */
   private surplusSince = 0;
   private sizingTimer: NodeJS.Timeout | null = null;
@@ -145,11 +151,22 @@ export class SandboxPool {
     this.lastArrival = now;
   }
 
-  /** Idle sandboxes wanted now: minIdle, or demand x creation latency when autosized; within maxTotal. */
+  /** In-place wipes per second now (decayed count over the time constant). */
+  private wipeRate(now: number): number {
+    if (this.wipes === 0) return 0;
+    return (this.wipes * Math.exp(-(now - this.lastWipe) / this.tauMs) * 1000) / this.tauMs;
+  }
+
+  /**
+   * Idle sandboxes wanted now: minIdle, or, when autosized, the acquires expected while replacements are made
+   * (demand rate x creation latency) plus those expected while released sandboxes are wiped (wipe rate x wipe
+   * latency: a session's next acquire does not wait for its own wipe), x SIZING_HEADROOM; within maxTotal.
+   */
   targetIdle(now = performance.now()): number {
     if (!this.autosize) return this.minIdle;
+    const inFlight = this.arrivalRate(now) * (this.createMsEwma / 1000) + this.wipeRate(now) * (this.wipeMsEwma / 1000);
     // Rounded, not ceiled: a decayed rate never reaches 0, and a pool must come back down to minIdle.
-    const demand = Math.round(this.arrivalRate(now) * (this.createMsEwma / 1000) * SIZING_HEADROOM);
+    const demand = Math.round(inFlight * SIZING_HEADROOM);
     return Math.min(this.maxTotal, Math.max(this.minIdle, demand));
   }
 
@@ -242,9 +259,15 @@ export class SandboxPool {
 
   private async wipe(sb: DriverSandbox): Promise<void> {
     let wiped = false;
+    const t0 = performance.now();
+    const decay = Math.exp(-(t0 - this.lastWipe) / this.tauMs);
+    this.wipes = this.wipes * decay + 1;
+    this.lastWipe = t0;
     try {
       await sb.reset();
       wiped = true;
+      const ms = performance.now() - t0;
+      this.wipeMsEwma = this.wipeMsEwma === 0 ? ms : this.wipeMsEwma + 0.3 * (ms - this.wipeMsEwma);
     } catch (e) {
       this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'in-place reset failed; destroying');
     } finally {
@@ -360,6 +383,7 @@ export class SandboxPool {
       target_idle: this.targetIdle(),
       arrival_rate: Math.round(this.arrivalRate() * 100) / 100,
       create_ms: Math.round(this.createMsEwma),
+      wipe_ms: Math.round(this.wipeMsEwma),
     };
   }
 

@@ -145,6 +145,8 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     const b = await set.acquire({ image: TEST_IMAGE, limits: { memory_mb: 128 } });
     const ls = await b.exec({ script: 'ls -A /workspace' });
     expect(ls.stdout).toBe('');
+    // The wipe's latency feeds demand sizing (spares for sandboxes being wiped).
+    expect(set.stats()[0]?.wipe_ms).toBeGreaterThan(0);
     expect(set.stats().length).toBe(1);
     expect(() => set.pool({ image: TEST_IMAGE, limits: { memory_mb: 1e9 } })).toThrow(SandboxLimitError);
     await set.release(b);
