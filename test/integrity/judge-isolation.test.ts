@@ -175,7 +175,7 @@ for (const drv of DRIVERS) {
       );
       expect(probe.observation).not.toContain('READABLE');
       const others = Number(/others=(\d+)/.exec(probe.observation)?.[1]);
-      expect(others).toBeGreaterThanOrEqual(3); // docker-init or bwrap, the main loop, the runner, the watchdog
+      expect(others).toBeGreaterThanOrEqual(2); // docker-init or bwrap and the judge (binary agent; the sh agent: 3 shells)
       expect(probe.observation.match(/denied \/proc\/\d+\/(fd|environ|mem)/g)?.length).toBe(3 * others);
       // Dump everything readable under /proc and /run into the workspace (per file capped, fds with a
       // timeout since a pipe blocks), then read the dump out on the host side and look for the nonce.
@@ -237,8 +237,16 @@ for (const drv of DRIVERS) {
       // Fork bomb (RLIMIT_NPROC on the agent uid; the judge is exempt and keeps its own pids).
       const bomb = await attack(env, 'f() { f | f & }; f; sleep 2; echo bombed', 5);
       expect(bomb.observation).toMatch(/timed out|exit code|killed/);
-      // Memory by many processes: 8 x 100 MB against a 256 MiB sandbox.
-      const many = await attack(env, 'i=0; while [ $i -lt 8 ]; do (x=$(head -c 100000000 /dev/zero | tr "\\0" a); sleep 3) & i=$((i+1)); done; wait; echo done', 25);
+      // Memory by many processes: 3 x 200 MiB against a 256 MiB sandbox (each alone under the agent's 256 MiB
+      // data ulimit). Each dd fills a 200 MiB buffer from /dev/zero (kernel memset, milliseconds) and holds it,
+      // blocked writing into a pipe nobody reads, for 3 s; two kills leave 200 MiB, far enough below the limit
+      // that the survivor does not thrash. Shell loops that build the memory (`$(head | tr)`, busybox awk
+      // doubling a string: 9 s for one 64 MiB string here) took seconds of CPU, and many small processes left
+      // the survivors thrashing at the limit: on a loaded machine both ran past the command's deadline (a
+      // timeout instead of a clean OOM kill, seen in CI). Up to 3 tries until the kernel kills one.
+      const hog = 'for i in 1 2 3; do dd if=/dev/zero bs=200M count=1 2>/dev/null | sleep 3 & done; wait; echo done';
+      let many = await attack(env, hog, 15);
+      for (let i = 1; i < 3 && drv.name === 'docker' && many.info.oom_killed !== true; i++) many = await attack(env, hog, 15);
       if (drv.name === 'docker') {
         expect(many.info.oom_killed).toBe(true);
         expect(many.observation).toMatch(/^killed: memory limit exceeded/);

@@ -31,12 +31,13 @@ describe.skipIf(!HAS_DOCKER)('metrics after a mix of episodes (docker)', () => {
     // Episode 1: OOM, an agent timeout, an invalid action, then solved and submitted (success).
     const a = await client.make<string>('shell-v0');
     await a.reset({ options: { task_id: 'create-file' } });
-    // Processes together past the container's 256 MB (each alone stays under the agent's data ulimit): eight
-    // awks each double a string to 64 MiB (26 doublings: ~30 ms of memcpy, so CPU starvation under load cannot
-    // outlast the command's deadline, as a pipe through `tr` read by the shell did) and hold it while sleeping.
-    // Tried up to 3 times until the kernel kills one.
+    // Processes together past the container's 256 MB, each alone under the agent's 256 MiB data ulimit: three dds
+    // each fill a 200 MiB buffer from /dev/zero (kernel memset, milliseconds) and hold it, blocked writing into a
+    // pipe nobody reads, for 3 s; two kills leave the survivor far below the limit. Loops that build memory in
+    // user space (a pipe through `tr` read by the shell; busybox awk doubling a string, 9 s for 64 MiB here) let
+    // CPU starvation under load outlast the command's deadline. Tried up to 3 times until the kernel kills one.
     for (let i = 0; i < 3 && seen.oom === 0; i++) {
-      count(await a.step(bash('for i in 1 2 3 4 5 6 7 8; do awk \'BEGIN { s = "x"; for (i = 0; i < 26; i++) s = s s; system("sleep 20") }\' & done; wait; echo done', 15)));
+      count(await a.step(bash('for i in 1 2 3; do dd if=/dev/zero bs=200M count=1 2>/dev/null | sleep 3 & done; wait; echo done', 15)));
     }
     const slow = count(await a.step(bash('sleep 30', 1)));
     expect((slow.info as { timed_out?: boolean }).timed_out).toBe(true);
