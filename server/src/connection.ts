@@ -82,6 +82,8 @@ function kwargsForLog(kwargs: Record<string, unknown>, frameBytes: number): Reco
 interface ReceiverState {
   _state: number;
   _fragmented: number;
+  /** Bytes of the socket chunk being parsed that are not yet a message (read as a hint only). */
+  _bufferedBytes?: number;
 }
 
 function receiverOf(ws: WebSocket): ReceiverState | null {
@@ -110,6 +112,12 @@ export class Connection implements Resumable {
   private closed = false;
   /** Makes in flight on this connection (count toward the per-connection cap). */
   private pendingMakes = 0;
+  /**
+   * Session requests and batch items accepted (enqueue) and not yet answered (reply). While any is,
+   * or a make is, a frame is held for the others' replies so a burst leaves in one write; the frame
+   * that finds none left writes at once (write-coalescer.ts).
+   */
+  private outstanding = 0;
   /** All outbound frames go through it: one socket write per event-loop turn, and backpressure. */
   private readonly out: WriteCoalescer;
   private readonly address: string;
@@ -623,6 +631,8 @@ export class Connection implements Resumable {
   // ---- session queues ----
 
   private enqueue(item: SessionRequest, id: number, bin: boolean, batch: BatchCollector | null, index: number, bytes: number): void {
+    // Every enqueue ends in exactly one reply (below, closeNow or drain), which counts it down.
+    this.outstanding++;
     const s = this.sessions.get(item.session);
     if (s === undefined) {
       // A second close of a session this connection closed is {}; anything else names no session.
@@ -710,6 +720,7 @@ export class Connection implements Resumable {
    * session result (Session.run); `error`, when set, replaces it.
    */
   private reply(job: Job, result: SessionResult, error: ProtocolError | null): void {
+    this.outstanding--;
     const b = job.batch;
     if (b === null) {
       if (error) this.sendError(job.id, error, job.binary);
@@ -791,8 +802,19 @@ export class Connection implements Resumable {
     }
     const id = typeof frame.id === 'number' ? frame.id : null;
     if (!open) return this.hold({ id, data });
-    this.out.send(data);
+    this.out.send(data, this.moreThisTurn());
     if (this.replay !== null && id !== null) this.replay.sent({ id, data });
+  }
+
+  /**
+   * More frames will follow this one in the current event-loop turn: requests of this connection are
+   * still running, or the socket chunk ws is parsing holds more (pipelined frames read at once). A
+   * receiver whose shape is not the expected one says "maybe": the frame is held to the end of the turn.
+   */
+  private moreThisTurn(): boolean {
+    if (this.outstanding > 0 || this.pendingMakes > 0) return true;
+    const r = this.receiver;
+    return r === null || r._bufferedBytes !== 0;
   }
 
   private sendResult(id: number, result: object, bin: boolean): void {

@@ -12,6 +12,13 @@
 // is pending libuv polls with a zero timeout, so the flush runs right after the I/O callbacks of the
 // current iteration (measured: sequential step p50 unchanged, see bench/ws-overhead.bench.ts).
 //
+// Only frames sent while more are known to follow in this turn are held (`send(data, true)`: the
+// connection still has requests running or unread frames in the socket chunk it is parsing). The last
+// frame of a burst flushes what was held, at once, and a lone reply (one request in flight, the
+// sequential client) is written directly: no cork, no immediate, no extra turn of the loop. The
+// `setImmediate` flush stays as the bound for a burst whose remaining requests are slow (a sandbox
+// command of another session): what was held never waits past the end of the turn.
+//
 // Backpressure policy (a client that does not read its replies):
 //   - above `highWaterBytes` of unsent bytes (the socket's buffer + ws's own queue, i.e.
 //     `ws.bufferedAmount`) we stop READING from that client (`ws.pause()`): it cannot make the server
@@ -82,7 +89,12 @@ export class WriteCoalescer {
   private awaitingDrain = false;
   private readonly highWater: number;
   private readonly hardLimit: number;
-  private readonly flushBound = () => this.flush();
+  /** The end-of-turn flush of what is held (cleared when the last frame of the burst flushes first). */
+  private immediate: NodeJS.Immediate | null = null;
+  private readonly flushBound = () => {
+    this.immediate = null;
+    this.flush();
+  };
   private readonly onDrainBound = () => this.onDrain();
 
   constructor(
@@ -103,22 +115,28 @@ export class WriteCoalescer {
   }
 
   /**
-   * Queue one frame. Frames keep their order (one socket, one writer); they leave in one write at
-   * the end of the current event-loop turn. Returns false when the frame was dropped because the
-   * connection is not open (as `ws.send` would drop it, without the error callback).
+   * Queue one frame. Frames keep their order (one socket, one writer). `more`: more frames follow in
+   * this event-loop turn, so this one is held and leaves with them in one write (at the latest at the
+   * end of the turn); otherwise it leaves now, together with whatever was held. Returns false when the
+   * frame was dropped because the connection is not open (as `ws.send` would drop it, without the
+   * error callback).
    */
-  send(data: string | Uint8Array): boolean {
+  send(data: string | Uint8Array, more = true): boolean {
     const ws = this.ws;
     if (ws.readyState !== OPEN || this.terminated) return false;
-    const sock = this.sock;
-    if (!this.corked && !sock.destroyed) {
-      this.corked = true;
-      sock.cork();
-      setImmediate(this.flushBound);
+    if (more && !this.corked) {
+      const sock = this.sock;
+      if (!sock.destroyed) {
+        this.corked = true;
+        sock.cork();
+        this.immediate = setImmediate(this.flushBound);
+      }
     }
     // Write errors surface as the socket's 'error'/'close' (handled by ws -> Connection.onClose); a
     // callback per frame would cost an allocation per reply for nothing.
     ws.send(data);
+    // The last frame of a burst: everything held leaves now, in one write.
+    if (!more && this.corked) this.flush();
     const buffered = ws.bufferedAmount;
     const budget = this.opts.budget;
     if (budget) {
@@ -157,6 +175,10 @@ export class WriteCoalescer {
   flush(): void {
     if (!this.corked) return;
     this.corked = false;
+    if (this.immediate !== null) {
+      clearImmediate(this.immediate);
+      this.immediate = null;
+    }
     const sock = this.sock;
     // Uncork exactly the one cork we took; ws's own nested cork/uncork pairs are balanced.
     if (sock.writableCorked > 0) sock.uncork();

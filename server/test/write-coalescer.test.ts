@@ -103,6 +103,42 @@ describe('write coalescer', () => {
     await until(() => got.length === 1, 5000, 'reply');
   });
 
+  it('the last frame of a burst (more = false) takes the held ones with it at once, in one write, in order', async () => {
+    const { server, serverSocket, client } = await pair();
+    const got = collect(client);
+    const out = new WriteCoalescer(server, serverSocket);
+    const writes = countWrites(serverSocket);
+    await (async () => {
+      for (let i = 0; i < 50; i++) {
+        out.send(`r${i}`, true);
+        await Promise.resolve();
+      }
+    })();
+    expect(writes()).toBe(0);
+    out.send('last', false);
+    // Written synchronously, not at the end of the turn, and the pending end-of-turn flush is gone.
+    expect(writes()).toBe(1);
+    expect(serverSocket.writableCorked).toBe(0);
+    await tick();
+    expect(writes()).toBe(1);
+    await until(() => got.length === 51, 5000, 'all replies');
+    expect(got).toEqual([...Array.from({ length: 50 }, (_, i) => `r${i}`), 'last']);
+  });
+
+  it('a lone frame with nothing held (more = false) is written at once: no cork, no end-of-turn wait', async () => {
+    const { server, serverSocket, client } = await pair();
+    const got = collect(client);
+    const out = new WriteCoalescer(server, serverSocket);
+    const writes = countWrites(serverSocket);
+    out.send('one', false);
+    expect(writes()).toBe(1);
+    expect(serverSocket.writableCorked).toBe(0);
+    out.send('two', false);
+    expect(writes()).toBe(2);
+    await until(() => got.length === 2, 5000, 'replies');
+    expect(got).toEqual(['one', 'two']);
+  });
+
   it('frames sent before close() in the same turn arrive before the close frame', async () => {
     const { server, serverSocket, client } = await pair();
     const got = collect(client);
@@ -219,6 +255,52 @@ describe('write coalescer in the server', () => {
       }
       c.ws.close();
     }
+  });
+
+  it('pipelined requests read in one chunk are answered in a few writes, not one per reply', async () => {
+    srv = await startServer();
+    for (const binary of [false, true]) {
+      const c = await RawClient.connect(srv.url(), { binary });
+      const sessions = await Promise.all(Array.from({ length: 4 }, () => c.make('test/noop-v0')));
+      await Promise.all(sessions.map((s) => c.ok('reset', { session: s })));
+      await c.ok('ping');
+      const serverSocket = (srv.app.websocketServer.clients.values().next().value as unknown as { _socket: Socket })._socket;
+      const writes = countWrites(serverSocket);
+      // 400 steps and pings in one client write: the server reads them together and answers as a burst.
+      const sock = (c.ws as unknown as { _socket: Socket })._socket;
+      const waits: Array<Promise<Record<string, any>>> = [];
+      sock.cork();
+      for (let i = 0; i < 400; i++) {
+        const id = 20_000 + i;
+        waits.push(c.waitFor(id));
+        c.sendFrame(i % 8 === 7 ? { id, type: 'ping' } : { id, type: 'step', session: sessions[i % 4], action: 0 });
+      }
+      sock.uncork();
+      const frames = await Promise.all(waits);
+      expect(frames.every((f) => f.type === 'result')).toBe(true);
+      // One write per socket read in practice; the bound leaves room for a read split by a busy machine.
+      expect(writes()).toBeLessThan(40);
+      c.ws.close();
+      await until(() => srv.app.websocketServer.clients.size === 0, 5000, 'connection closed');
+    }
+  });
+
+  it("a reply is not held behind another session's slow request", async () => {
+    srv = await startServer();
+    const c = await RawClient.connect(srv.url());
+    const slow = await c.make('test/slow-v0', { delay_ms: 60_000 });
+    const fast = await c.make('test/noop-v0');
+    await c.ok('reset', { session: slow });
+    await c.ok('reset', { session: fast });
+    const stuck = c.waitFor(900, 120_000);
+    c.sendFrame({ id: 900, type: 'step', session: slow, action: 0 });
+    // The slow step stays outstanding (a minute); the fast session's replies and a ping still arrive.
+    for (let i = 0; i < 5; i++) expect((await c.ok('step', { session: fast, action: 0 })).reward).toBe(0);
+    await c.ok('ping');
+    expect(c.all.some((f) => f.id === 900)).toBe(false);
+    await c.ok('close', { session: slow });
+    expect((await stuck).type).toBe('error');
+    c.ws.close();
   });
 
   it('a client that stops reading makes the server stop reading from it, and gets every reply once it reads again', async () => {
