@@ -1,6 +1,7 @@
 // Per-step overhead of sandgym over a raw WebSocket, measured in ONE run on loopback:
 //   - step round trip p50/p99 on test/noop-v0 (JSON and msgpack, one request in flight) against a bare
-//     `ws` echo server answering the very same frames (the floor), and the ratio between the two;
+//     `ws` echo server answering the very same frames (the floor), and the ratio between the two; the
+//     same for `ping` (the protocol path without a session: decode, validate, encode, write);
 //   - pipelined steps/s on one session and over 64 sessions;
 //   - `batch` of 64 env-steps per frame, env-steps/s;
 //   - memory per idle session (RSS growth of the server process over 10,000 idle sessions).
@@ -49,7 +50,7 @@ interface Results {
   command: string;
   note: string;
   /** *_cpu_us: server-process CPU time (user+system, /proc) per step or frame: steady even on a busy machine. */
-  rtt: Record<Encoding, { sandgym: LatencySummary; echo: LatencySummary; frame_bytes: number; p50_ratio: number; p99_ratio: number; sandgym_cpu_us_per_step: number; echo_cpu_us_per_frame: number }>;
+  rtt: Record<Encoding, { sandgym: LatencySummary; echo: LatencySummary; ping: LatencySummary; frame_bytes: number; p50_ratio: number; p99_ratio: number; ping_p50_ratio: number; sandgym_cpu_us_per_step: number; echo_cpu_us_per_frame: number }>;
   ts_client_rtt: Record<Encoding, LatencySummary>;
   pipelined: Record<Encoding, { one_session_steps_per_s: number; sessions_64_steps_per_s: number; window: number; one_session_cpu_us_per_step: number; sessions_64_cpu_us_per_step: number }>;
   batch: Record<Encoding, { env_steps_per_s: number; env_steps_per_s_one_in_flight: number; batch_size: number; window: number; cpu_us_per_env_step: number }>;
@@ -93,38 +94,46 @@ async function measureRtt(sandgym: ServerProcess, echo: ServerProcess, encoding:
   await hello(d, encoding);
   const [session] = await makeSessions(d, encoding, 1, 100);
   const make = stepFrame(encoding, session!);
+  const ping = (i: number) => enc(encoding, { id: (i % 0x7fff_ffff) + 1, type: 'ping' });
   const e = await Driver.open(echo.url);
   // Warm both paths (JIT, socket buffers) before measuring; then alternate so drift hits both alike.
   await d.sequential(SEQ_WARMUP, make, looksLikeError);
+  await d.sequential(SEQ_WARMUP, ping, looksLikeError);
   await e.sequential(SEQ_WARMUP, make);
   // Alternate in short rounds so that load drift on a shared machine hits both sides alike.
   const rounds = Math.max(2, Math.floor(SEQ_N / SEQ_ROUND));
   const per = Math.floor(SEQ_N / rounds);
   const sandgymSamples: Float64Array[] = [];
   const echoSamples: Float64Array[] = [];
+  const pingSamples: Float64Array[] = [];
   let sandgymCpu = 0;
   let echoCpu = 0;
   let errors = 0;
   for (let r = 0; r < rounds; r++) {
     const [s, sc] = await withCpu(sandgym.pid, () => d.sequential(per, make, looksLikeError));
     const [x, ec] = await withCpu(echo.pid, () => e.sequential(per, make));
+    const p = await d.sequential(per, ping, looksLikeError);
+    pingSamples.push(p.samples);
     sandgymSamples.push(s.samples);
     echoSamples.push(x.samples);
     sandgymCpu += sc;
     echoCpu += ec;
-    errors += s.errors;
+    errors += s.errors + p.errors;
   }
   if (errors > 0) throw new Error(`${errors} step errors in the RTT phase`);
   const sandgymSummary = summarize(concat(...sandgymSamples));
   const echoSummary = summarize(concat(...echoSamples));
+  const pingSummary = summarize(concat(...pingSamples));
   const frame = make(1);
   await Promise.all([d.close(), e.close()]);
   return {
     sandgym: sandgymSummary,
     echo: echoSummary,
+    ping: pingSummary,
     frame_bytes: typeof frame === 'string' ? Buffer.byteLength(frame) : frame.byteLength,
     p50_ratio: round(sandgymSummary.p50_us / echoSummary.p50_us, 2),
     p99_ratio: round(sandgymSummary.p99_us / echoSummary.p99_us, 2),
+    ping_p50_ratio: round(pingSummary.p50_us / echoSummary.p50_us, 2),
     sandgym_cpu_us_per_step: round(sandgymCpu / (rounds * per)),
     echo_cpu_us_per_frame: round(echoCpu / (rounds * per)),
   };
@@ -251,6 +260,7 @@ function table(r: Results): string {
   rows.push(['echo floor RTT p50 / p99 (µs)', ...both((e) => `${r.rtt[e].echo.p50_us} / ${r.rtt[e].echo.p99_us}`), '']);
   rows.push(['step RTT p50 / p99 (µs)', ...both((e) => `${r.rtt[e].sandgym.p50_us} / ${r.rtt[e].sandgym.p99_us}`), '']);
   rows.push(['step / echo ratio p50 (p99)', ...both((e) => `${r.rtt[e].p50_ratio}× (${r.rtt[e].p99_ratio}×)`), 'p50 ≤ 1.5×']);
+  rows.push(['ping RTT p50 (µs), ratio to echo', ...both((e) => `${r.rtt[e].ping.p50_us} = ${r.rtt[e].ping_p50_ratio}×`), '']);
   rows.push(['step frame size (bytes)', ...both((e) => String(r.rtt[e].frame_bytes)), '']);
   rows.push(['server CPU per sequential step: sandgym / echo per frame (µs)', ...both((e) => `${r.rtt[e].sandgym_cpu_us_per_step} / ${r.rtt[e].echo_cpu_us_per_frame}`), '']);
   rows.push(['TS client step RTT p50 / p99 (µs)', ...both((e) => `${r.ts_client_rtt[e].p50_us} / ${r.ts_client_rtt[e].p99_us}`), '']);
