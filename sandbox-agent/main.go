@@ -488,7 +488,8 @@ func spawnWait(j *job, drop bool, stdin, stdout, stderr *os.File) (int, error) {
 			env = mergeEnv(judgeEnv, j.env)
 		}
 	default:
-		argv = []string{"/bin/sh", "-c", string(j.text), "sandgym"}
+		// argv[0] "sh", as `sh -c` in the sh agent (what `ps` and /proc/<pid>/cmdline show); the file is /bin/sh.
+		argv = []string{"sh", "-c", string(j.text), "sandgym"}
 		if !drop {
 			// Judge commands (graders): their script enters its cwd; they learn the agent uid to start workers.
 			dir = stateDir + "/judge"
@@ -512,7 +513,9 @@ func spawnWait(j *job, drop bool, stdin, stdout, stderr *os.File) (int, error) {
 	}
 	name := argv[0]
 	paths := []string{name}
-	if !strings.Contains(name, "/") {
+	if j.kind != 'x' {
+		paths = []string{"/bin/sh"}
+	} else if !strings.Contains(name, "/") {
 		dirs := judgePath
 		if len(j.env) > 0 {
 			dirs = pathOf(env)
