@@ -30,8 +30,11 @@ const JUDGE_PROC_PUBLIC = [
 const JUDGE_PROC_PRIVATE = ['auxv', 'cwd', 'environ', 'exe', 'fd', 'fdinfo', 'io', 'map_files', 'maps', 'mem', 'pagemap', 'personality', 'root', 'smaps', 'stack', 'syscall'];
 /** Agent uid ranges (one uid per sandbox). */
 const AGENT_UID: Record<'docker' | 'local', [number, number]> = { docker: [2_000_000, 2_000_000 + 2 ** 20], local: [1_000_000, 1_060_000] };
-/** Judge processes: uid 0 (pid 1 = docker-init or bwrap, the channel's main loop, its runner, its watchdog). */
-const MIN_JUDGE_PROCS = 4;
+/**
+ * Judge processes: uid 0. pid 1 (docker-init or bwrap) and the channel's judge: one process for the binary
+ * agent (sandbox-agent/), three shells for the sh agent (main loop, runner, watchdog).
+ */
+const MIN_JUDGE_PROCS = 2;
 // -------------------------------------------------------------------------------------------------
 
 type Action = { name: string; arguments: Record<string, unknown> };
