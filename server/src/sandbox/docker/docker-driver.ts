@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { defaultAgentChoice, resolveAgentBinary, type AgentChoice } from '../channel/agent-binary.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
+import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, startLeaseRefresh } from '../driver-support.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
   silentLogger,
@@ -209,8 +210,7 @@ export class DockerDriver implements SandboxDriver {
   /** Names of containers between createContainer and a started agent (reconcile leaves them alone). */
   private readonly starting = new Set<string>();
   private closed = false;
-  private creating = 0;
-  private readonly createWaiters: (() => void)[] = [];
+  private readonly slots: CreateSlots;
   private reaper: { stop(): Promise<void> } | null = null;
   /** The runtime is gVisor (runsc): see host-config.ts on what that changes. Known after start(). */
   private gvisor = false;
@@ -225,10 +225,9 @@ export class DockerDriver implements SandboxDriver {
     this.user = opts.user;
     this.execPath = opts.execPath ?? 'channel';
     this.capabilities = { ...DOCKER_CAPABILITIES, ...(opts.runtime ? { runtime: opts.runtime } : {}) };
-    this.leaseTimer = setInterval(() => {
-      for (const sb of this.live.values()) sb.refreshLease();
-    }, opts.leaseRefreshMs ?? 10_000);
-    this.leaseTimer.unref();
+    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE);
+    this.slots = new CreateSlots(opts.createConcurrency ?? 4);
+    this.leaseTimer = startLeaseRefresh(this.live, opts.leaseRefreshMs ?? 10_000);
   }
 
   static async available(docker = new Docker()): Promise<boolean> {
@@ -408,33 +407,16 @@ export class DockerDriver implements SandboxDriver {
 
   forget(id: string): void {
     const sb = this.live.get(id);
-    if (sb) this.usedUids.delete(sb.agentUid);
+    if (sb) this.uids.free(sb.agentUid);
     this.live.delete(id);
   }
 
-  private readonly usedUids = new Set<number>();
+  private readonly uids: AgentUids;
 
-  /** A uid no live sandbox of this instance uses (random in a 2^20 range, so other instances rarely collide). */
+  /** A uid no live sandbox of this instance uses (driver-support.ts), unless a fixed `user` was asked for. */
   private allocAgentUid(): number {
     if (this.user !== undefined) return Number(this.user.split(':')[0]);
-    const base = this.opts.agentUidBase ?? 2_000_000;
-    for (;;) {
-      const uid = base + randomBytes(4).readUInt32LE(0) % (1 << 20);
-      if (!this.usedUids.has(uid)) {
-        this.usedUids.add(uid);
-        return uid;
-      }
-    }
-  }
-
-  private async slot(): Promise<() => void> {
-    const max = this.opts.createConcurrency ?? 4;
-    if (this.creating >= max) await new Promise<void>((r) => this.createWaiters.push(r));
-    this.creating += 1;
-    return () => {
-      this.creating -= 1;
-      this.createWaiters.shift()?.();
-    };
+    return this.uids.alloc();
   }
 
   async create(spec: SandboxSpec): Promise<DockerSandbox> {
@@ -442,7 +424,7 @@ export class DockerDriver implements SandboxDriver {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
     await this.start();
-    const release = await this.slot();
+    const release = await this.slots.acquire();
     try {
       return await this.createContainer(spec, limits);
     } finally {
@@ -509,7 +491,7 @@ export class DockerDriver implements SandboxDriver {
     // (closing stdin destroys the socket, dockerode #53).
     const agentUid = this.allocAgentUid();
     const channel = new CommandChannel(stream, out, {
-      leaseTicks: Math.max(2, Math.ceil(ttl / 5000)),
+      leaseTicks: leaseTicks(ttl),
       agentUid,
       agentDataMb: limits.memory_mb,
       protocol: this.agentBinary ? 3 : 2,

@@ -3,7 +3,8 @@
 import type Docker from 'dockerode';
 import { AGENT_BINARY_TARGET } from '../channel/agent-binary.js';
 import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
-import { agentTmpfsMb, judgeReserve, INODES, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
+import { containerMemoryMb } from '../driver-support.js';
+import { judgeReserve, INODES, IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import type { SandboxLimits } from '../types.js';
 
 export const STATE_DIR = AGENT_STATE_DIR;
@@ -38,11 +39,9 @@ export const GVISOR_HOST_TASKS_PER_PROCESS = 12;
 export const GVISOR_HOST_TASKS_BASE = 256;
 
 export function containerOptions(p: ContainerParams): Docker.ContainerCreateOptions {
-  // The container's memory is the agent's (processes and the tmpfs files it can write, which are memory
-  // too) plus a reserve the agent cannot reach: agent processes carry oom_score_adj 1000, so the OOM
-  // killer always takes one of them first, and the agent's files can never fill the reserve.
+  // The agent's share plus the judge's reserve (driver-support.ts, the same for every driver).
   const r = judgeReserve(p.limits);
-  const mem = (Math.max(p.limits.memory_mb, agentTmpfsMb(p.limits, p.tmpSizeMb)) + r.memory_mb) * 1024 * 1024;
+  const mem = containerMemoryMb(p.limits, p.tmpSizeMb) * 1024 * 1024;
   return {
     name: p.name,
     Image: p.image,

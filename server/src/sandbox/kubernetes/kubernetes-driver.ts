@@ -9,6 +9,7 @@ import os from 'node:os';
 import { CoreV1Api, KubeConfig, Watch, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
+import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, startLeaseRefresh } from '../driver-support.js';
 import { SandboxGoneError } from '../errors.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
@@ -215,7 +216,8 @@ export class KubernetesDriver implements SandboxDriver {
   /** Pods between create and a running sandbox container: the watch resolves these. */
   private readonly startWaiters = new Map<string, StartWaiter>();
   private readonly starting = new Set<string>();
-  private readonly usedUids = new Set<number>();
+  private readonly uids: AgentUids;
+  private readonly slots: CreateSlots;
   private readonly leaseTimer: NodeJS.Timeout;
   private readonly ownerPod: { name: string; uid: string } | undefined;
   private readonly serverName: string;
@@ -227,8 +229,6 @@ export class KubernetesDriver implements SandboxDriver {
   private watchReconnects = 0;
   private watchConnected = false;
   private closed = false;
-  private creating = 0;
-  private readonly createWaiters: (() => void)[] = [];
   private reaper: { stop(): Promise<void> } | null = null;
 
   constructor(private readonly opts: KubernetesDriverOptions) {
@@ -246,10 +246,9 @@ export class KubernetesDriver implements SandboxDriver {
     if (owner && owner.namespace === this.namespace) this.ownerPod = { name: owner.name, uid: owner.uid };
     else if (owner) this.log.warn({ server_namespace: owner.namespace, namespace: this.namespace }, 'kubernetes: server pod is in another namespace; sandboxes get no owner reference (the reaper still removes them)');
     this.serverName = labelValue(opts.serverName ?? process.env.POD_NAME ?? os.hostname());
-    this.leaseTimer = setInterval(() => {
-      for (const sb of this.live.values()) sb.refreshLease();
-    }, opts.leaseRefreshMs ?? 10_000);
-    this.leaseTimer.unref();
+    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE);
+    this.slots = new CreateSlots(opts.createConcurrency ?? 8);
+    this.leaseTimer = startLeaseRefresh(this.live, opts.leaseRefreshMs ?? 10_000);
   }
 
   /** Whether the API server answers and this namespace's pods can be listed. */
@@ -392,7 +391,7 @@ export class KubernetesDriver implements SandboxDriver {
 
   forget(id: string): void {
     const sb = this.live.get(id);
-    if (sb) this.usedUids.delete(sb.agentUid);
+    if (sb) this.uids.free(sb.agentUid);
     this.live.delete(id);
   }
 
@@ -403,27 +402,6 @@ export class KubernetesDriver implements SandboxDriver {
     } catch (e) {
       if (apiStatus(e) !== 404) throw e;
     }
-  }
-
-  private allocAgentUid(): number {
-    const base = this.opts.agentUidBase ?? 2_000_000;
-    for (;;) {
-      const uid = base + (randomBytes(4).readUInt32LE(0) % (1 << 20));
-      if (!this.usedUids.has(uid)) {
-        this.usedUids.add(uid);
-        return uid;
-      }
-    }
-  }
-
-  private async slot(): Promise<() => void> {
-    const max = this.opts.createConcurrency ?? 8;
-    if (this.creating >= max) await new Promise<void>((r) => this.createWaiters.push(r));
-    this.creating += 1;
-    return () => {
-      this.creating -= 1;
-      this.createWaiters.shift()?.();
-    };
   }
 
   /** The pod this driver would create for a spec (exported for the dry-run test and for operators). */
@@ -461,7 +439,7 @@ export class KubernetesDriver implements SandboxDriver {
     if (this.closed) throw new Error('kubernetes driver closed');
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(), this.opts.limitPolicy);
     await this.start();
-    const release = await this.slot();
+    const release = await this.slots.acquire();
     const name = `sandgym-${labelValue(this.instanceId).slice(0, 8).toLowerCase()}-${randomBytes(5).toString('hex')}`;
     this.starting.add(name);
     try {
@@ -473,7 +451,7 @@ export class KubernetesDriver implements SandboxDriver {
   }
 
   private async createPod(name: string, spec: SandboxSpec, limits: SandboxLimits): Promise<KubernetesSandbox> {
-    const agentUid = this.allocAgentUid();
+    const agentUid = this.uids.alloc();
     const workspace = spec.workspace ?? '/workspace';
     const timeoutMs = this.opts.startTimeoutMs ?? 120_000;
     let timer: NodeJS.Timeout | undefined;
@@ -494,7 +472,7 @@ export class KubernetesDriver implements SandboxDriver {
     } catch (e) {
       this.startWaiters.delete(name);
       clearTimeout(timer);
-      this.usedUids.delete(agentUid);
+      this.uids.free(agentUid);
       await this.deletePod(name).catch(() => undefined);
       throw e;
     } finally {
@@ -505,7 +483,7 @@ export class KubernetesDriver implements SandboxDriver {
     attach.stderr.on('data', (c: Buffer) => {
       stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
     });
-    const channel = new CommandChannel(attach.input, attach.output, { leaseTicks: Math.max(2, Math.ceil(ttl / 5000)), agentUid, agentDataMb: limits.memory_mb });
+    const channel = new CommandChannel(attach.input, attach.output, { leaseTicks: leaseTicks(ttl), agentUid, agentDataMb: limits.memory_mb });
     const reasonWaitMs = this.opts.deathReasonWaitMs ?? 5_000;
     const sb = new KubernetesSandbox(agentUid, name, spec, limits, workspace, channel, this.log, this, attach, reasonWaitMs);
     sb.image_id = imageId;

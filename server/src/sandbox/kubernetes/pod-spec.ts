@@ -4,7 +4,8 @@
 // (docs/SANDBOX.md, "Kubernetes").
 import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
 import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
-import { agentTmpfsMb, judgeReserve, IO_DIR_MB } from '../judge-reserve.js';
+import { containerMemoryMb } from '../driver-support.js';
+import { IO_DIR_MB } from '../judge-reserve.js';
 import type { SandboxLimits } from '../types.js';
 
 /** Label keys (selectors) and annotation keys (values that are not label-safe). */
@@ -97,10 +98,8 @@ for i in $(ls /sys/class/net); do
 done
 `;
 
-/** Container memory: the agent's share (processes or its tmpfs files) plus the judge's reserve, as Docker. */
-export function podMemoryMb(limits: SandboxLimits, tmpSizeMb: number): number {
-  return Math.max(limits.memory_mb, agentTmpfsMb(limits, tmpSizeMb)) + judgeReserve(limits).memory_mb;
-}
+/** Container memory: the same arithmetic as Docker's (driver-support.ts). */
+export const podMemoryMb = containerMemoryMb;
 
 function milliCpu(cpus: number): string {
   return `${Math.max(1, Math.round(cpus * 1000))}m`;

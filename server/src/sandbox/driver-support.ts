@@ -1,0 +1,71 @@
+// What every container-backed driver (Docker, Kubernetes) does the same way, declared once: the per-sandbox
+// agent uid, the bound on creations in flight, the in-sandbox lease's tick count and refresh loop, and the
+// container memory a sandbox's limits come to. Knows nothing of envs, sockets or a particular runtime.
+import { randomBytes } from 'node:crypto';
+import { agentTmpfsMb, judgeReserve } from './judge-reserve.js';
+import type { SandboxLimits } from './types.js';
+
+/** First uid of the per-sandbox agent uid range (each sandbox gets its own, so RLIMIT_NPROC counts one sandbox). */
+export const DEFAULT_AGENT_UID_BASE = 2_000_000;
+
+/** Agent uids in use by one driver instance: random in a 2^20 range, so other instances rarely collide. */
+export class AgentUids {
+  private readonly used = new Set<number>();
+  constructor(private readonly base: number = DEFAULT_AGENT_UID_BASE) {}
+
+  alloc(): number {
+    for (;;) {
+      const uid = this.base + (randomBytes(4).readUInt32LE(0) % (1 << 20));
+      if (!this.used.has(uid)) {
+        this.used.add(uid);
+        return uid;
+      }
+    }
+  }
+
+  free(uid: number): void {
+    this.used.delete(uid);
+  }
+}
+
+/** At most `max` creations in flight; the rest wait FIFO. acquire() resolves to the release function. */
+export class CreateSlots {
+  private active = 0;
+  private readonly waiters: (() => void)[] = [];
+  constructor(private readonly max: number) {}
+
+  async acquire(): Promise<() => void> {
+    if (this.active >= this.max) await new Promise<void>((r) => this.waiters.push(r));
+    this.active += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.active -= 1;
+      this.waiters.shift()?.();
+    };
+  }
+}
+
+/** The in-sandbox lease watchdog ticks every 5 s: the TTL as ticks, never fewer than two. */
+export function leaseTicks(ttlMs: number): number {
+  return Math.max(2, Math.ceil(ttlMs / 5000));
+}
+
+/** Refreshes every live sandbox's lease on an interval (unref'd); returns the timer for close(). */
+export function startLeaseRefresh(live: Map<string, { refreshLease(): void }>, intervalMs: number): NodeJS.Timeout {
+  const t = setInterval(() => {
+    for (const sb of live.values()) sb.refreshLease();
+  }, intervalMs);
+  t.unref();
+  return t;
+}
+
+/**
+ * Container memory in MiB: the agent's share (its processes, or the tmpfs files it can write, which are
+ * memory too) plus the judge's reserve the agent cannot reach (agent processes carry oom_score_adj 1000,
+ * so the OOM killer always takes one of them first, and the agent's files can never fill the reserve).
+ */
+export function containerMemoryMb(limits: SandboxLimits, tmpSizeMb: number): number {
+  return Math.max(limits.memory_mb, agentTmpfsMb(limits, tmpSizeMb)) + judgeReserve(limits).memory_mb;
+}
