@@ -132,13 +132,13 @@ export class ServerMetrics implements EpisodeObserver {
     });
     new Counter({ name: 'sandgym_received_bytes_total', help: 'Bytes read from WebSocket connection sockets (frames and upgrade).', registers, collect: function () { this.reset(); this.inc(src.socketBytes().read); } });
     new Counter({ name: 'sandgym_sent_bytes_total', help: 'Bytes written to WebSocket connection sockets.', registers, collect: function () { this.reset(); this.inc(src.socketBytes().written); } });
-    const poolState = (): { image: string; idle: number; in_use: number; creating: number; waiting: number; created: number; create_failures: number }[] => {
+    const poolState = (): { image: string; idle: number; in_use: number; creating: number; wiping?: number; waiting: number; created: number; create_failures: number }[] => {
       const r = src.sandbox?.ready();
       return r?.sandbox?.pools ?? [];
     };
     new Gauge({
       name: 'sandgym_sandbox_pool_sandboxes',
-      help: 'Sandboxes of the warm pools by image and state (warm: idle and ready; busy: handed to a session; creating).',
+      help: 'Sandboxes of the warm pools by image and state (warm: idle and ready; busy: handed to a session; creating; wiping: released, being wiped in place).',
       labelNames: ['image', 'state'],
       registers,
       collect: function () {
@@ -147,6 +147,7 @@ export class ServerMetrics implements EpisodeObserver {
           this.inc({ image: p.image, state: 'warm' }, p.idle);
           this.inc({ image: p.image, state: 'busy' }, p.in_use);
           this.inc({ image: p.image, state: 'creating' }, p.creating);
+          this.inc({ image: p.image, state: 'wiping' }, p.wiping ?? 0);
         }
       },
     });

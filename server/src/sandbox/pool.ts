@@ -52,6 +52,8 @@ export interface PoolStats {
   idle: number;
   creating: number;
   in_use: number;
+  /** Released with reuse 'wipe' and being wiped in place (live: counted against max_total; idle next). */
+  wiping: number;
   waiting: number;
   hits: number;
   misses: number;
@@ -378,6 +380,7 @@ export class SandboxPool {
       idle: this.idle.length,
       creating: this.creating,
       in_use: this.inUse.size,
+      wiping: this.resetting,
       waiting: this.waiters.length,
       ...this.s,
       target_idle: this.targetIdle(),
