@@ -175,7 +175,7 @@ wait; echo "still alive: adj=$adj limit=$lim chunk=$chunk"`;
     try {
       const sb = await oomDriver.create({ image: TEST_IMAGE, limits: { memory_mb: 64, disk_mb: 16 } });
       const died = new Promise<string>((r) => sb.onDied(r));
-      const err = await sb.exec({ identity: 'judge', script, timeout_ms: 120_000 }).then(
+      const err = await sb.exec({ identity: 'judge', script, timeout_ms: 200_000 }).then(
         (r) => new Error(`the container survived: ${r.exit_code} ${r.stdout}${r.stderr}`),
         (e: unknown) => e,
       );
@@ -186,7 +186,7 @@ wait; echo "still alive: adj=$adj limit=$lim chunk=$chunk"`;
     } finally {
       await oomDriver.close();
     }
-  }, 240_000);
+  }, 330_000);
 
   it('warm pools work over the driver: acquire is a pop, release replaces', async () => {
     const pool = new SandboxPool(driver, { image: TEST_IMAGE, limits: { memory_mb: 128, disk_mb: 32 } }, { minIdle: 2, maxTotal: 4, refillConcurrency: 2 });
@@ -215,6 +215,19 @@ wait; echo "still alive: adj=$adj limit=$lim chunk=$chunk"`;
       await pool.close();
     }
   }, 150_000);
+
+  it('a sandbox whose owner stops refreshing its in-sandbox lease kills itself, and its pod is removed', async () => {
+    // As leaks.test.ts for Docker: refresh effectively off, 10 s TTL; the in-pod watchdog must end it.
+    const quiet = testDriver(kc, ns, { leaseRefreshMs: 3_600_000, leaseTtlMs: 10_000 });
+    try {
+      const sb = await quiet.create({ image: TEST_IMAGE });
+      const died = new Promise<string>((r) => sb.onDied(r));
+      expect(await died).toMatch(/exited|closed|succeeded|failed/);
+      await waitFor(`pod ${sb.id} removed`, async () => !(await podNames(kc, ns, quiet.selector)).includes(sb.id), 60_000);
+    } finally {
+      await quiet.close();
+    }
+  }, 120_000);
 
   it('the reaper removes the pods of an instance whose lease went stale', async () => {
     const victim = testDriver(kc, ns);
