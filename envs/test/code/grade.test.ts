@@ -158,7 +158,7 @@ describe('gradeSubmission decisions', () => {
   test('the runner preflight runs until an image (by content id) passed it, then is skipped for that image only', async () => {
     const withImage = (p: ScriptedProvider, imageId: string | null): SandboxProvider => ({
       acquire: async () => ({ ...(await p.acquire()), image_id: imageId }),
-      release: (sb) => p.release(sb),
+      release: () => p.release(),
     });
     const preflightArg = async (imageId: string | null, script: Script = {}, opts: { preflightCache?: boolean; python?: string } = {}) => {
       const p = new ScriptedProvider(script);
