@@ -10,8 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandChannel } from '../../src/sandbox/channel/channel.js';
 import { AgentBinaryMissingError, resolveAgentBinary } from '../../src/sandbox/channel/agent-binary.js';
 import { DockerDriver } from '../../src/sandbox/docker/docker-driver.js';
+import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
 import type { DriverSandbox } from '../../src/sandbox/types.js';
-import { TEST_IMAGE, dockerFacility, gate, gvisorFacility, type Facility } from './facilities.js';
+import { TEST_IMAGE, bwrapFacility, dockerFacility, gate, gvisorFacility, type Facility } from './facilities.js';
 
 function buildAgent(): Facility {
   try {
@@ -27,6 +28,8 @@ const built = docker.ok ? buildAgent() : docker;
 // Building the agent is part of the Docker facility: CI (SANDGYM_REQUIRE_DOCKER=1) fails without it.
 const dockerOk = gate('docker', built);
 const gvisorOk = gate('gvisor', await gvisorFacility()) && built.ok;
+const bwrap = await bwrapFacility();
+const bwrapOk = gate('bwrap', bwrap.ok ? buildAgent() : bwrap);
 
 describe('channel protocol handshake', () => {
   it('refuses an agent that speaks another protocol version (a stale binary, or the sh agent)', async () => {
@@ -179,3 +182,24 @@ for (const rt of RUNTIMES) {
     });
   });
 }
+
+describe.skipIf(!bwrapOk)('binary judge agent under bubblewrap (--ro-bind)', () => {
+  it('is the judge of a local sandbox: protocol 3, one judge process, commands as the agent uid, nothing of the judge readable', async () => {
+    const driver = new LocalDriver({ instanceId: `test-agentbin-local-${process.pid}`, agent: 'binary' });
+    const sb = await driver.create({ image: TEST_IMAGE });
+    try {
+      expect((sb as unknown as { channel: { protocol: number } }).channel.protocol).toBe(3);
+      const r = await sb.exec({
+        script: 'id -u; for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] || continue; ' +
+          'echo "J $(cat $p/comm)"; for f in mem environ maps; do head -c 1 $p/$f >/dev/null 2>&1 && echo "READABLE $p/$f"; done; ls $p/fd >/dev/null 2>&1 && echo READABLE; done; ls /run/sandgym 2>&1 >/dev/null | head -c 0; echo end',
+      });
+      expect(Number(r.stdout.split('\n')[0])).toBeGreaterThanOrEqual(1_000_000);
+      expect(r.stdout).toContain('J sandgym-agent');
+      expect(r.stdout).not.toContain('READABLE');
+      expect((await sb.exec({ argv: ['printf', '%s', 'a b'], cwd: '/tmp' })).stdout).toBe('a b');
+    } finally {
+      await sb.destroy();
+      await driver.close();
+    }
+  });
+});

@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AGENT_BINARY_TARGET, defaultAgentChoice, resolveAgentBinary, type AgentChoice } from '../channel/agent-binary.js';
 import { AGENT_IO_DIR, AGENT_SCRIPT, AGENT_STATE_DIR } from '../channel/agent-script.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
@@ -48,6 +49,9 @@ export interface LocalDriverOptions {
    * own package (hidden tests, reference solutions) is always added; add task directories here.
    */
   hidePaths?: string[];
+  /** The in-sandbox judge, as for Docker (docker-driver.ts): `binary` (--ro-bind of the static agent), `shell`, `auto`. */
+  agent?: AgentChoice;
+  agentBinary?: string;
 }
 
 export const LOCAL_CAPABILITIES: DriverCapabilities = {
@@ -133,6 +137,8 @@ export class LocalDriver implements SandboxDriver {
   readonly instanceId: string;
   private readonly log: SandboxLogger;
   private readonly live = new Map<string, LocalSandbox>();
+  /** The binary agent to --ro-bind (null: the sh agent), resolved at the first create. */
+  private agentBinary: Promise<string | null> | undefined;
   private readonly usedUids = new Set<number>();
   private nextUid = 0;
   private readonly leaseTimer: NodeJS.Timeout;
@@ -176,6 +182,8 @@ export class LocalDriver implements SandboxDriver {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
     if (this.capabilities.judge_isolation !== null) throw new SandboxUnsupportedError(this.capabilities.judge_isolation);
+    this.agentBinary ??= resolveAgentBinary(this.opts.agent ?? defaultAgentChoice(), this.opts.agentBinary);
+    const agentBinary = await this.agentBinary;
     const workspace = spec.workspace ?? '/workspace';
     const id = `sandgym-local-${randomBytes(6).toString('hex')}`;
     // The agent: one host uid per sandbox. RLIMIT_NPROC counts processes per uid, so a shared uid would
@@ -213,7 +221,9 @@ export class LocalDriver implements SandboxDriver {
       '--perms', '0711', '--size', String(IO_DIR_MB * mb), '--tmpfs', IO_DIR,
       '--hostname', 'sandgym',
       '--chdir', '/',
-      '--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach',
+      ...(agentBinary
+        ? ['--ro-bind', agentBinary, AGENT_BINARY_TARGET, '--', AGENT_BINARY_TARGET, STATE_DIR, IO_DIR, 'attach']
+        : ['--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach']),
     ];
     const child = spawn(this.opts.prlimitPath ?? 'prlimit', [...prlimit, '--', this.opts.bwrapPath ?? 'bwrap', ...bwrap], {
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -228,7 +238,7 @@ export class LocalDriver implements SandboxDriver {
     child.stderr?.on('data', (c: Buffer) => {
       stderrTail = (stderrTail + c.toString('utf8')).slice(-2000);
     });
-    const channel = new CommandChannel(child.stdin!, child.stdout!, { leaseTicks: 12, agentUid: uid });
+    const channel = new CommandChannel(child.stdin!, child.stdout!, { leaseTicks: 12, agentUid: uid, protocol: agentBinary ? 3 : 2 });
     const sb = new LocalSandbox(id, spec, limits, workspace, channel, this.log, child, () => {
       this.live.delete(id);
       releaseUid();
