@@ -9,7 +9,9 @@
 // Asserts nothing: prints markdown tables and writes bench/results/archive-overhead.json.
 //
 // Run: npx tsx bench/archive-overhead.bench.ts   (or `npm run bench -- archive-overhead`)
-// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_SKIP_CODE=1 / BENCH_SKIP_MATH=1 skip a part.
+// Env: BENCH_QUICK=1 shrinks every phase (smoke run); BENCH_SKIP_CODE=1 / BENCH_SKIP_MATH=1 skip a part;
+// BENCH_BASELINE_TREE=DIR adds a third math-v0 server, archiving with the code of another checkout (e.g.
+// `git worktree add --detach DIR <commit>` and a node_modules link): old and new archive code in one run.
 
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -23,7 +25,7 @@ import { readArchive } from '../server/src/observability/archive/reader.js';
 import { EpisodeRecorder } from '../server/src/observability/archive/recorder.js';
 import type { ArchiveStore } from '../server/src/observability/archive/store.js';
 import { ArchiveWriter } from '../server/src/observability/archive/writer.js';
-import { cpuMicros, REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
+import { cpuMicros, REPO_ROOT, startProcess, startSandgym, type ServerProcess } from './lib/processes.js';
 import { median, round } from './lib/stats.js';
 import { Driver, looksLikeError } from './lib/ws-driver.js';
 
@@ -36,7 +38,7 @@ const CODE_ROUNDS = QUICK ? 1 : 5;
 const CODE_BASH_STEPS = 8;
 
 interface MathSide {
-  name: 'archive' | 'no_archive';
+  name: 'archive' | 'no_archive' | 'archive_baseline';
   server: ServerProcess;
   driver: Driver;
   make: (i: number) => string | Uint8Array;
@@ -51,9 +53,13 @@ interface MathSide {
 const PROF_DIR = process.env.BENCH_CPU_PROF;
 // BENCH_SERVER_NODE_ARGS='--max-semi-space-size=64': node options for both math-v0 servers (GC experiments).
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+const BASELINE_TREE = process.env.BENCH_BASELINE_TREE;
 
-async function openMath(name: MathSide['name'], args: string[]): Promise<MathSide> {
-  const server = await startSandgym(args, [...SERVER_NODE_ARGS, ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : [])]);
+async function openMath(name: MathSide['name'], args: string[], tree?: string): Promise<MathSide> {
+  const nodeArgs = [...SERVER_NODE_ARGS, ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : [])];
+  const server = tree
+    ? await startProcess(process.execPath, [...nodeArgs, join(tree, 'bin/sandgym.js'), 'serve', '--port', '0', '--fixtures', '--log-level', 'warn', '--driver', 'none', ...args], /sandgym listening on (ws:\/\/\S+)/, 180_000)
+    : await startSandgym(args, nodeArgs);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
   if (hello.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(hello)}`);
@@ -126,12 +132,30 @@ async function dirBytes(dir: string): Promise<{ files: number; bytes: number }> 
 async function math(archiveDir: string) {
   const off = await openMath('no_archive', []);
   const on = await openMath('archive', ['--archive', archiveDir, '--archive-flush-ms', '1000']);
+  const base = BASELINE_TREE ? await openMath('archive_baseline', ['--archive', `${archiveDir}-baseline`, '--archive-flush-ms', '1000'], BASELINE_TREE) : null;
+  const sides = base ? [off, on, base] : [off, on];
   try {
-    for (let i = 0; i < ROUNDS; i++) for (const s of i % 2 === 0 ? [off, on] : [on, off]) await mathRound(s);
+    // Each round runs every side once, in an order that rotates (and reverses) from round to round.
+    for (let i = 0; i < ROUNDS; i++) {
+      const order = sides.map((_, k) => sides[(k + i) % sides.length] as MathSide);
+      for (const s of i % 2 === 0 ? order : order.reverse()) await mathRound(s);
+    }
   } finally {
-    await Promise.all([off.driver.close(), on.driver.close()]);
-    await Promise.all([off.server.stop(), on.server.stop()]);
+    await Promise.all(sides.map((s) => s.driver.close()));
+    await Promise.all(sides.map((s) => s.server.stop()));
   }
+  const baseline = base
+    ? {
+        tree: BASELINE_TREE,
+        cpu_us_per_env_step: round(median(base.cpu_us_per_env_step), 3),
+        episodes_per_s: Math.round(median(base.episodes_per_s)),
+        rounds_cpu: base.cpu_us_per_env_step.map((x) => round(x, 3)),
+        threads: medianThreads(base.threads),
+        cpu_ratio: round(median(base.cpu_us_per_env_step) / median(off.cpu_us_per_env_step), 3),
+        // Per round (same round, adjacent in time): this tree's archiving server over the baseline's.
+        new_over_baseline_rounds: on.cpu_us_per_env_step.map((x, k) => round(x / (base.cpu_us_per_env_step[k] as number), 3)),
+      }
+    : null;
   const cpuOff = median(off.cpu_us_per_env_step);
   const cpuOn = median(on.cpu_us_per_env_step);
   const written = await dirBytes(archiveDir);
@@ -142,6 +166,9 @@ async function math(archiveDir: string) {
     cpu_ratio: round(cpuOn / cpuOff, 3),
     added_cpu_us_per_env_step: round(cpuOn - cpuOff, 3),
     throughput_ratio: round(median(on.episodes_per_s) / median(off.episodes_per_s), 3),
+    // Per round: archiving over not archiving (adjacent in time), for the spread.
+    cpu_ratio_rounds: on.cpu_us_per_env_step.map((x, k) => round(x / (off.cpu_us_per_env_step[k] as number), 3)),
+    archive_baseline: baseline,
     archive_objects: written.files,
     archive_bytes_per_episode: round(written.bytes / ((ROUNDS + 1.25) * FRAMES * SESSIONS + SESSIONS), 1),
   };
@@ -276,7 +303,12 @@ async function main(): Promise<void> {
       ? [
           '| math-v0: batches of 64 x [reset, step], 8 frames in flight (medians of alternating rounds) | no archive | --archive DIR | ratio |',
           '|---|---|---|---|',
-          `| server CPU per env-step (µs; a reset and its step) | ${m.no_archive.cpu_us_per_env_step} | ${m.archive.cpu_us_per_env_step} | ${m.cpu_ratio} |`,
+          `| server CPU per env-step (µs; a reset and its step) | ${m.no_archive.cpu_us_per_env_step} | ${m.archive.cpu_us_per_env_step} | ${m.cpu_ratio} (rounds ${m.cpu_ratio_rounds.join(', ')}) |`,
+          ...(m.archive_baseline
+            ? [
+                `| same, archiving with ${m.archive_baseline.tree} | - | ${m.archive_baseline.cpu_us_per_env_step} | ${m.archive_baseline.cpu_ratio}; this tree over it per round: ${m.archive_baseline.new_over_baseline_rounds.join(', ')} |`,
+              ]
+            : []),
           `| episodes/s | ${m.no_archive.episodes_per_s.toLocaleString('en-US')} | ${m.archive.episodes_per_s.toLocaleString('en-US')} | ${m.throughput_ratio} |`,
           `| archive bytes per episode (gzip) | - | ${m.archive_bytes_per_episode} | - |`,
           ...[...new Set([...Object.keys(m.no_archive.threads), ...Object.keys(m.archive.threads)])].map(

@@ -92,6 +92,10 @@ describe('sandgym serve --archive / replay / report', () => {
     expect((await runCli(['replay', archiveDir, '--url', 'http://x'])).code).toBe(2);
     expect((await runCli(['serve', '--archive', 's3://Bad_Bucket/x'])).code).toBe(2);
     expect((await runCli(['serve', '--archive-max-mb', '5'])).code).toBe(2);
+    expect((await runCli(['serve', '--archive-tenant-max-mb', '5'])).code).toBe(2);
+    // One tenant's share cannot be larger than the whole cap.
+    const share = await runCli(['serve', '--archive', dir, '--archive-max-mb', '4', '--archive-tenant-max-mb', '5']);
+    expect([share.code, share.stderr]).toEqual([2, expect.stringContaining('--archive-tenant-max-mb (5) cannot be larger than --archive-max-mb (4)')]);
     // A directory that cannot be written is refused at start (exit 4), not discovered at the first batch.
     const file = join(dir, 'a-file');
     await writeFile(file, 'x');

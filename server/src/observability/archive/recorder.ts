@@ -160,7 +160,9 @@ export class EpisodeRecorder implements EpisodeObserver {
     this.episodes.set(e.session_id, ep);
     ep.resetInfo = e.info;
     ep.resetMs = round3(e.duration_ms);
-    const text = `{"observation":${json(e.observation)},"info":${json(stripInfo(e.info))},"duration_ms":${num(ep.resetMs)}}`;
+    // One JSON.stringify of a small object: one flat string (template concatenation around three
+    // stringify calls made a tree of pieces, flattened again when written: twice the young garbage).
+    const text = JSON.stringify({ observation: e.observation ?? null, info: stripInfo(e.info), duration_ms: ep.resetMs });
     if (this.book(ep, text.length)) ep.reset = text;
   }
 
@@ -169,7 +171,18 @@ export class EpisodeRecorder implements EpisodeObserver {
     if (ep === undefined || ep.id !== e.episode_id) return;
     // A dropped episode serialises nothing more (it keeps its counts for the record without steps).
     if (!ep.dropped) {
-      const text = `{"step":${e.step_index},"action":${json(e.action)},"observation":${json(e.observation)},"reward":${num(e.reward)},"terminated":${e.terminated},"truncated":${e.truncated},"info":${json(stripInfo(e.info))},"duration_ms":${num(round3(e.duration_ms))},"t":${num(e.t)}}`;
+      // Non-finite numbers become null, as JSON.stringify writes them; undefined values null, not absent.
+      const text = JSON.stringify({
+        step: e.step_index,
+        action: e.action ?? null,
+        observation: e.observation ?? null,
+        reward: e.reward,
+        terminated: e.terminated,
+        truncated: e.truncated,
+        info: stripInfo(e.info),
+        duration_ms: round3(e.duration_ms),
+        t: e.t,
+      });
       if (this.book(ep, text.length)) ep.parts.push(text);
     }
     ep.ret += e.reward;
@@ -300,13 +313,14 @@ export class EpisodeRecorder implements EpisodeObserver {
   }
 
   private emit(ep: Episode): void {
-    const line = this.line(ep, false);
-    const extra = line.length - ep.bytes;
-    if (!this.book(ep, extra)) return;
+    const pieces = this.pieces(ep, false);
+    let chars = 0;
+    for (let i = 0; i < pieces.length; i++) chars += (pieces[i] as string).length;
+    if (!this.book(ep, chars - ep.bytes)) return;
     ep.parts = [];
     ep.errorParts = [];
     ep.workspace = null;
-    this.writer.enqueue(line, ep.bytes, ep.tenant);
+    this.writer.enqueuePieces(pieces, ep.bytes, ep.tenant);
   }
 
   /**
@@ -316,7 +330,7 @@ export class EpisodeRecorder implements EpisodeObserver {
    * counted as dropped).
    */
   private emitWithoutSteps(ep: Episode): void {
-    const line = this.line(ep, true);
+    const line = this.pieces(ep, true).join('');
     if (line.length > this.opts.maxEpisodeBytes || !this.writer.bookSummary(ep.tenant, line.length)) return;
     this.writer.enqueue(line, line.length, ep.tenant);
   }
@@ -332,8 +346,12 @@ export class EpisodeRecorder implements EpisodeObserver {
     return p;
   }
 
-  /** One EpisodeRecord (format.ts) as a JSON line, written field by field from the serialised parts. */
-  private line(ep: Episode, withoutSteps: boolean): string {
+  /**
+   * One EpisodeRecord (format.ts) as the pieces of a JSON line, written field by field around the
+   * serialised parts: the writer copies them into its chunk buffer one by one, so the line is never
+   * built (and flattened) as one more string of the episode's size.
+   */
+  private pieces(ep: Episode, withoutSteps: boolean): string[] {
     const resetInfo = ep.resetInfo ?? {};
     const taskId = resetInfo.task_id;
     const task = typeof taskId === 'string' ? json({ id: taskId, split: strOrNull(resetInfo.split), content_hash: strOrNull(resetInfo.task_hash) }) : 'null';
@@ -347,13 +365,24 @@ export class EpisodeRecorder implements EpisodeObserver {
     if (ep.close_reason !== undefined) tail += `,"close_reason":${json(ep.close_reason)}`;
     if (ep.workspace && !withoutSteps) tail += `,"final_workspace":${json(this.workspaceOf(ep.workspace))}`;
     if (withoutSteps && ep.stepsOmitted !== null) tail += `,"steps_omitted":{"reason":"${ep.stepsOmitted}","steps":${ep.length}}`;
-    const errors = withoutSteps ? json(ep.errorsWithoutActions) : `[${ep.errorParts.join(',')}]`;
-    return (
-      `${this.prefix(ep, withoutSteps)},"episode_id":${json(ep.id)},"task":${task},"seed":${ep.seed ?? 'null'},"options":${withoutSteps || isEmpty(ep.options) ? '{}' : json(ep.options)}` +
-      `,"started_at":"${isoTime(ep.started)}","ended_at":"${isoTime(ep.ended)}","end":"${ep.end}","outcome":"${o.outcome}","score":${num(o.score)},"success":${o.success}` +
-      `,"return":${num(ep.ret)},"length":${ep.length},"reset":${reset},"request_errors":${errors},"grade":${grade},"grader":${json(ep.grader)}${tail}` +
-      `,"steps":[${withoutSteps ? '' : ep.parts.join(',')}]}`
-    );
+    const errors = withoutSteps ? json(ep.errorsWithoutActions) : ep.errorParts.length === 0 ? '[]' : `[${ep.errorParts.join(',')}]`;
+    const out = [
+      this.prefix(ep, withoutSteps),
+      `,"episode_id":${json(ep.id)},"task":${task},"seed":${ep.seed ?? 'null'},"options":${withoutSteps || isEmpty(ep.options) ? '{}' : json(ep.options)}` +
+        `,"started_at":"${isoTime(ep.started)}","ended_at":"${isoTime(ep.ended)}","end":"${ep.end}","outcome":"${o.outcome}","score":${num(o.score)},"success":${o.success}` +
+        `,"return":${num(ep.ret)},"length":${ep.length},"reset":`,
+      reset,
+      `,"request_errors":${errors},"grade":${grade},"grader":${json(ep.grader)}${tail},"steps":[`,
+    ];
+    if (!withoutSteps) {
+      const parts = ep.parts;
+      for (let i = 0; i < parts.length; i++) {
+        if (i > 0) out.push(',');
+        out.push(parts[i] as string);
+      }
+    }
+    out.push(']}');
+    return out;
   }
 
   private workspaceOf(tar: Uint8Array): ArchivedWorkspace | { omitted: string; bytes: number } {

@@ -226,16 +226,48 @@ export class ArchiveWriter {
       this.used += this.buf.write(line, this.used, len === line.length ? 'latin1' : 'utf8');
       this.buf[this.used++] = 0x0a;
       this.booked += bytes;
-      if (tenant) {
-        const last = this.owners.length - 1;
-        if (last >= 0 && this.owners[last] === tenant) (this.owed[last] as number) += bytes;
-        else {
-          this.owners.push(tenant);
-          this.owed.push(bytes);
-        }
-      }
+      if (tenant) this.owe(tenant, bytes);
     }
     if (o.raw >= this.opts.batchBytes) this.cut();
+  }
+
+  /**
+   * enqueue() for a line given as its pieces (the recorder's): each piece is copied into the chunk buffer
+   * as it is, so the line is never joined into one more string. A line larger than a chunk is joined
+   * and compressed on its own.
+   */
+  enqueuePieces(pieces: readonly string[], bytes: number, tenant?: Tenant): void {
+    const n = pieces.length;
+    let len = 1;
+    let ascii = true;
+    for (let i = 0; i < n; i++) {
+      const p = pieces[i] as string;
+      const b = Buffer.byteLength(p);
+      if (b !== p.length) ascii = false;
+      len += b;
+    }
+    if (len > CHUNK_BYTES) return this.enqueue(pieces.join(''), bytes, tenant);
+    const o = this.obj ?? this.open();
+    o.episodes++;
+    o.raw += bytes;
+    if (tenant) o.owners.set(tenant, (o.owners.get(tenant) ?? 0) + bytes);
+    if (this.buf !== null && this.used + len > this.buf.length) this.feed(o);
+    const buf = (this.buf ??= this.spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES));
+    // latin1 is the UTF-8 of an ASCII piece, copied a byte per character (see enqueue).
+    for (let i = 0; i < n; i++) this.used += buf.write(pieces[i] as string, this.used, ascii ? 'latin1' : 'utf8');
+    buf[this.used++] = 0x0a;
+    this.booked += bytes;
+    if (tenant) this.owe(tenant, bytes);
+    if (o.raw >= this.opts.batchBytes) this.cut();
+  }
+
+  private owe(tenant: Tenant, bytes: number): void {
+    const last = this.owners.length - 1;
+    if (last >= 0 && this.owners[last] === tenant) (this.owed[last] as number) += bytes;
+    else {
+      this.owners.push(tenant);
+      this.owed.push(bytes);
+    }
   }
 
   /** Starts writing the current object (if any); resolves when it and every earlier one are done. */
