@@ -19,14 +19,14 @@ shared machine hits all alike):
   every thread) and the CPU share of the server and of the load generator, to tell which one saturated:
   a load generator near a whole core while its server is not is reported as *load-generator-bound*
   (the server could go faster than shown);
-* memory per idle session: RSS growth of the server over N idle sessions, one connection each (for
-  sandgym also all N on one connection);
+* memory per idle session (measured first, on fresh servers): RSS growth of the server over N idle
+  sessions, one connection each (for sandgym also all N on one connection);
 * the timeout desync check: the client times out on a slow step and sends its next request; is the next
   frame it reads matched to its request by id, or is it the previous call's late answer (shifted)?
 
 Writes bench/results/peers.json and prints a markdown table with ratios. Asserts nothing.
 
-    python bench/peers/peers_bench.py [--quick] [--levels 1,16,64,256] [--rounds 3] [--duration 2]
+    python bench/peers/peers_bench.py [--quick] [--levels 1,16,64,256] [--rounds 5] [--duration 1.5]
                                       [--idle 2000] [--seq 500]
 """
 
@@ -110,23 +110,10 @@ def spawn(name: str, args: list[str], tmp: Path, cwd: Path = REPO, env: dict[str
     return proc, log
 
 
-def wait_line(proc: subprocess.Popen[bytes], log: Path, pattern: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = re.search(pattern, log.read_text(errors="replace"))
-        if m:
-            return m.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-4000:]}")
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{proc.args} not ready within {timeout} s:\n{log.read_text(errors='replace')[-4000:]}")
-
-
 @dataclass
 class Starting:
     """A server process spawned but maybe not ready yet: all four start at once (OpenEnv's imports take
-    minutes on a busy machine), then ``ready()`` waits for each."""
+    minutes on a busy machine), then wait_all() waits for them together."""
 
     name: str
     proc: subprocess.Popen[bytes]
@@ -135,9 +122,31 @@ class Starting:
     url: str | None = None
     t0: float = field(default_factory=time.monotonic)
 
-    def ready(self) -> Server:
-        found = wait_line(self.proc, self.log, self.pattern, SERVER_START_TIMEOUT_S)
-        return Server(self.name, self.proc, self.url or found, self.log, time.monotonic() - self.t0)
+    def poll(self) -> Server | None:
+        """The server once its ready line is in its log (None before); raises if it exited."""
+        m = re.search(self.pattern, self.log.read_text(errors="replace"))
+        if m:
+            return Server(self.name, self.proc, self.url or m.group(1), self.log, time.monotonic() - self.t0)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.proc.args} exited with {self.proc.returncode}:\n{self.log.read_text(errors='replace')[-4000:]}")
+        return None
+
+
+def wait_all(starting: dict[str, Starting], timeout: float) -> dict[str, Server]:
+    """Waits for every server at once, so each one's start-up time is its own."""
+    ready: dict[str, Server] = {}
+    deadline = time.monotonic() + timeout
+    while len(ready) < len(starting):
+        for k, st in starting.items():
+            if k not in ready and (server := st.poll()):
+                ready[k] = server
+        if len(ready) < len(starting):
+            if time.monotonic() > deadline:
+                late = [st for k, st in starting.items() if k not in ready]
+                raise RuntimeError(f"not ready within {timeout} s: {', '.join(str(st.proc.args) for st in late)}:\n"
+                                   + "\n".join(st.log.read_text(errors="replace")[-2000:] for st in late))
+            time.sleep(0.05)
+    return ready
 
 
 def start_sandgym(tmp: Path) -> Starting:
@@ -405,19 +414,12 @@ async def phase_memory(targets: list[Target], n: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     async def settle(pid: int) -> int:
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(2.0)
         return rss_bytes(pid)
 
     for t in targets:
-        print(f"[peers] memory: {n} idle sessions on {t.key}", file=sys.stderr, flush=True)
-        before = await settle(t.server.pid)
-        sessions = await t.open_many(n)
-        after = await settle(t.server.pid)
-        await close_all(sessions)
-        out[t.key] = {"sessions": n, "connections": n, "rss_before_mib": round(before / 2**20, 1),
-                      "rss_after_mib": round(after / 2**20, 1), "bytes_per_session": round((after - before) / n)}
         if t.kind == "sandgym":
-            # sandgym multiplexes sessions: all n on one connection as well.
+            # sandgym multiplexes sessions: all n on one connection as well (first, while the heap is small).
             m = re.search(r"/v(\d+)/ws", t.server.url)
             ws = await connect(t.server.url, compression=None, max_size=None, ping_interval=None)
             await SandgymSession.handshake(ws, int(m.group(1)) if m else 2)
@@ -428,6 +430,13 @@ async def phase_memory(targets: list[Target], n: int) -> dict[str, Any]:
             await ws.close()
             out[f"{t.key} (one connection)"] = {"sessions": n, "connections": 1, "rss_before_mib": round(before / 2**20, 1),
                                                 "rss_after_mib": round(after / 2**20, 1), "bytes_per_session": round((after - before) / n)}
+        print(f"[peers] memory: {n} idle sessions on {t.key}", file=sys.stderr, flush=True)
+        before = await settle(t.server.pid)
+        sessions = await t.open_many(n)
+        after = await settle(t.server.pid)
+        await close_all(sessions)
+        out[t.key] = {"sessions": n, "connections": n, "rss_before_mib": round(before / 2**20, 1),
+                      "rss_after_mib": round(after / 2**20, 1), "bytes_per_session": round((after - before) / n)}
     return out
 
 
@@ -538,10 +547,12 @@ def report(res: dict[str, Any]) -> str:
 async def run(args: argparse.Namespace, servers: dict[str, Server]) -> dict[str, Any]:
     targets = [Target("sandgym", servers["sandgym"], "sandgym"), Target("OpenEnv", servers["openenv"], "openenv"),
                Target("node ws echo", servers["node"], "echo"), Target("python websockets echo", servers["python"], "echo")]
+    # Memory first: on fresh servers, before the load phases leave garbage whose collection would shrink RSS
+    # while idle sessions are being counted.
+    mem = await phase_memory(targets, args.idle)
     print("[peers] sequential round trips", file=sys.stderr, flush=True)
     seq = await phase_sequential(targets, args.seq, args.rounds * 2, max(50, args.seq // 5))
     thr = await phase_throughput(targets, args.levels, args.rounds, args.duration)
-    mem = await phase_memory(targets, args.idle)
     print("[peers] timeout desync check", file=sys.stderr, flush=True)
     desync = {"sandgym": await desync_sandgym(servers["sandgym"].url, 0.4, 0.1),
               "OpenEnv": await desync_openenv(servers["openenv"].url, 0.4, 0.1)}
@@ -562,8 +573,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="smoke run: tiny phases, levels 1,16 (well under a minute of load)")
     p.add_argument("--levels", type=level_list, default=[1, 16, 64, 256], help="concurrent sessions (one connection each) to measure steps/s at")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per throughput level (sequential: twice as many)")
-    p.add_argument("--duration", type=float, default=2.0, help="seconds per server per throughput round")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds per throughput level (sequential: twice as many)")
+    p.add_argument("--duration", type=float, default=1.5, help="seconds per server per throughput round")
     p.add_argument("--seq", type=int, default=500, help="sequential round trips per server per round")
     p.add_argument("--idle", type=int, default=2000, help="idle sessions for the memory figure")
     p.add_argument("--out", default=str(RESULTS), help="where the JSON results go")
@@ -583,15 +594,14 @@ def main() -> int:
             print("[peers] starting servers (OpenEnv's import takes a while on a busy machine)", file=sys.stderr, flush=True)
             starting = {"openenv": start_openenv(tmp, max(args.idle, max(args.levels)) + 64), "sandgym": start_sandgym(tmp),
                         "node": start_node_echo(tmp), "python": start_python_echo(tmp)}
-            for k, st in starting.items():
-                try:
-                    servers[k] = st.ready()
-                except BaseException:
-                    for other in starting.values():
-                        if other.proc.poll() is None:
-                            other.proc.kill()
-                            other.proc.wait()
-                    raise
+            try:
+                servers.update(wait_all(starting, SERVER_START_TIMEOUT_S))
+            except BaseException:
+                for st in starting.values():
+                    if st.proc.poll() is None:
+                        st.proc.kill()
+                        st.proc.wait()
+                raise
             res = asyncio.run(run(args, servers))
         finally:
             for s in servers.values():
