@@ -18,7 +18,10 @@ export interface OpenEvent {
   env_id: string;
   /** The make kwargs as the client sent them (validated against the env's kwargs_schema). */
   kwargs: Record<string, unknown>;
-  /** Who opened it, when the server knows (reserved: tokens carry no identity yet). */
+  /**
+   * Whose session it is (the tenant): `token:` and 16 hex digits of its token's SHA-256 on a server with
+   * tokens, else `conn:` and the hello's client_group or the connection id. The archive caps memory by it.
+   */
   principal?: string;
   /** The connection's id (unique within this server process). */
   connection_id: string;
