@@ -2,6 +2,8 @@
 // Prints a markdown table and writes bench/results/sandbox.json. Needs a Docker daemon with
 // sandgym/busybox:1 (`node bin/sandgym.js images build --only busybox`) and bubblewrap.
 import { spawn } from 'node:child_process';
+import { PassThrough, type Duplex } from 'node:stream';
+import Docker from 'dockerode';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,6 +25,10 @@ const N_COLD = quick ? 4 : 8;
 const N_BWRAP = quick ? 10 : 30;
 const FLEET = 32;
 const FLEET_SECONDS = quick ? 3 : 8;
+/** The issue-19 fleet: commands/s over 64 sandboxes through the whole stack (WebSocket step -> env -> channel). */
+const WS_FLEET = 64;
+const WS_FLEET_SECONDS = quick ? 6 : 15;
+const N_FLOOR = quick ? 300 : 1000;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -217,12 +223,203 @@ async function identityCost(driver: DockerDriver) {
   return { channel: out, in_container_us_per_iteration: perCommandUs };
 }
 
-const driver = new DockerDriver({ instanceId: `bench-${Date.now().toString(36)}`, createConcurrency: 4 });
+/**
+ * The floor: a raw attached process in a container of the same image, reached over the same kind of
+ * hijacked attach stream, that reads a line and answers it, either with a builtin (`echo`: the stream
+ * alone) or after fork + exec of `/bin/true` (the least any agent must do for such a command). No
+ * judge, no second identity, no output capture: nothing sandgym could remove.
+ */
+class RawAttached {
+  private waiters: (() => void)[] = [];
+  private buf = '';
+  private constructor(
+    readonly container: Docker.Container,
+    private readonly stream: Duplex,
+  ) {}
+  static async start(docker: Docker, loop: string, label: string): Promise<RawAttached> {
+    const c = await docker.createContainer({
+      Image: IMAGE, Cmd: ['sh', '-c', loop], OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+      Labels: { 'sandgym.bench': label }, HostConfig: { NetworkMode: 'none', AutoRemove: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+    });
+    const stream = (await c.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
+    const out = new PassThrough();
+    docker.modem.demuxStream(stream, out, new PassThrough());
+    const r = new RawAttached(c, stream);
+    out.on('data', (d: Buffer) => {
+      r.buf += d.toString('latin1');
+      let nl: number;
+      while ((nl = r.buf.indexOf('\n')) >= 0) {
+        r.buf = r.buf.slice(nl + 1);
+        r.waiters.shift()?.();
+      }
+    });
+    await c.start();
+    await r.call();
+    return r;
+  }
+  call(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      this.stream.write('x\n');
+    });
+  }
+  async stop(): Promise<void> {
+    this.stream.destroy();
+    await this.container.remove({ force: true }).catch(() => undefined);
+  }
+}
+const FLOOR_EXEC = 'while read -r l; do /bin/true; echo .; done';
+const FLOOR_BUILTIN = 'while read -r l; do echo .; done';
+
+/**
+ * `/bin/true` round trips, interleaved in blocks of 100 so that load drifts hit every path alike: the raw
+ * floor (builtin; fork + exec), the binary judge agent and the sh judge agent (default policy `kill`).
+ */
+async function floorVsAgents(docker: Docker, binary: DockerDriver, shell: DockerDriver) {
+  const label = `floor-${process.pid}`;
+  const rawExec = await RawAttached.start(docker, FLOOR_EXEC, label);
+  const rawBuiltin = await RawAttached.start(docker, FLOOR_BUILTIN, label);
+  const sbBin = await binary.create({ image: IMAGE });
+  const sbSh = await shell.create({ image: IMAGE });
+  const sbKeep = await binary.create({ image: IMAGE, background: 'keep' });
+  const paths: [string, () => Promise<unknown>][] = [
+    ['raw_builtin', () => rawBuiltin.call()],
+    ['raw_fork_exec', () => rawExec.call()],
+    ['binary_agent', () => sbBin.exec({ argv: ['/bin/true'] })],
+    ['binary_agent_keep', () => sbKeep.exec({ argv: ['/bin/true'] })],
+    ['binary_agent_exclusive', () => sbBin.exec({ argv: ['/bin/true'], exclusive: true })],
+    ['binary_agent_script', () => sbBin.exec({ script: 'echo hi; echo err >&2' })],
+    ['shell_agent', () => sbSh.exec({ argv: ['/bin/true'] })],
+    ['shell_agent_script', () => sbSh.exec({ script: 'echo hi; echo err >&2' })],
+  ];
+  const xs: Record<string, number[]> = Object.fromEntries(paths.map(([k]) => [k, []]));
+  try {
+    for (const [, f] of paths) for (let i = 0; i < 20; i++) await f(); // warm up
+    for (let block = 0; block < N_FLOOR / 100; block++) {
+      for (const [k, f] of paths) for (let i = 0; i < 100; i++) xs[k]!.push(await time(f));
+    }
+  } finally {
+    await Promise.all([rawExec.stop(), rawBuiltin.stop(), sbBin.destroy(), sbSh.destroy(), sbKeep.destroy()]);
+  }
+  const st = Object.fromEntries(Object.entries(xs).map(([k, v]) => [k, stat(v)])) as Record<(typeof paths)[number][0] | string, ReturnType<typeof stat>>;
+  const row = (k: string) => st[k] ?? stat([]);
+  const p50 = (k: string) => pct(xs[k]!, 50);
+  return {
+    raw_builtin: row('raw_builtin'),
+    raw_fork_exec: row('raw_fork_exec'),
+    binary_agent: row('binary_agent'),
+    binary_agent_keep: row('binary_agent_keep'),
+    binary_agent_exclusive: row('binary_agent_exclusive'),
+    binary_agent_script: row('binary_agent_script'),
+    shell_agent: row('shell_agent'),
+    shell_agent_script: row('shell_agent_script'),
+    binary_over_floor_p50: r2(p50('binary_agent') / p50('raw_fork_exec')),
+    shell_over_floor_p50: r2(p50('shell_agent') / p50('raw_fork_exec')),
+    shell_over_binary_p50: r2(p50('shell_agent') / p50('binary_agent')),
+  };
+}
+
+/** Commands/s of 64 raw attached fork + exec loops, all busy: the aggregate floor on this machine. */
+async function floorFleet(docker: Docker) {
+  const label = `floor-fleet-${process.pid}`;
+  const raws: RawAttached[] = [];
+  for (let i = 0; i < WS_FLEET; i += 8) raws.push(...(await Promise.all(Array.from({ length: Math.min(8, WS_FLEET - i) }, () => RawAttached.start(docker, FLOOR_EXEC, label)))));
+  let count = 0;
+  const t0 = performance.now();
+  const end = t0 + WS_FLEET_SECONDS * 1000;
+  try {
+    await Promise.all(raws.map(async (r) => {
+      while (performance.now() < end) {
+        await r.call();
+        count += 1;
+      }
+    }));
+  } finally {
+    await Promise.all(raws.map((r) => r.stop()));
+  }
+  return { sandboxes: raws.length, commands: count, commands_per_s: Math.round(count / ((performance.now() - t0) / 1000)) };
+}
+
+/**
+ * 64 shell-v0 sessions over one server's WebSocket, each stepping `bash {command: "/bin/true"}` as fast as
+ * its replies come (shaping none: one command per step), for the given agent: whole-stack commands/s.
+ */
+async function wsFleet(agent: 'binary' | 'shell') {
+  process.env.SANDGYM_SANDBOX_AGENT = agent;
+  const built = await buildApp({ driver: 'docker', pools: { min_idle: WS_FLEET, max_total: WS_FLEET, refill_concurrency: 4 }, log_level: 'error', host: '127.0.0.1', port: 0 });
+  delete process.env.SANDGYM_SANDBOX_AGENT;
+  await built.app.listen({ host: '127.0.0.1', port: 0 });
+  const service = built.core.sandbox as PooledSandboxService;
+  const idle = () => service.pools.stats().reduce((n, s) => n + s.idle, 0);
+  const clients = await Promise.all(Array.from({ length: 8 }, () => connect(built.url())));
+  const lat: number[] = [];
+  let count = 0;
+  let elapsed = 0;
+  try {
+    const t0 = performance.now();
+    while (idle() < WS_FLEET && performance.now() - t0 < 600_000) await new Promise((r) => setTimeout(r, 100));
+    const envs = await Promise.all(Array.from({ length: WS_FLEET }, async (_, i) => {
+      const env = await clients[i % clients.length]!.make<string>('shell-v0', {});
+      await env.reset({ options: { task_id: 'create-file' } });
+      return env;
+    }));
+    const step = { name: 'bash', arguments: { command: '/bin/true' } };
+    for (const env of envs) for (let i = 0; i < 3; i++) await env.step(step); // warm up
+    const start = performance.now();
+    const end = start + WS_FLEET_SECONDS * 1000;
+    await Promise.all(envs.map(async (env) => {
+      // Stay under the 20-step episode limit: reset (untimed, not counted) before it.
+      let n = 3;
+      while (performance.now() < end) {
+        if (n >= 18) {
+          await env.reset({ options: { task_id: 'create-file' } });
+          n = 0;
+          continue;
+        }
+        const t = performance.now();
+        const r = await env.step(step);
+        if (!String(r.observation).startsWith('exit code: 0')) throw new Error(`bench step failed: ${String(r.observation).slice(0, 200)}`);
+        lat.push(performance.now() - t);
+        count += 1;
+        n += 1;
+      }
+    }));
+    elapsed = (performance.now() - start) / 1000;
+    await Promise.all(envs.map((e) => e.close()));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await built.app.close();
+  }
+  return { agent, sessions: WS_FLEET, steps: count, steps_per_s: Math.round(count / elapsed), step_latency: stat(lat) };
+}
+
+const docker = new Docker();
+const binaryDriver = new DockerDriver({ instanceId: `bench-bin-${Date.now().toString(36)}`, createConcurrency: 4, agent: 'binary' });
+const shellDriver = new DockerDriver({ instanceId: `bench-sh-${Date.now().toString(36)}`, createConcurrency: 4, agent: 'shell' });
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+if (only === 'floor') {
+  // `npx tsx bench/sandbox.bench.ts --only=floor [--quick]`: the issue-19 rows alone (floor, agents, 64-sandbox fleets).
+  const load = os.loadavg();
+  const floor = { when: new Date().toISOString(), loadavg_at_start: load.map(r2), agents: await floorVsAgents(docker, binaryDriver, shellDriver),
+    floor_fleet: await floorFleet(docker), ws_fleet_binary: await wsFleet('binary'), ws_fleet_shell: await wsFleet('shell'), loadavg_at_end: os.loadavg().map(r2) };
+  await Promise.all([binaryDriver.close(), shellDriver.close()]);
+  console.log(JSON.stringify(floor, null, 2));
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'sandbox-floor.json'), `${JSON.stringify(floor, null, 2)}\n`);
+  process.exit(0);
+}
+
+const driver = binaryDriver;
 const load0 = os.loadavg();
 const results = {
   when: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '', loadavg_at_start: load0.map(r2) },
   channel_vs_docker_exec: await channelVsExec(driver),
+  floor: await floorVsAgents(docker, binaryDriver, shellDriver),
+  floor_fleet: await floorFleet(docker),
+  ws_fleet_binary: await wsFleet('binary'),
+  ws_fleet_shell: await wsFleet('shell'),
   identity: await identityCost(driver),
   pool: await poolVsCold(driver),
   fleet: await fleet(driver),
@@ -234,13 +431,22 @@ const results = {
   },
   loadavg_at_end: os.loadavg().map(r2),
 };
-await driver.close();
+await Promise.all([binaryDriver.close(), shellDriver.close()]);
 
 const c = results.channel_vs_docker_exec;
 const rows: [string, string, string][] = [
   ['channel round trip (`true`, docker, busybox)', `${c.channel.p50_ms} ms`, `${c.channel.p99_ms} ms`],
   ['`docker exec` via dockerode (same command)', `${c.docker_exec.p50_ms} ms`, `${c.docker_exec.p99_ms} ms`],
   ['channel speed-up (p50 ratio)', `${c.ratio_p50}x`, ''],
+  ['floor: raw attached process, builtin reply (the stream alone)', `${results.floor.raw_builtin.p50_ms} ms`, `${results.floor.raw_builtin.p99_ms} ms`],
+  ['floor: raw attached process, fork + exec `/bin/true`', `${results.floor.raw_fork_exec.p50_ms} ms`, `${results.floor.raw_fork_exec.p99_ms} ms`],
+  ['binary judge agent, `/bin/true`, policy kill (default)', `${results.floor.binary_agent.p50_ms} ms`, `${results.floor.binary_agent.p99_ms} ms`],
+  ['binary judge agent, policy keep / exclusive', `${results.floor.binary_agent_keep.p50_ms} / ${results.floor.binary_agent_exclusive.p50_ms} ms`, ''],
+  ['sh judge agent, `/bin/true`, policy kill', `${results.floor.shell_agent.p50_ms} ms`, `${results.floor.shell_agent.p99_ms} ms`],
+  ['binary / floor, sh / floor, sh / binary (p50)', `${results.floor.binary_over_floor_p50}x / ${results.floor.shell_over_floor_p50}x / ${results.floor.shell_over_binary_p50}x`, ''],
+  [`floor: commands/s, ${WS_FLEET} raw attached fork + exec loops`, `${results.floor_fleet.commands_per_s}/s`, ''],
+  [`shell-v0 steps/s over the WebSocket, ${WS_FLEET} sessions, bash /bin/true, binary agent`, `${results.ws_fleet_binary.steps_per_s}/s`, `lat p50 ${results.ws_fleet_binary.step_latency.p50_ms} ms`],
+  [`… same, sh agent`, `${results.ws_fleet_shell.steps_per_s}/s`, `lat p50 ${results.ws_fleet_shell.step_latency.p50_ms} ms`],
   ['channel `true`, policy keep (drop to the agent uid only)', `${results.identity.channel.keep?.p50_ms} ms`, `${results.identity.channel.keep?.p99_ms} ms`],
   ['channel `true`, policy kill (default: + /proc scan after)', `${results.identity.channel.kill?.p50_ms} ms`, `${results.identity.channel.kill?.p99_ms} ms`],
   ['channel `true`, exclusive (+ scan before)', `${results.identity.channel.exclusive?.p50_ms} ms`, `${results.identity.channel.exclusive?.p99_ms} ms`],
