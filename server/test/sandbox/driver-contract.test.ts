@@ -254,9 +254,13 @@ exit 7`;
           // Many processes together past the container's memory: the kernel kills agent processes (never
           // the judge: oom_score_adj 1000), the command reports oom_killed, the sandbox lives on.
           const many = await mem.exec({
-            // 20 MB each stays under the per-process limit (64 MiB, with the shell's growth); 24 of them
-            // exceed the container (max(64, agent tmpfs) + 64 MiB = 322 MiB).
-            script: 'i=0; while [ $i -lt 24 ]; do (x=$(head -c 20000000 /dev/zero | tr "\\0" a); sleep 20) & i=$((i+1)); done; wait; echo done',
+            // 50 MiB each stays under the per-process limit (64 MiB); 8 of them exceed the container
+            // (max(64, agent tmpfs) + 64 MiB = 322 MiB). Each dd fills its buffer from /dev/zero (kernel memset,
+            // milliseconds) and holds it, blocked writing into a pipe nobody reads, for 10 s (starting 16 processes
+            // took seconds at load 40: with 3 s the first ones let go before the last allocated). The shell loop that
+            // built 24 x 20 MB strings (`$(head | tr)`) spent seconds of CPU each and ran past the 60 s deadline
+            // at load 40-100 on 2 cores.
+            script: 'for i in 1 2 3 4 5 6 7 8; do dd if=/dev/zero bs=50M count=1 2>/dev/null | sleep 10 & done; wait; echo done',
             timeout_ms: 60_000,
           });
           expect(many.oom_killed).toBe(true);
