@@ -15,7 +15,8 @@
 //      drives both servers at once in each round instead of one after the other (on a machine shared
 //      with other work both then see the same contention: a tighter spread of the per-round ratios).
 //      BENCH_ARMS=eld,process,--gc-metrics: attribution: one more metrics server per arm, driven in the
-//      same rounds, each arm's ratio to --no-metrics printed too. An arm `--flag` is a server started
+//      same rounds, each arm's ratio to --no-metrics printed too. An arm `default` is one more server
+//      with the default metrics (with BENCH_AA=1: an A/A pair plus metrics servers in one run); `--flag` is a server started
 //      with that serve flag; any other names parts of prom-client's process metrics that a preload
 //      switches off (bench/lib/metrics-ablate.mjs: gc, eld, process; `a+b` both).
 //      BENCH_CPU_PROF=DIR: every server writes a V8 CPU profile (node --cpu-prof) on exit into DIR/<side>.
@@ -163,7 +164,8 @@ async function main(): Promise<void> {
   const arms: Side[] = [];
   for (const a of ARMS) {
     // `--flag`: a metrics server started with that serve flag; else parts to switch off by the preload.
-    if (a.startsWith('--')) arms.push(await open(`metrics_${a.slice(2).replace(/-/g, '_')}`, [a]));
+    if (a === 'default') arms.push(await open(`metrics_default_${arms.length + 1}`, []));
+    else if (a.startsWith('--')) arms.push(await open(`metrics_${a.slice(2).replace(/-/g, '_')}`, [a]));
     else arms.push(await open(`metrics_no_${a.replace(/\+/g, '_')}`, [], ['--import', `${ABLATE}?parts=${a.replace(/\+/g, ',')}`]));
   }
   const all = [off, on, ...arms];

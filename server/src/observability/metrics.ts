@@ -5,7 +5,10 @@
 // registry error codes, and the fixed classes of outcomes.ts. Nothing the client sends becomes a label.
 // The step path does metric updates only: cached label children, no allocation. It accepts untimed
 // steps (stepTiming 'sampled', step-timing.ts): those count in sandgym_steps_total, not in the
-// step-duration histogram.
+// step-duration histogram. What the hook updates on every step, reset, episode end and error is a
+// plain series (step-histogram.ts: numbers folded into the exposition at scrape time), not prom-client's
+// Counter/Histogram, whose inc/observe hash a label object on every call; grading and sandbox
+// creation (milliseconds to minutes each) keep prom-client's.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EnvRegistry } from '../../../envs/src/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
@@ -13,7 +16,7 @@ import type { SandboxService } from '../sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';
 import type { EpisodeSummary, EpisodeTracker } from './episode-tracker.js';
 import { registerProcessMetrics } from './process-metrics.js';
-import { type Series, StepHistogram } from './step-histogram.js';
+import { PlainCounter, type Series, StepHistogram } from './step-histogram.js';
 import { causeOfError, causeOfZeroReason, isScored, zeroReasonClass, zeroReasonOf, type FailureCause } from './outcomes.js';
 
 /** What the metrics read at scrape time from the server (ServerCore satisfies it). */
@@ -37,8 +40,6 @@ const CREATE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
 const REWARD_BUCKETS = [-1, -0.5, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1, 2, 5, 10, 100];
 const LENGTH_BUCKETS = [1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 75, 100, 200, 500, 1000];
 
-type Inc = { inc(v?: number): void };
-
 export interface MetricsOptions {
   /** Also the process metrics of prom-client (process_*, nodejs_*). Default true. */
   processMetrics?: boolean;
@@ -58,16 +59,16 @@ export class ServerMetrics implements EpisodeObserver {
   private readonly taskIds = new Map<string, Set<string>>();
 
   private readonly stepDuration: StepHistogram;
-  private readonly resetDuration: Histogram<'env'>;
+  private readonly resetDuration: StepHistogram;
   private readonly gradeDuration: Histogram<'env'>;
-  private readonly started: Counter<'env' | 'task'>;
-  private readonly finished: Counter<'env' | 'task' | 'outcome'>;
-  private readonly episodeReward: Histogram<'env' | 'task'>;
-  private readonly episodeSteps: Histogram<'env' | 'task'>;
-  private readonly failures: Counter<'env' | 'cause'>;
-  private readonly errors: Counter<'env' | 'op' | 'code'>;
-  private readonly gradedZero: Counter<'env' | 'zero_reason'>;
-  private readonly sessionsOpened: Counter<'env'>;
+  private readonly started: PlainCounter;
+  private readonly finished: PlainCounter;
+  private readonly episodeReward: StepHistogram;
+  private readonly episodeSteps: StepHistogram;
+  private readonly failures: PlainCounter;
+  private readonly errors: PlainCounter;
+  private readonly gradedZero: PlainCounter;
+  private readonly sessionsOpened: PlainCounter;
   private readonly createDuration: Histogram<'image' | 'result'>;
 
   /** Label children cached per key: prom-client's labels() hashes and allocates on every call. */
@@ -75,7 +76,6 @@ export class ServerMetrics implements EpisodeObserver {
   /** The last step's env id and series: consecutive steps are mostly of one env (no lookup then). */
   private lastStepEnv = '';
   private lastStepSeries: Series | null = null;
-  private readonly failureChild = new Map<string, Inc>();
   private stopCreations: (() => void) | null = null;
 
   constructor(
@@ -94,16 +94,16 @@ export class ServerMetrics implements EpisodeObserver {
 
     // The step path's histogram: its own preallocated series (step-histogram.ts), not prom-client's observe.
     this.stepDuration = new StepHistogram('sandgym_step_duration_seconds', 'Time from a step starting to its result (env, sandbox and grading), by env.', 'env', STEP_BUCKETS, reg);
-    this.resetDuration = new Histogram({ name: 'sandgym_reset_duration_seconds', help: 'Time from a reset starting to its result, by env.', labelNames: ['env'], buckets: STEP_BUCKETS, registers });
+    this.resetDuration = new StepHistogram('sandgym_reset_duration_seconds', 'Time from a reset starting to its result, by env.', 'env', STEP_BUCKETS, reg);
     this.gradeDuration = new Histogram({ name: 'sandgym_grading_duration_seconds', help: 'Grading runs (not served from the grade cache), as the env reports them in info.grade.timings_ms.total.', labelNames: ['env'], buckets: GRADE_BUCKETS, registers });
-    this.started = new Counter({ name: 'sandgym_episodes_started_total', help: 'Episodes started (successful resets).', labelNames: ['env', 'task'], registers });
-    this.finished = new Counter({ name: 'sandgym_episodes_finished_total', help: 'Episodes ended, by outcome (success, failure: scored; timeout, sandbox_error, env_error, abandoned, shutdown: not scored).', labelNames: ['env', 'task', 'outcome'], registers });
-    this.episodeReward = new Histogram({ name: 'sandgym_episode_reward', help: 'Return (sum of rewards) of scored episodes.', labelNames: ['env', 'task'], buckets: REWARD_BUCKETS, registers });
-    this.episodeSteps = new Histogram({ name: 'sandgym_episode_steps', help: 'Length in steps of scored episodes.', labelNames: ['env', 'task'], buckets: LENGTH_BUCKETS, registers });
-    this.failures = new Counter({ name: 'sandgym_failures_total', help: 'Failures by cause (docs/OBSERVABILITY.md, PROTOCOL.md §11a): agent faults seen in step results and grades, and error replies.', labelNames: ['env', 'cause'], registers });
-    this.errors = new Counter({ name: 'sandgym_errors_total', help: 'Error replies to make, reset and step, by registry code.', labelNames: ['env', 'op', 'code'], registers });
-    this.gradedZero = new Counter({ name: 'sandgym_graded_zero_total', help: 'Grades of zero with a zero_reason (integrity events), by reason class; a rise is the first sign of a policy probing the grader.', labelNames: ['env', 'zero_reason'], registers });
-    this.sessionsOpened = new Counter({ name: 'sandgym_sessions_opened_total', help: 'Sessions opened (successful makes).', labelNames: ['env'], registers });
+    this.started = new PlainCounter('sandgym_episodes_started_total', 'Episodes started (successful resets).', ['env', 'task'], reg);
+    this.finished = new PlainCounter('sandgym_episodes_finished_total', 'Episodes ended, by outcome (success, failure: scored; timeout, sandbox_error, env_error, abandoned, shutdown: not scored).', ['env', 'task', 'outcome'], reg);
+    this.episodeReward = new StepHistogram('sandgym_episode_reward', 'Return (sum of rewards) of scored episodes.', ['env', 'task'], REWARD_BUCKETS, reg);
+    this.episodeSteps = new StepHistogram('sandgym_episode_steps', 'Length in steps of scored episodes.', ['env', 'task'], LENGTH_BUCKETS, reg);
+    this.failures = new PlainCounter('sandgym_failures_total', 'Failures by cause (docs/OBSERVABILITY.md, PROTOCOL.md §11a): agent faults seen in step results and grades, and error replies.', ['env', 'cause'], reg);
+    this.errors = new PlainCounter('sandgym_errors_total', 'Error replies to make, reset and step, by registry code.', ['env', 'op', 'code'], reg);
+    this.gradedZero = new PlainCounter('sandgym_graded_zero_total', 'Grades of zero with a zero_reason (integrity events), by reason class; a rise is the first sign of a policy probing the grader.', ['env', 'zero_reason'], reg);
+    this.sessionsOpened = new PlainCounter('sandgym_sessions_opened_total', 'Sessions opened (successful makes).', ['env'], reg);
     const stepDuration = this.stepDuration;
     new Counter({
       name: 'sandgym_steps_total',
@@ -216,23 +216,17 @@ export class ServerMetrics implements EpisodeObserver {
   }
 
   private fail(env: string, cause: FailureCause): void {
-    const k = `${env}\u0000${cause}`;
-    let c = this.failureChild.get(k);
-    if (c === undefined) {
-      c = this.failures.labels(env, cause);
-      this.failureChild.set(k, c);
-    }
-    c.inc();
+    this.failures.child(env, cause).n += 1;
   }
 
   onOpen(e: OpenEvent): void {
-    this.sessionsOpened.labels(this.env(e.env_id)).inc();
+    this.sessionsOpened.child(this.env(e.env_id)).n += 1;
   }
 
   onReset(e: ResetEvent): void {
     const env = this.env(e.env_id);
-    this.resetDuration.labels(env).observe(e.duration_ms / 1000);
-    this.started.labels(env, this.task(env, e.info.task_id)).inc();
+    this.resetDuration.observe(this.resetDuration.child(env), e.duration_ms / 1000);
+    this.started.child(env, this.task(env, e.info.task_id)).n += 1;
   }
 
   /** The hot path: cached children, property reads, no allocation on a step without faults. */
@@ -258,7 +252,7 @@ export class ServerMetrics implements EpisodeObserver {
     const z = zeroReasonOf(info);
     if (z !== null) {
       const cls = zeroReasonClass(z);
-      this.gradedZero.labels(env, cls).inc();
+      this.gradedZero.child(env, cls).n += 1;
       this.fail(env, causeOfZeroReason(cls));
     }
   }
@@ -270,16 +264,16 @@ export class ServerMetrics implements EpisodeObserver {
 
   onError(e: ErrorEvent): void {
     const env = this.env(e.env_id);
-    this.errors.labels(env, e.op, e.error.code).inc();
+    this.errors.child(env, e.op, e.error.code).n += 1;
     this.fail(env, causeOfError(e.error.code));
   }
 
   private finishedEpisode(s: EpisodeSummary): void {
     const env = this.env(s.env_id);
     const task = this.task(env, s.task_id);
-    this.finished.labels(env, task, s.outcome).inc();
+    this.finished.child(env, task, s.outcome).n += 1;
     if (!isScored(s.outcome)) return;
-    this.episodeReward.labels(env, task).observe(s.return);
-    this.episodeSteps.labels(env, task).observe(s.steps);
+    this.episodeReward.observe(this.episodeReward.child(env, task), s.return);
+    this.episodeSteps.observe(this.episodeSteps.child(env, task), s.steps);
   }
 }
