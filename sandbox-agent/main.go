@@ -22,12 +22,14 @@
 // Protocol (host -> agent), line 1: "<nonce> <lease_ticks> <agent_uid> <data_limit_kib|unlimited>", then
 // "<nonce> <call>" lines; lines without the nonce are ignored. Binary fields are standard base64 ("-" =
 // empty). Calls:
-//   l <n>                                   lease refresh
-//   k <id> TERM|KILL                        signal the command's process group
-//   a <id> <len> c|i                        <len> raw bytes follow: script (c) or stdin (i) of command id
-//   s <id> <cap1> <flags> <b64 script>      run a script with sh -c (no stdin)
-//   r <id> <cap1> <flags>                   run the uploaded script (stdin from the upload, if any)
-//   x <id> <cap1> <flags> <b64 cwd> <b64 env "K=V\0..."> <b64 argv "a\0b\0...">   exec argv directly
+//
+//	l <n>                                   lease refresh
+//	k <id> TERM|KILL                        signal the command's process group
+//	a <id> <len> c|i                        <len> raw bytes follow: script (c) or stdin (i) of command id
+//	s <id> <cap1> <flags> <b64 script>      run a script with sh -c (no stdin)
+//	r <id> <cap1> <flags>                   run the uploaded script (stdin from the upload, if any)
+//	x <id> <cap1> <flags> <b64 cwd> <b64 env "K=V\0..."> <b64 argv "a\0b\0...">   exec argv directly
+//
 // Flags: x exclusive, k kill leftovers, d stream stdout into the channel, J judge identity, - none.
 // Protocol (agent -> host): h 3 <pid>, o <id>, e <id>, x <id> <status> <oom>, y <id> <why> (agent-script.ts).
 package main
