@@ -16,6 +16,27 @@ const GC_COLLECTOR = 'gc';
 
 const require = createRequire(import.meta.url);
 
+/**
+ * One module per collector in prom-client's lib/metrics (what collectDefaultMetrics itself loads), each
+ * named by a literal path so the dependency checker sees it (scripts/dynamic-imports.ts); loaded only when
+ * registered. A collector prom-client lists that is missing here fails start-up loudly (below).
+ */
+const COLLECTORS: Record<string, () => Collector> = {
+  processCpuTotal: () => require('prom-client/lib/metrics/processCpuTotal'),
+  processStartTime: () => require('prom-client/lib/metrics/processStartTime'),
+  osMemoryHeap: () => require('prom-client/lib/metrics/osMemoryHeap'),
+  processOpenFileDescriptors: () => require('prom-client/lib/metrics/processOpenFileDescriptors'),
+  processMaxFileDescriptors: () => require('prom-client/lib/metrics/processMaxFileDescriptors'),
+  eventLoopLag: () => require('prom-client/lib/metrics/eventLoopLag'),
+  processResources: () => require('prom-client/lib/metrics/processResources'),
+  processHandles: () => require('prom-client/lib/metrics/processHandles'),
+  processRequests: () => require('prom-client/lib/metrics/processRequests'),
+  heapSizeAndUsed: () => require('prom-client/lib/metrics/heapSizeAndUsed'),
+  heapSpacesSizeAndUsed: () => require('prom-client/lib/metrics/heapSpacesSizeAndUsed'),
+  version: () => require('prom-client/lib/metrics/version'),
+  gc: () => require('prom-client/lib/metrics/gc'),
+};
+
 export interface ProcessMetricsOptions {
   /** Also nodejs_gc_duration_seconds (a PerformanceObserver on every GC). Default false. */
   gc?: boolean;
@@ -30,8 +51,8 @@ export function processCollectors(opts: ProcessMetricsOptions = {}): string[] {
 export function registerProcessMetrics(registry: Registry, opts: ProcessMetricsOptions = {}): void {
   const config = { eventLoopMonitoringPrecision: 10 };
   for (const name of processCollectors(opts)) {
-    // One module per collector in prom-client's lib/metrics (what collectDefaultMetrics itself loads).
-    const collect = require(`prom-client/lib/metrics/${name}`) as Collector;
-    collect(registry, config);
+    const load = COLLECTORS[name];
+    if (load === undefined) throw new Error(`prom-client lists a default collector '${name}' that process-metrics.ts does not know: add it to COLLECTORS`);
+    load()(registry, config);
   }
 }
