@@ -7,11 +7,11 @@
 // SANDGYM_REQUIRE_KUBERNETES=1).
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import os from 'node:os';
 import { Writable } from 'node:stream';
 import { CoreV1Api, Exec, KubeConfig, type V1Container, type V1Pod, type V1SecurityContext, type V1Status } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gate, kubernetesFacility } from '../../server/test/sandbox/facilities.js';
+import { hostIp } from '../../server/test/sandbox/kubernetes-helpers.js';
 
 const facility = await kubernetesFacility();
 const k8sOk = gate('kubernetes', facility);
@@ -40,16 +40,6 @@ function exitCode(status: V1Status): number {
   if (status.status === 'Success') return 0;
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
   return cause?.message ? Number(cause.message) : -1;
-}
-
-/** The first non-internal IPv4 address of the host outside Docker's and the cluster's bridges. */
-function hostIp(): string {
-  for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
-    if (name === 'docker0' || name.startsWith('sgk8s') || name.startsWith('veth') || name.startsWith('br-')) continue;
-    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal);
-    if (a) return a.address;
-  }
-  throw new Error('no non-loopback IPv4 address on this host');
 }
 
 // Tries each host:port with a 3 s connect timeout; prints {"host:port": "ok" | "<error>"} as JSON.

@@ -4,7 +4,6 @@
 // why); pods are labelled and owned as documented; the reaper removes the pods of a dead instance; warm
 // pools work over the driver. The contract every driver meets is driver-contract.test.ts.
 import net from 'node:net';
-import os from 'node:os';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxGoneError } from '../../src/sandbox/errors.js';
@@ -12,7 +11,7 @@ import type { KubernetesDriver } from '../../src/sandbox/kubernetes/kubernetes-d
 import { KubernetesReaper } from '../../src/sandbox/kubernetes/kubernetes-reaper.js';
 import { SandboxPool } from '../../src/sandbox/pool.js';
 import { TEST_IMAGE, gate, kubernetesFacility } from './facilities.js';
-import { createTestNamespace, deleteTestNamespace, loadKc, podNames, testDriver } from './kubernetes-helpers.js';
+import { createTestNamespace, deleteTestNamespace, hostIp, loadKc, podNames, testDriver } from './kubernetes-helpers.js';
 
 const facility = await kubernetesFacility();
 const k8sOk = gate('kubernetes', facility);
@@ -24,16 +23,6 @@ async function waitFor(what: string, cond: () => Promise<boolean> | boolean, tim
     await new Promise((r) => setTimeout(r, 200));
   }
   return Date.now() - t0;
-}
-
-/** The host's first non-internal IPv4 outside container bridges: the node's address. */
-function hostIp(): string {
-  for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
-    if (name === 'docker0' || name.startsWith('sgk8s') || name.startsWith('veth') || name.startsWith('br-')) continue;
-    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal);
-    if (a) return a.address;
-  }
-  throw new Error('no non-loopback IPv4 address on this host');
 }
 
 /** Connects from inside with busybox nc (2 s); prints CONNECTED or FAILED. */

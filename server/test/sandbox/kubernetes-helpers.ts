@@ -2,6 +2,7 @@
 // everything in it afterwards), and a driver configured for the local cluster (images are imported,
 // never pulled).
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { KubernetesDriver, apiStatus, type KubernetesDriverOptions } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
 
@@ -60,4 +61,14 @@ export function testDriver(kc: KubeConfig, namespace: string, opts: Partial<Kube
 export async function podNames(kc: KubeConfig, namespace: string, labelSelector?: string): Promise<string[]> {
   const list = await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace, labelSelector });
   return list.items.map((p) => p.metadata?.name ?? '');
+}
+
+/** The host's first non-internal IPv4 outside container bridges: the node's address. */
+export function hostIp(): string {
+  for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
+    if (name === 'docker0' || name.startsWith('sgk8s') || name.startsWith('veth') || name.startsWith('br-')) continue;
+    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal);
+    if (a) return a.address;
+  }
+  throw new Error('no non-loopback IPv4 address on this host');
 }
