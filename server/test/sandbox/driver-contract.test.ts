@@ -223,7 +223,8 @@ exit 7`;
         expect(Date.now() - h0).toBeLessThan(2000);
         const r = await pending;
         expect(Date.now() - t0).toBeLessThan(15_000);
-        expect(r.exit_code === 0 || r.timed_out).toBe(true);
+        // A result, in band: the bomb's own `sleep 3` may fail to fork (exit 2, CI saw it) or run out its deadline.
+        expect(r.timed_out || Number.isInteger(r.exit_code)).toBe(true);
         await bomb.reset();
         const count = await bomb.exec({ script: 'ls -d /proc/[0-9]* | wc -l' });
         expect(Number(count.stdout.trim())).toBeLessThan(20);

@@ -98,6 +98,9 @@ function statusCode(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'statusCode' in e ? Number((e as { statusCode: unknown }).statusCode) : undefined;
 }
 
+/** How a gVisor sandbox that the host killed whole (its memory) is described, whatever reported it first. */
+const GVISOR_KILLED = ' (gVisor: a sandbox past its memory limit is killed whole)';
+
 export class DockerSandbox extends ChannelSandbox {
   private oomSeen = false;
   constructor(
@@ -128,9 +131,11 @@ export class DockerSandbox extends ChannelSandbox {
     this.oomSeen = true;
   }
 
-  noteExit(exitCode: string | undefined): void {
+  noteExit(exitCode: string | undefined, gvisor: boolean): void {
     const oom = this.oomSeen ? ' after an out-of-memory kill' : '';
-    this.markDied(`container exited (exit code ${exitCode ?? 'unknown'})${oom}`);
+    // Under gVisor the die event can arrive before the attach stream ends (CI saw it: the fork bomb's
+    // guests exhausted the Sentry's memory): the reason must say why whichever comes first.
+    this.markDied(`container exited (exit code ${exitCode ?? 'unknown'})${oom}${gvisor ? GVISOR_KILLED : ''}`);
   }
 
   override async exec(req: ExecRequest): Promise<ExecResult> {
@@ -393,7 +398,7 @@ export class DockerDriver implements SandboxDriver {
     if (!sb) return;
     const action = ev.Action ?? ev.status;
     if (action === 'oom') sb.noteOom();
-    else if (action === 'die') sb.noteExit(ev.Actor?.Attributes?.exitCode);
+    else if (action === 'die') sb.noteExit(ev.Actor?.Attributes?.exitCode, this.gvisor);
   }
 
   trackRemoval(removal: Promise<void>): Promise<void> {
@@ -501,7 +506,7 @@ export class DockerDriver implements SandboxDriver {
       if (!sb.deadReason) {
         const tail = stderrTail.trim();
         // The stream ending is how a gVisor sandbox killed by the host (memory) looks from here.
-        const why = this.gvisor && reason === 'channel closed by the sandbox' ? `${reason} (gVisor: a sandbox past its memory limit is killed whole)` : reason;
+        const why = this.gvisor && reason === 'channel closed by the sandbox' ? `${reason}${GVISOR_KILLED}` : reason;
         sb.markDied(tail ? `${why}: ${tail.split('\n').slice(-3).join(' | ')}` : why);
       }
     };
