@@ -133,8 +133,11 @@ class Fifo implements Policy {
     const key = `${id}/${member}`;
     const tries = e.units > 1 ? (this.memberRetries.get(key) ?? 0) : e.retries;
     if (tries >= RETRY_BUDGET || now >= e.deadline) {
+      const reason = tries >= RETRY_BUDGET ? 'retries_exhausted' : 'deadline';
+      // A group member gives back only its own unit (as in the scheduler).
+      if (e.units > 1) return { action: 'give_up', reason, last: this.releaseMember(id) };
       this.release(id);
-      return { action: 'give_up', reason: tries >= RETRY_BUDGET ? 'retries_exhausted' : 'deadline' };
+      return { action: 'give_up', reason, last: true };
     }
     if (e.units > 1) {
       this.memberRetries.set(key, tries + 1);
@@ -305,7 +308,8 @@ function simulate(name: string, policy: Policy, reqs: Req[], trace: Trace): Omit
       else if (outcome.action === 'requeued') waiting[r.client]! += 1;
       else {
         gaveUp++;
-        gen[ev.req]! += 1; // a group given up: its other members' events are void
+        // A group member gives up alone: the other members run on and their releases complete the group.
+        if (outcome.last) gen[ev.req]! += 1;
       }
     }
     if (ev.kind === START_MEMBER) start(now, ev.req, ev.member);

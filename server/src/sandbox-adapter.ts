@@ -159,13 +159,16 @@ class SessionProvider implements SessionSandboxes {
     const adm = this.admission;
     let unit: string | null = null;
     let sb: DriverSandbox;
-    if (drv === null || adm === null || (adm.group === null && this.held.size > 0)) {
+    // A group member holds its group's unit until it closes, or until its creation retries were spent (it
+    // then gave its unit back, and its later episodes are admitted one by one like a single session's).
+    const member = adm !== null && adm.group !== null && !this.memberReleased ? adm.group : null;
+    if (drv === null || adm === null || (member === null && this.held.size > 0)) {
       // No queue, or a second sandbox while the episode's is held (grading): the scheduler admits an
       // episode's sandbox; a holder waiting in the queue for a second one could deadlock against itself.
       sb = await this.fromPool(spec);
-    } else if (adm.group !== null) {
+    } else if (member !== null) {
       // A group member holds its unit from admission to close: straight to the pool, with the group's retries.
-      sb = await this.created(spec, drv, adm, adm.group.id, adm.group.member);
+      sb = await this.created(spec, drv, adm, member.id, member.member);
     } else {
       unit = drv.newId('a');
       const p = adm.params;
@@ -234,6 +237,13 @@ class SessionProvider implements SessionSandboxes {
           adm.waiting(false);
         }
         if (out.action === 'give_up') {
+          const g = this.admission?.group;
+          if (member !== undefined && g && !this.memberReleased) {
+            // The scheduler took this member's unit back: it is not given back again at close, and when it was
+            // the group's last one the group is complete now.
+            this.memberReleased = true;
+            if (out.last) g.onLast();
+          }
           const why = out.reason === 'deadline' ? 'its queue deadline passed' : 'the retries were spent';
           throw new SandboxFailure(`sandbox creation failed and ${why}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
         }

@@ -218,7 +218,7 @@ export class SchedulerDriver {
     const cls = h?.cls ?? '';
     const out = this.core.creationFailed(id, this.now(), member);
     this.observer?.retried(cls, out.action);
-    if (out.action === 'give_up') this.holders.delete(id);
+    if (out.action === 'give_up' && out.last) this.holders.delete(id);
     if (out.action !== 'requeued') {
       this.run();
       return out;

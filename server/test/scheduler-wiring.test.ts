@@ -405,6 +405,48 @@ describe.skipIf(!dockerOk)('scheduler wiring (docker)', { timeout: 300_000 }, ()
     expect((await rs.reply).type).toBe('result');
   });
 
+  it('a group member whose creation retries are spent gives back only its unit; the group still completes', async () => {
+    const { s, sched } = await serve(2, { retry_budget: 0 });
+    const { c: g } = await client(s, TOKENS.train);
+    const res = await ok(g, 'group', { env_id: 'x/box-v0', size: 2 });
+    const [m1, m2] = res.sessions as string[];
+    driver.failures = 3; // the pool gives its waiter up after 3 failures; budget 0: the member gives up
+    driver.failed = 0;
+    const e = await fails(g, 'reset', { session: m1! });
+    expect(e).toMatchObject({ code: 'SANDBOX_ERROR', retryable: true });
+    expect(e.details.reason).toMatch(/retries were spent/);
+    // The other member keeps its unit and runs; the scheduler counts exactly the one sandbox it holds.
+    await ok(g, 'reset', { session: m2! });
+    expect((await ok(g, 'step', { session: m2!, action: 'still' })).observation).toBe('still');
+    expect(sched.stats()).toMatchObject({ held: 1, queued: 0 });
+    // The member that gave up is admitted one by one from now on, into the unit it gave back.
+    expect(typeof (await ok(g, 'reset', { session: m1! })).observation).toBe('string');
+    expect(sched.stats()).toMatchObject({ held: 2 });
+    await ok(g, 'close', { session: m1! });
+    expect(events(g, 'group_complete')).toHaveLength(0);
+    await ok(g, 'close', { session: m2! });
+    await until(() => events(g, 'group_complete').length > 0, REPLY_MS, 'group_complete');
+    expect(events(g, 'group_complete')[0]!.details).toEqual({ group: res.group, sessions: [m1, m2] });
+    await until(() => sched.stats().held === 0, REPLY_MS, 'every unit back');
+  });
+
+  it('a group whose last member gives up completes then', async () => {
+    const { s, sched } = await serve(2, { retry_budget: 0 });
+    const { c: g } = await client(s, TOKENS.train);
+    const res = await ok(g, 'group', { env_id: 'x/box-v0', size: 2 });
+    const [m1, m2] = res.sessions as string[];
+    await ok(g, 'close', { session: m2! });
+    driver.failures = 3;
+    expect((await fails(g, 'reset', { session: m1! })).code).toBe('SANDBOX_ERROR');
+    await until(() => events(g, 'group_complete').length > 0, REPLY_MS, 'group_complete');
+    expect(events(g, 'group_complete')).toHaveLength(1);
+    expect(sched.stats()).toMatchObject({ held: 0 });
+    // Its close gives nothing back twice (the unit is already free) and sends no second group_complete.
+    await ok(g, 'close', { session: m1! });
+    expect(sched.stats()).toMatchObject({ held: 0 });
+    expect(events(g, 'group_complete')).toHaveLength(1);
+  });
+
   it('a connection that drops while its reset waits leaves the queue', async () => {
     const { s, sched } = await serve(1);
     const { c: hold } = await client(s, TOKENS.hold);

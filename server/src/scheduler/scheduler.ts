@@ -74,8 +74,12 @@ export type FailureOutcome =
   | { action: 'requeued'; attempt: number }
   /** A group keeps its units (all or nothing): create that one member's sandbox again at once. */
   | { action: 'recreate'; attempt: number }
-  /** Out of retries or of time: answer SANDBOX_ERROR (retryable); the units are free again. */
-  | { action: 'give_up'; reason: 'retries_exhausted' | 'deadline' };
+  /**
+   * Out of retries or of time: answer SANDBOX_ERROR (retryable). A single request's unit is free again; a
+   * group member gives back only its own unit (the other members keep theirs) and `last` says whether it was
+   * the group's last one (the group then completes, as on the last releaseMember).
+   */
+  | { action: 'give_up'; reason: 'retries_exhausted' | 'deadline'; last: boolean };
 
 export interface Progress {
   state: 'queued' | 'admitted';
@@ -392,9 +396,18 @@ export class Scheduler {
     }
     const budget = tries < this.retryBudget;
     if (now >= e.deadline || !budget || e.reclaiming) {
-      this.dropHold(e);
+      const reason = budget ? 'deadline' : 'retries_exhausted';
+      if (e.units > 1) {
+        // Only this member gives up: dropping the whole hold would free units the other members' sandboxes
+        // still occupy, and their closes would then find no group to complete.
+        e.outstanding -= 1;
+        this.held -= 1;
+        if (e.reclaiming) this.reclaimingUnits -= 1;
+        else if (e.inHolders) (this.classes[e.lane.cls] as ClassQueue).preemptibleUnits -= 1;
+        if (e.outstanding > 0) return { action: 'give_up', reason, last: false };
+      } else this.dropHold(e);
       this.finish(e);
-      return { action: 'give_up', reason: budget ? 'deadline' : 'retries_exhausted' };
+      return { action: 'give_up', reason, last: true };
     }
     if (e.memberRetries) {
       e.memberRetries[member as number] = tries + 1;

@@ -121,7 +121,12 @@ describe('scheduler invariants under random events', () => {
                 const f = s.creationFailed(id, now, r.units > 1 ? o.pick % r.units : undefined);
                 seen[f.action] += 1;
                 if (f.action === 'requeued') r.state = 'queued';
-                else if (f.action === 'give_up') r.state = 'done';
+                else if (f.action === 'give_up') {
+                  // A group member gives back only its own unit; the request ends with its last one.
+                  r.outstanding = r.units > 1 ? r.outstanding - 1 : 0;
+                  expect(f.last).toBe(r.outstanding === 0);
+                  if (f.last) r.state = 'done';
+                }
                 else expect(r.units).toBeGreaterThan(1);
               }
             }

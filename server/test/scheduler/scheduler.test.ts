@@ -186,7 +186,7 @@ describe('retries of creation failures', () => {
     expect(s.creationFailed('a0', 2)).toEqual({ action: 'requeued', attempt: 2 });
     expect(ids(s.schedule(2))).toEqual(['a0']);
     // The budget (2 retries) is spent: the third failure gives up and frees the unit.
-    expect(s.creationFailed('a0', 3)).toEqual({ action: 'give_up', reason: 'retries_exhausted' });
+    expect(s.creationFailed('a0', 3)).toEqual({ action: 'give_up', reason: 'retries_exhausted', last: true });
     expect(ids(s.schedule(3))).toEqual(['b0']);
   });
 
@@ -194,7 +194,7 @@ describe('retries of creation failures', () => {
     const s = make({ capacity: 1, retryBudget: 5 });
     sub(s, 'x', 'a', 'train', 0, { deadline: 10 });
     s.schedule(0);
-    expect(s.creationFailed('x', 10)).toEqual({ action: 'give_up', reason: 'deadline' });
+    expect(s.creationFailed('x', 10)).toEqual({ action: 'give_up', reason: 'deadline', last: true });
     expect(s.stats()).toMatchObject({ held: 0, queued: 0 });
   });
 
@@ -232,7 +232,7 @@ describe('group admission', () => {
     expect(() => s.releaseMember('g', 9)).toThrow(UnknownRequestError);
   });
 
-  it('recreates a failed member in place (the group keeps its units), with a budget per member, and gives the whole group up when one member spends it', () => {
+  it('recreates a failed member in place (the group keeps its units), with a budget per member; a member that spends it gives back only its own unit', () => {
     const s = make({ capacity: 3, retryBudget: 1 });
     sub(s, 'g', 'a', 'train', 0, { units: 3 });
     s.schedule(0);
@@ -242,7 +242,28 @@ describe('group admission', () => {
     expect(s.creationFailed('g', 1, 1)).toEqual({ action: 'recreate', attempt: 1 });
     expect(s.creationFailed('g', 1, 2)).toEqual({ action: 'recreate', attempt: 1 });
     expect(s.stats().held).toBe(3);
-    expect(s.creationFailed('g', 2, 1)).toEqual({ action: 'give_up', reason: 'retries_exhausted' });
+    expect(s.creationFailed('g', 2, 1)).toEqual({ action: 'give_up', reason: 'retries_exhausted', last: false });
+    // The other two members still hold their sandboxes: their units stay held, and their closes complete the group.
+    expect(s.stats().held).toBe(2);
+    sub(s, 'single', 'b', 'train', 2);
+    expect(ids(s.schedule(2))).toEqual(['single']); // the one unit given back is really free
+    expect(s.releaseMember('g', 3)).toBe(false);
+    expect(s.releaseMember('g', 4)).toBe(true);
+    s.release('single', 5);
+    expect(s.stats().held).toBe(0);
+  });
+
+  it("a group member that gives up last completes the group (last: true); a single request's give-up is always last", () => {
+    const s = make({ capacity: 2, retryBudget: 0 });
+    sub(s, 'g', 'a', 'train', 0, { units: 2 });
+    s.schedule(0);
+    expect(s.releaseMember('g', 1)).toBe(false);
+    expect(s.creationFailed('g', 2, 1)).toEqual({ action: 'give_up', reason: 'retries_exhausted', last: true });
+    expect(() => s.releaseMember('g', 3)).toThrow(UnknownRequestError);
+    expect(s.stats().held).toBe(0);
+    sub(s, 'one', 'a', 'train', 3);
+    s.schedule(3);
+    expect(s.creationFailed('one', 4)).toEqual({ action: 'give_up', reason: 'retries_exhausted', last: true });
     expect(s.stats().held).toBe(0);
   });
 });
