@@ -454,7 +454,8 @@ export class Connection implements Resumable {
     core.sessionCount++;
     this.pendingMakes++;
     const opened = await Session.open(sessionId, entry, kwargs, core, (reason) => this.serverClose(sessionId, reason, 'SANDBOX_ERROR'), admission);
-    this.pendingMakes--;
+    // The reservation moved with a resume (handOver): it is given back where it is now.
+    this.latest().pendingMakes--;
     if (opened instanceof ProtocolError) {
       core.sessionCount--;
       return this.makeFailed(id, envId, opened, bin, t0);
@@ -569,7 +570,7 @@ export class Connection implements Resumable {
     this.pendingMakes += size;
     const unreserve = (n: number): void => {
       core.sessionCount -= n;
-      this.pendingMakes -= n;
+      this.latest().pendingMakes -= n; // wherever a resume moved the reservation
     };
     const gid = 'g_' + randomBytes(12).toString('base64url');
     const ids = Array.from({ length: size }, () => 's_' + randomBytes(18).toString('base64url'));
@@ -995,6 +996,10 @@ export class Connection implements Resumable {
       to.sessions.set(id, s);
     }
     this.sessions.clear();
+    // Makes still running land on `to` (latest()): they count against its max_sessions_per_connection now,
+    // else a client could resume a connection full of pending makes and make as many again beside them.
+    to.pendingMakes += this.pendingMakes;
+    this.pendingMakes = 0;
     for (const id of this.closedIds) to.closedIds.add(id);
     const owed = (this.replay as ReplayLog).handOver(pending, to.replay as ReplayLog);
     // Still open (the client saw the drop before the server did): this socket is done.

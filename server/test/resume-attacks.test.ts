@@ -419,6 +419,52 @@ describe('resume attacks: shutdown', () => {
   });
 });
 
+describe('resume attacks: limits follow the sessions', () => {
+  it('makes still running when the connection drops count against the resuming connection\'s max_sessions_per_connection', async () => {
+    // An env whose create waits until the test lets it go: the makes are pending across the drop and resume.
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const heldMake: EnvDefinition = {
+      id: 'x/held-make-v0',
+      description: 'create waits for the test',
+      observation_space: { type: 'discrete', n: 2 },
+      action_space: { type: 'discrete', n: 2 },
+      max_episode_steps: null,
+      create: async () => {
+        await gate;
+        return { reset: async () => ({ observation: 0 }), step: async () => ({ observation: 0, reward: 0, terminated: false }), close: async () => {} };
+      },
+    };
+    const registry = testRegistry();
+    registry.registerAll([heldMake]);
+    const server = await startServer({ resume_grace_ms: 60_000, max_sessions_per_connection: 2 }, { registry });
+    try {
+      const { c: a, resumeToken } = await open(server);
+      const pending = [sendWithId(a, 11, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined), sendWithId(a, 12, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined)];
+      await a.ok('ping'); // both makes were read (frames of one connection are handled in order)
+      await cut(a);
+      await until(() => server.core.resume.detached.size === 1, 10_000, 'A detached');
+      const { c: b } = await open(server);
+      highIds(b, 200_000);
+      const replies = [b.waitFor(11, 30_000), b.waitFor(12, 30_000)];
+      expect(await b.ok('resume', { token: resumeToken, pending: [11, 12] })).toMatchObject({ sessions: [], unseen: [], lost: [] });
+      // The two makes B took over fill its cap: a third session is refused while they run.
+      expect(await b.fails('make', { env_id: 'test/counter-v0' })).toMatchObject({ code: 'CAPACITY', details: { limit: 'max_sessions_per_connection' } });
+      release();
+      for (const r of await Promise.all(replies)) expect(r).toMatchObject({ type: 'result' });
+      expect(server.sessionCount()).toBe(2);
+      expect(await b.fails('make', { env_id: 'test/counter-v0' })).toMatchObject({ code: 'CAPACITY' });
+      void pending;
+      await b.close();
+    } finally {
+      release();
+      await server.stop();
+    }
+  });
+});
+
 describe('resume attacks: a close the server initiates is a goodbye', () => {
   it('a client that sent a frame past max_message_bytes and then dropped without answering the close frame is not detached: its sessions close, its token is gone', async () => {
     const server = await startServer({ resume_grace_ms: 600_000, max_message_bytes: 1024 });
