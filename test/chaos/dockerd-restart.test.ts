@@ -143,10 +143,18 @@ describe.skipIf(!RUN)('dockerd restarted mid-episode (private daemon)', () => {
   }
 
   it('a clean shutdown of the server leaves zero sandgym containers on the restarted daemon', async () => {
-    const code = await server!.close('SIGTERM');
+    const srv = server!;
+    const code = await srv.close('SIGTERM');
     server = null;
     expect(code).toBe(0);
-    await waitFor(async () => (await d.containers()).length === 0, 30_000, 'zero sandgym containers after shutdown');
+    try {
+      await waitFor(async () => (await d.containers()).length === 0, 30_000, 'zero sandgym containers after shutdown');
+    } catch (e) {
+      // What was left and what the server said about it (CI failed here once without saying which).
+      const left = await d.containers();
+      const said = srv.output().split('\n').filter((l) => /contain|destroy|remov|reconcil|shutdown|sandbox/i.test(l)).slice(-40).join('\n');
+      throw new Error(`${(e as Error).message}: left ${JSON.stringify(left)}\nserver log (last lines about sandboxes):\n${said}`);
+    }
     expect(loadMs).toBeGreaterThan(0);
   }, 60_000);
 });

@@ -40,4 +40,25 @@ describe.skipIf(!HAS_DOCKER)('DockerDriver.reconcile (docker)', () => {
     await docker(['unpause', paused.id]);
     expect((await paused.exec({ argv: ['echo', 'thawed'], timeout_ms: 10_000 })).stdout).toBe('thawed\n');
   }, 120_000);
+
+  it('close() removes every container still labelled with its instance, tracked or not (a creation whose reply was lost)', async () => {
+    const own = new DockerDriver({ instanceId: `cs${randomBytes(5).toString('hex')}` });
+    const other = `sandgym-other-${randomBytes(3).toString('hex')}`;
+    try {
+      const live = await own.create({ image: TEST_IMAGE });
+      // What a daemon that died mid-create leaves: a container of this instance the driver never heard of,
+      // stopped (created, never started) and running.
+      const created = `sandgym-${own.instanceId.slice(0, 8)}-lost${randomBytes(3).toString('hex')}`;
+      const running = `sandgym-${own.instanceId.slice(0, 8)}-run${randomBytes(3).toString('hex')}`;
+      await docker(['create', '--name', created, '--network', 'none', '--label', 'sandgym.managed=1', '--label', `sandgym.owner=${own.instanceId}`, TEST_IMAGE, 'sleep', '120']);
+      await docker(['run', '-d', '--name', running, '--network', 'none', '--label', 'sandgym.managed=1', '--label', `sandgym.owner=${own.instanceId}`, TEST_IMAGE, 'sleep', '120']);
+      // Another instance's container is not this driver's to remove.
+      await docker(['run', '-d', '--name', other, '--network', 'none', '--label', 'sandgym.managed=1', '--label', 'sandgym.owner=someone-else', TEST_IMAGE, 'sleep', '120']);
+      await own.close();
+      for (const name of [live.id, created, running]) expect(await containerExists(name)).toBe(false);
+      expect(await containerExists(other)).toBe(true);
+    } finally {
+      await docker(['rm', '-f', other]).catch(() => undefined);
+    }
+  }, 120_000);
 });

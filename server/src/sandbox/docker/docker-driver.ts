@@ -170,6 +170,9 @@ export class DockerSandbox extends ChannelSandbox {
   }
 }
 
+/** How long close() keeps trying to remove containers of its instance that are still listed. */
+const SWEEP_MS = 15_000;
+
 /** How long a teardown waits for a removal the daemon already started (dockerd can take minutes under load). */
 const REMOVAL_WAIT_MS = 60_000;
 
@@ -381,6 +384,47 @@ export class DockerDriver implements SandboxDriver {
     return { died, removed };
   }
 
+  /**
+   * The last step of close(): every container still labelled with this instance goes, whatever left it
+   * (a removal that failed while the daemon was down, a creation whose reply was lost with a daemon that
+   * died mid-request, a container the restarted daemon lists as dead). A removal the daemon refuses is
+   * tried again for up to SWEEP_MS (a dead container's mounts can stay busy for a moment); what still
+   * fails is logged, and the reaper of the next server removes it.
+   */
+  private async sweepInstance(): Promise<void> {
+    const until = Date.now() + SWEEP_MS;
+    for (let attempt = 0; ; attempt++) {
+      let left: Docker.ContainerInfo[];
+      try {
+        left = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.instanceId}`] } });
+      } catch (e) {
+        this.log.warn({ err: String(e) }, 'could not list this instance\'s containers at close (the daemon is down?)');
+        return;
+      }
+      if (left.length === 0) return;
+      const failed: string[] = [];
+      await Promise.all(
+        left.map(async (c) => {
+          try {
+            await this.docker.getContainer(c.Id).remove({ force: true });
+          } catch (e) {
+            const code = statusCode(e);
+            if (code === 404) return;
+            if (code === 409) return void (await waitRemoved(this.docker.getContainer(c.Id), Math.max(0, until - Date.now())));
+            failed.push(`${c.Names[0] ?? c.Id}: ${String(e)}`);
+          }
+        }),
+      );
+      if (attempt === 0) this.log.warn({ containers: left.map((c) => c.Names[0] ?? c.Id) }, 'removed containers of this instance left at close');
+      if (failed.length === 0) return;
+      if (Date.now() >= until) {
+        this.log.warn({ failed }, 'containers of this instance could not be removed at close; the next reaper removes them');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
   /** Events-stream health, for tests and diagnostics. */
   eventsState(): { connected: boolean; reconnects: number } {
     return { connected: this.events !== null, reconnects: this.eventsReconnects };
@@ -552,6 +596,7 @@ export class DockerDriver implements SandboxDriver {
     this.reconnectTimer = null;
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
     await Promise.allSettled([...this.removals]);
+    if (this.started) await this.sweepInstance();
     await this.reaper?.stop();
     const ev = this.events as (NodeJS.ReadableStream & { destroy?: () => void }) | null;
     ev?.destroy?.();
