@@ -35,7 +35,7 @@ interface Run {
 }
 
 /** One pytest session as the grader runs it, with `testFile` as the hidden test. */
-async function pytestRun(name: string, testFile: string): Promise<Run> {
+async function pytestRun(name: string, testFile: string, override: Record<string, unknown> = {}): Promise<Run> {
   const judge = path.join(dir, name);
   await mkdir(path.join(judge, 'tests'), { recursive: true });
   await mkdir(path.join(judge, 'harness'));
@@ -44,7 +44,7 @@ async function pytestRun(name: string, testFile: string): Promise<Run> {
   await writeFile(path.join(judge, 'harness', 'worker.py'), HARNESS_WORKER_PY);
   await writeFile(path.join(judge, 'conftest.py'), HARNESS_CONFTEST);
   await writeFile(path.join(judge, 'pytest.ini'), `[pytest]\naddopts =\npythonpath = ${judge}/harness\njunit_family = xunit2\n`);
-  const config = { workspace: path.join(dir, 'ws'), python: PYTHON, path: process.env.PATH, call_timeout_s: 10, same_uid: true, messages: path.join(judge, 'out', 'agent.json'), tmp: dir, data_mb: 512, nproc: 256, nofile: 1024 };
+  const config = { workspace: path.join(dir, 'ws'), python: PYTHON, path: process.env.PATH, call_timeout_s: 10, same_uid: true, messages: path.join(judge, 'out', 'agent.json'), tmp: dir, data_mb: 512, nproc: 256, nofile: 1024, ...override };
   await writeFile(path.join(judge, 'harness.json'), JSON.stringify(config));
   // The fixtures are hidden tests of a task (files a task author writes), kept under non-test names so that no
   // test runner of ours collects them; they become test_<name>.py only in the judge's tests dir.
@@ -68,6 +68,16 @@ describe.skipIf(!PYTHON)('python harness vs a hostile worker (host; skipped: hos
     expect(bad, r.log.slice(-6000)).toEqual([]);
     expect(r.junit.report.collected).toBe(47);
   }, 300_000);
+
+  test('a worker slower to start than the call timeout (a loaded machine) still answers: start-up has its own budget', async () => {
+    // The interpreter sleeps 11 s before it starts, against a call timeout of 1 s: before, a start had max(10 s,
+    // call timeout), so at a load where starting took over 10 s a correct solution scored 0.
+    const slow = path.join(dir, 'slow-python');
+    await writeFile(slow, `#!/bin/sh\nsleep 11\nexec ${PYTHON} "$@"\n`, { mode: 0o755 });
+    const r = await pytestRun('slow-start', 'hidden_slow_start.py', { python: slow, call_timeout_s: 1 });
+    if (!r.junit.ok) throw new Error(`no report: ${r.junit.reason}\n${r.log.slice(-4000)}`);
+    expect(r.junit.report.cases.map((c) => c.outcome), r.log.slice(-3000)).toEqual(['passed']);
+  }, 120_000);
 
   test('agent-facing messages: the author message, a harness message or "failed"; never parameter values or test text', async () => {
     const r = await pytestRun('messages', 'hidden_messages.py');

@@ -78,6 +78,9 @@ function remote(e) {
 }
 
 // ---- configuration -----------------------------------------------------------------------------------------------
+/** Seconds the worker may take from spawn to "ready" (see Client.start). */
+const WORKER_START_S = 60;
+
 function loadConfig() {
   const p = process.env.SANDGYM_NODE_HARNESS_CONFIG;
   const cfg = p ? JSON.parse(readFileSync(p, 'utf8')) : {};
@@ -351,7 +354,10 @@ class Client {
     // OPENSSL_CONF: node >= 18 refuses to start when the system OpenSSL config exists but is unreadable to the
     // agent (bubblewrap masks /etc/ssl); the worker needs none of it.
     const env = { PATH: cfg.path, HOME: '/tmp', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', SANDGYM_WORKSPACE: cfg.workspace, NODE_OPTIONS: '', OPENSSL_CONF: '/dev/null' };
-    this.deadline = Date.now() + Math.max(10, this.callTimeoutS()) * 1000;
+    // Start-up has a budget of its own: only judge code runs before "ready" (no workspace module is loaded
+    // yet, and a grading sandbox holds no agent process), so a slow start is the machine's load, never the
+    // submission's; at a load of ~100 node took over 10 s here and a correct solution scored 0.
+    this.deadline = Date.now() + Math.max(WORKER_START_S, this.callTimeoutS()) * 1000;
     this.alive = true;
     this.transport.post({ t: 'start', argv: this.argv(), env, cwd: '/', deadline: this.deadline });
     const msg = this.recv();

@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 PROTOCOL = 1
+# Seconds the worker may take from spawn to "ready" (see _Client._await_ready).
+WORKER_START_S = 60.0
 MAX_FRAME = 8 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 1_000_000
@@ -350,7 +352,10 @@ class _Client:
 
     def _await_ready(self):
         self.starting = False
-        self.deadline = time.monotonic() + max(10.0, self.call_timeout())
+        # Start-up has a budget of its own: only judge code runs before "ready" (no workspace module is imported
+        # yet, and a grading sandbox holds no agent process), so a slow start is the machine's load, never the
+        # submission's (at a load of ~100 a start took over 10 s here and a correct solution scored 0).
+        self.deadline = time.monotonic() + max(WORKER_START_S, self.call_timeout())
         msg = self._recv()
         if msg.get("op") != "ready" or msg.get("protocol") != PROTOCOL:
             self._fail(WorkspaceProtocolError, "worker did not start correctly")
