@@ -44,6 +44,25 @@ function sendWithId(c: RawClient, id: number, type: string, params: Frame, timeo
   return p;
 }
 
+/** A two-state env whose create and/or close wait on promises the test controls (held across drops and shutdowns). */
+function heldEnv(id: string, description: string, held: { create?: Promise<void>; close?: () => Promise<void> }): EnvDefinition {
+  return {
+    id,
+    description,
+    observation_space: { type: 'discrete', n: 2 },
+    action_space: { type: 'discrete', n: 2 },
+    max_episode_steps: null,
+    create: async () => {
+      await held.create;
+      return {
+        reset: async () => ({ observation: 0 }),
+        step: async () => ({ observation: 0, reward: 0, terminated: false }),
+        close: held.close ?? (async () => {}),
+      };
+    },
+  };
+}
+
 /** What a connection's replay log keeps (private fields, read to check the pool's books). */
 interface ReplayBooks {
   windowBytes: number;
@@ -384,18 +403,7 @@ describe('resume attacks: shutdown', () => {
     const closing = new Promise<void>((r) => {
       release = r;
     });
-    const slowClose: EnvDefinition = {
-      id: 'x/held-close-v0',
-      description: 'close waits for the test',
-      observation_space: { type: 'discrete', n: 2 },
-      action_space: { type: 'discrete', n: 2 },
-      max_episode_steps: null,
-      create: () => ({
-        reset: async () => ({ observation: 0 }),
-        step: async () => ({ observation: 0, reward: 0, terminated: false }),
-        close: () => closing,
-      }),
-    };
+    const slowClose = heldEnv('x/held-close-v0', 'close waits for the test', { close: () => closing });
     const registry = testRegistry();
     registry.registerAll([slowClose]);
     const server = await startServer({ resume_grace_ms: 600_000 }, { registry });
@@ -426,17 +434,7 @@ describe('resume attacks: limits follow the sessions', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    const heldMake: EnvDefinition = {
-      id: 'x/held-make-v0',
-      description: 'create waits for the test',
-      observation_space: { type: 'discrete', n: 2 },
-      action_space: { type: 'discrete', n: 2 },
-      max_episode_steps: null,
-      create: async () => {
-        await gate;
-        return { reset: async () => ({ observation: 0 }), step: async () => ({ observation: 0, reward: 0, terminated: false }), close: async () => {} };
-      },
-    };
+    const heldMake = heldEnv('x/held-make-v0', 'create waits for the test', { create: gate });
     const registry = testRegistry();
     registry.registerAll([heldMake]);
     const server = await startServer({ resume_grace_ms: 60_000, max_sessions_per_connection: 2 }, { registry });

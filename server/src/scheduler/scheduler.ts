@@ -400,10 +400,7 @@ export class Scheduler {
       if (e.units > 1) {
         // Only this member gives up: dropping the whole hold would free units the other members' sandboxes
         // still occupy, and their closes would then find no group to complete.
-        e.outstanding -= 1;
-        this.held -= 1;
-        if (e.reclaiming) this.reclaimingUnits -= 1;
-        else if (e.inHolders) (this.classes[e.lane.cls] as ClassQueue).preemptibleUnits -= 1;
+        this.free(e, 1, now, false);
         if (e.outstanding > 0) return { action: 'give_up', reason, last: false };
       } else this.dropHold(e);
       this.finish(e);
@@ -639,7 +636,8 @@ export class Scheduler {
     return e;
   }
 
-  private free(e: Entry, units: number, now: number): void {
+  /** Gives back `units` of e's hold; `served`: they completed a service (a sample for the wait estimate). */
+  private free(e: Entry, units: number, now: number, served = true): void {
     e.outstanding -= units;
     this.held -= units;
     if (e.reclaiming) {
@@ -647,6 +645,7 @@ export class Scheduler {
       return; // a preempted hold is no completed service: it would bias the estimate
     }
     if (e.inHolders) (this.classes[e.lane.cls] as ClassQueue).preemptibleUnits -= units;
+    if (!served) return; // a creation that gave up served nothing
     const s = now - e.admittedAt;
     if (Number.isFinite(s) && s >= 0) this.ewma = this.ewma === null ? s : this.alpha * s + (1 - this.alpha) * this.ewma;
   }
