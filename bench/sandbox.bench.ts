@@ -27,7 +27,7 @@ const FLEET = 32;
 const FLEET_SECONDS = quick ? 3 : 8;
 /** The issue-19 fleet: commands/s over 64 sandboxes through the whole stack (WebSocket step -> env -> channel). */
 const WS_FLEET = 64;
-const WS_FLEET_SECONDS = quick ? 6 : 15;
+const WS_FLEET_SECONDS = Number(process.env.BENCH_WS_SECONDS) || (quick ? 6 : 15);
 const N_FLOOR = quick ? 300 : 1000;
 
 function pct(xs: number[], p: number): number {
@@ -343,6 +343,12 @@ async function floorFleet(docker: Docker) {
 /**
  * 64 shell-v0 sessions over one server's WebSocket, each stepping `bash {command: "/bin/true"}` as fast as
  * its replies come (shaping none: one command per step), for the given agent: whole-stack commands/s.
+ *
+ * Only steps are timed. shell-v0 ends an episode at 20 tool calls, so the run is a series of phases: every
+ * session resets (reuse 'wipe': in place; untimed), the pool is left to settle (no wipe or creation in
+ * flight), then all sessions step 17 times each under the clock. Before this, resets ran inside the timed
+ * window with reuse 'replace': the container churn (runc create and teardown, ~0.4 s of CPU each) took most
+ * of both cores and the figure was the churn's, not the step path's (91/s, 2026-12-02).
  */
 async function wsFleet(agent: 'binary' | 'shell') {
   process.env.SANDGYM_SANDBOX_AGENT = agent;
@@ -350,53 +356,63 @@ async function wsFleet(agent: 'binary' | 'shell') {
   delete process.env.SANDGYM_SANDBOX_AGENT;
   await built.app.listen({ host: '127.0.0.1', port: 0 });
   const service = built.core.sandbox as PooledSandboxService;
-  const idle = () => service.pools.stats().reduce((n, s) => n + s.idle, 0);
+  const sum = (k: 'idle' | 'creating' | 'wiping') => service.pools.stats().reduce((n, s) => n + (s[k] as number), 0);
+  const settled = async () => {
+    const t0 = performance.now();
+    while ((sum('creating') > 0 || sum('wiping') > 0) && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 50));
+  };
   const clients = await Promise.all(Array.from({ length: 8 }, () => connect(built.url())));
   const lat: number[] = [];
   let count = 0;
   let elapsed = 0;
+  let phases = 0;
+  const STEPS_PER_PHASE = 17;
   try {
     const t0 = performance.now();
-    while (idle() < WS_FLEET && performance.now() - t0 < 600_000) await new Promise((r) => setTimeout(r, 100));
-    const envs = await Promise.all(Array.from({ length: WS_FLEET }, async (_, i) => {
-      const env = await clients[i % clients.length]!.make<string>('shell-v0', {});
-      await env.reset({ options: { task_id: 'create-file' } });
-      return env;
-    }));
+    while (sum('idle') < WS_FLEET && performance.now() - t0 < 600_000) await new Promise((r) => setTimeout(r, 100));
+    const envs = await Promise.all(Array.from({ length: WS_FLEET }, (_, i) => clients[i % clients.length]!.make<string>('shell-v0', { reuse: 'wipe' })));
     const step = { name: 'bash', arguments: { command: '/bin/true' } };
+    const reset = async () => {
+      await Promise.all(envs.map((env) => env.reset({ options: { task_id: 'create-file' } })));
+      await settled();
+    };
+    await reset();
     for (const env of envs) for (let i = 0; i < 3; i++) await env.step(step); // warm up
-    const start = performance.now();
-    const end = start + WS_FLEET_SECONDS * 1000;
-    await Promise.all(envs.map(async (env) => {
-      // Stay under the 20-step episode limit: reset (untimed, not counted) before it.
-      let n = 3;
-      while (performance.now() < end) {
-        if (n >= 18) {
-          await env.reset({ options: { task_id: 'create-file' } });
-          n = 0;
-          continue;
+    while (elapsed < WS_FLEET_SECONDS) {
+      await reset();
+      if (process.env.BENCH_TRACE) console.error(`${new Date().toISOString()} phase ${phases + 1} start`);
+      const start = performance.now();
+      await Promise.all(envs.map(async (env) => {
+        for (let n = 0; n < STEPS_PER_PHASE; n++) {
+          const t = performance.now();
+          const r = await env.step(step);
+          if (!String(r.observation).startsWith('exit code: 0')) throw new Error(`bench step failed: ${String(r.observation).slice(0, 200)}`);
+          lat.push(performance.now() - t);
+          count += 1;
         }
-        const t = performance.now();
-        const r = await env.step(step);
-        if (!String(r.observation).startsWith('exit code: 0')) throw new Error(`bench step failed: ${String(r.observation).slice(0, 200)}`);
-        lat.push(performance.now() - t);
-        count += 1;
-        n += 1;
-      }
-    }));
-    elapsed = (performance.now() - start) / 1000;
+      }));
+      elapsed += (performance.now() - start) / 1000;
+      phases += 1;
+      if (process.env.BENCH_TRACE) console.error(`${new Date().toISOString()} phase ${phases}: ${((performance.now() - start) / 1000).toFixed(2)} s`);
+    }
     await Promise.all(envs.map((e) => e.close()));
   } finally {
     await Promise.all(clients.map((c) => c.close()));
     await built.app.close();
   }
-  return { agent, sessions: WS_FLEET, steps: count, steps_per_s: Math.round(count / elapsed), step_latency: stat(lat) };
+  return { agent, sessions: WS_FLEET, phases, steps: count, timed_s: r2(elapsed), steps_per_s: Math.round(count / elapsed), step_latency: stat(lat) };
 }
 
 const docker = new Docker();
 const binaryDriver = new DockerDriver({ instanceId: `bench-bin-${Date.now().toString(36)}`, createConcurrency: 4, agent: 'binary' });
 const shellDriver = new DockerDriver({ instanceId: `bench-sh-${Date.now().toString(36)}`, createConcurrency: 4, agent: 'shell' });
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+if (only === 'ws-fleet') {
+  // `npx tsx bench/sandbox.bench.ts --only=ws-fleet [--quick]`: the whole-stack 64-session fleet alone, binary agent (for profiling).
+  console.log(JSON.stringify(await wsFleet('binary'), null, 2));
+  await Promise.all([binaryDriver.close(), shellDriver.close()]);
+  process.exit(0);
+}
 if (only === 'floor') {
   // `npx tsx bench/sandbox.bench.ts --only=floor [--quick]`: the issue-19 rows alone (floor, agents, 64-sandbox fleets).
   const load = os.loadavg();

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { TextDecoder } from 'node:util';
 import type { CommandChannel, RawResult } from './channel/channel.js';
-import { buildCommandScript, shellQuote, type FastArgv } from './channel/shell.js';
+import { buildCommandScript, shellQuote, simpleCommandArgv, type FastArgv } from './channel/shell.js';
 import { SandboxGoneError, SandboxRequestError } from './errors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } from './limits.js';
 import { buildTar } from './tar.js';
@@ -118,6 +118,10 @@ export abstract class ChannelSandbox implements DriverSandbox {
     if (req.identity !== undefined && req.identity !== 'agent' && !judge) throw new SandboxRequestError(`identity must be 'agent' or 'judge'`);
     const cwd = req.cwd ? this.resolvePath(req.cwd) : judge ? JUDGE_WORKDIR : this.workspace;
     const env = { ...this.spec.env, ...req.env };
+    // An agent script that is one plain command runs as that command's argv: the same program, arguments,
+    // cwd, uid and limits, without starting a shell to exec it (simpleCommandArgv says what differs).
+    const simple = !judge && !req.argv?.length && req.script !== undefined ? simpleCommandArgv(req.script) : null;
+    if (simple) req = { ...req, argv: simple, script: undefined };
     const script = buildCommandScript({ argv: req.argv, script: req.script, cwd, env });
     const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
     // The judge enters a cwd on the agent's behalf only when it is the workspace root (a mount point the

@@ -197,6 +197,25 @@ for (const rt of RUNTIMES) {
       const badCwd = await sb.exec({ argv: ['true'], cwd: '/run/sandgym' });
       expect(badCwd.exit_code).toBe(126);
     });
+
+    it('a script that is one plain command runs without a shell, with the result the shell would give', async () => {
+      // `exec CMD` goes through sh (exec is a builtin), which then execs the same program: the reference.
+      await sb.exec({ script: 'printf "echo from-sh\\n" > /workspace/noshebang; chmod +x /workspace/noshebang; mkdir -p /workspace/d' });
+      for (const cmd of ['/bin/echo a  b', 'ls -a /workspace', 'id -u', 'cat /etc/hostname', 'basename /a/b.txt .txt', 'head -c 5 /etc/passwd', './noshebang', 'noshebang', 'sh -c exit', '/workspace/d']) {
+        const direct = await sb.exec({ script: cmd, cwd: '/workspace' });
+        const viaSh = await sb.exec({ script: `exec ${cmd}`, cwd: '/workspace' });
+        expect({ cmd, exit: direct.exit_code, out: direct.stdout }).toEqual({ cmd, exit: viaSh.exit_code, out: viaSh.stdout });
+      }
+      expect((await sb.exec({ script: 'id -u' })).stdout.trim()).not.toBe('0');
+      const missing = await sb.exec({ script: 'no-such-program-here --x' });
+      expect([missing.exit_code, missing.stderr]).toEqual([127, 'sandgym: no-such-program-here: not found\n']);
+      // What differs, documented (simpleCommandArgv): no shell ran, so nothing it exports is there.
+      expect((await sb.exec({ script: 'env' })).stdout).not.toMatch(/^SHLVL=/m);
+      expect((await sb.exec({ script: 'env;' })).stdout).toMatch(/^SHLVL=1$/m);
+      // Limits and deadlines hold as for any command: a plain `sleep` still dies at its deadline.
+      const slow = await sb.exec({ script: 'sleep 30', timeout_ms: 500 });
+      expect(slow.timed_out).toBe(true);
+    });
   });
 }
 

@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildCommandScript, escapeForPrintf, shellQuote } from '../../src/sandbox/channel/shell.js';
+import { buildCommandScript, escapeForPrintf, shellQuote, simpleCommandArgv } from '../../src/sandbox/channel/shell.js';
 import { SandboxLimitError, SandboxRequestError } from '../../src/sandbox/errors.js';
 import { DEFAULT_LIMITS, resolveLimits } from '../../src/sandbox/limits.js';
 
@@ -20,6 +20,42 @@ describe('resolveLimits', () => {
   });
   it('clamps when asked', () => {
     expect(resolveLimits({ cpus: 8 }, DEFAULT_LIMITS, MAX, 'clamp').cpus).toBe(2);
+  });
+});
+
+describe('simpleCommandArgv: one plain command runs without a shell', () => {
+  it('splits a command of plain words on blanks, as the shell would', () => {
+    expect(simpleCommandArgv('/bin/true')).toEqual(['/bin/true']);
+    expect(simpleCommandArgv('ls -la /workspace')).toEqual(['ls', '-la', '/workspace']);
+    expect(simpleCommandArgv('  python3 -m pytest -x tests/test_a.py  ')).toEqual(['python3', '-m', 'pytest', '-x', 'tests/test_a.py']);
+    expect(simpleCommandArgv('grep\t-c\tx file.txt'.replace(/\\t/g, '\t'))).toEqual(['grep', '-c', 'x', 'file.txt']);
+    // '=' and '%' are plain after the first word (an argument, not an assignment or a job).
+    expect(simpleCommandArgv('dd if=/dev/zero of=out bs=1k count=1')).toEqual(['dd', 'if=/dev/zero', 'of=out', 'bs=1k', 'count=1']);
+    expect(simpleCommandArgv('date +%s')).toEqual(['date', '+%s']);
+  });
+  it('leaves to the shell anything it would parse, expand or look up itself', () => {
+    const shell = [
+      '', '   ', 'echo hi', 'cd /tmp', 'true', 'exit 3', 'export A=1', 'A=1 env', 'exec ls', 'command ls', '. ./x', ': x',
+      'test -f x', '[ -f x ]', 'kill %1', 'time ls', 'if', 'ls; ls', 'ls && ls', 'ls | wc', 'ls > out', 'ls 2>err', 'ls <in',
+      'ls &', "ls 'a b'", 'ls "a"', 'ls a\\ b', 'ls $HOME', 'ls ${HOME}', 'ls `id`', 'ls $(id)', 'ls *.py', 'ls a?', 'ls [ab]',
+      'ls ~', 'ls ~/x', 'ls #c', 'ls {a,b}', 'ls !x', 'ls\nls', 'ls\r', '-x', 'ls ^x', `x${'y'.repeat(5000)}`,
+    ];
+    for (const c of shell) expect(simpleCommandArgv(c.replace(/\\n/g, '\n').replace(/\\r/g, '\r')), JSON.stringify(c)).toBeNull();
+  });
+  it('every argv it returns is what dash itself passes to the program (property, real dash)', () => {
+    const word = fc.stringMatching(/^[A-Za-z0-9_./,:@%+=-]{1,12}$/);
+    fc.assert(
+      fc.property(fc.array(word, { minLength: 1, maxLength: 6 }), fc.constantFrom(' ', '  ', '\t'), (words, sep) => {
+        const script = words.join(sep);
+        const argv = simpleCommandArgv(script);
+        if (argv === null) return;
+        // Replace the program by printf so dash prints the argv it built for the rest of the words.
+        const viaDash = execFileSync('sh', ['-c', `printf '[%s]' ${argv.slice(1).join(' ')}`.trimEnd(), 'x']).toString();
+        expect(viaDash).toBe(argv.slice(1).map((a) => `[${a}]`).join('') || '[]');
+        expect(argv).toEqual(words);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 

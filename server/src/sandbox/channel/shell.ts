@@ -82,3 +82,42 @@ export function fastArgvLine(id: number, cap1: number, flags: string, p: FastArg
   const line = `f jx ${id} ${cap1} ${flags} ${shellQuote(p.cwd)} ${shellQuote(exports)} ${p.argv.map(shellQuote).join(' ')}\n`;
   return line.length <= 3900 ? line : null;
 }
+
+/**
+ * Words a POSIX shell (and bash) would resolve to something other than a program on PATH, or parse
+ * before any lookup: reserved words, special and regular builtins of bash, dash and busybox ash. A
+ * command whose first word is one of these always goes through the shell.
+ */
+const SHELL_WORDS = new Set(
+  (
+    '! . : [ [[ ]] { } alias bg bind break builtin caller case cd chdir command compgen complete compopt continue coproc ' +
+    'declare dirs disown do done echo elif else enable esac eval exec exit export false fc fg fi for function getopts ' +
+    'hash help history if in jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly return ' +
+    'select set shift shopt source suspend test then time times trap true type typeset ulimit umask unalias unset ' +
+    'until wait while'
+  ).split(' '),
+);
+
+/** Characters no shell gives a meaning inside a word: no quoting, expansion, glob, redirection, comment or operator. */
+const PLAIN_WORD = /^[A-Za-z0-9_./,:@%+=-]+$/;
+
+/**
+ * The argv a shell would exec for `script`, or null when the shell has anything to do. A one-line
+ * command of plain words whose first word names a program (not a builtin, keyword or assignment) is what
+ * `sh -c` turns into exactly one execve of that program along PATH, with those words as its argv; running
+ * it that way skips one exec of the shell itself, which is half the cost of such a command where process
+ * start-up dominates (docs/SANDBOX.md, *The command channel*). Anything else (quotes, `$`, globs, `~`,
+ * pipes, redirections, `;`, `&`, newlines, a leading `-`) is left to the shell. Observable differences,
+ * documented: the environment lacks what the shell itself adds (`PWD`, `SHLVL`, bash's `_`), and a missing
+ * program is reported as `sandgym: NAME: not found` (exit 127, as the shell's).
+ */
+export function simpleCommandArgv(script: string): string[] | null {
+  if (script.length > 4096) return null;
+  const words = script.split(/[ \t]+/);
+  if (words[0] === '') words.shift();
+  if (words.length > 0 && words[words.length - 1] === '') words.pop();
+  const first = words[0];
+  if (first === undefined || first.startsWith('-') || first.includes('=') || SHELL_WORDS.has(first)) return null;
+  for (const w of words) if (!PLAIN_WORD.test(w)) return null;
+  return words;
+}
