@@ -1,4 +1,4 @@
-// Resets under concurrency (issue 19 item 2): `npx tsx bench/pool-resets.bench.ts [--quick]`.
+// Resets under concurrency (issue 19 item 2): `npx tsx bench/pool-resets.bench.ts [--quick] [--only=wipe|replace]`.
 // 32 concurrent shell-v0 episodes, one WebSocket client each, against a real server on Docker. Each client
 // makes its env once, then loops: reset, two bash steps. The first two resets per client are warm-up; then every
 // client waits for the others and for the pool to reach its idle target (at most 60 s), and the rest are timed.
@@ -141,9 +141,13 @@ async function idleMemory() {
 
 async function main() {
   const results = [];
-  // Interleaved: fixed, then sized, per reuse mode.
+  // Interleaved: fixed, then sized, per reuse mode. `--only=wipe`: the demand-sized pool with reuse 'wipe' alone
+  // (an A/B of the wipe itself), `--only=replace` likewise.
+  const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
   for (const reuse of ['wipe', 'replace'] as const) {
+    if (only && only !== reuse) continue;
     for (const autosize of [false, true]) {
+      if (only && !autosize) continue;
       const r = await scenario(autosize, reuse);
       process.stderr.write(`${JSON.stringify(r)}\n`);
       results.push(r);

@@ -169,9 +169,12 @@ export abstract class ChannelSandbox implements DriverSandbox {
    * (the files are the agent's). Outputs stream straight to the channel (`d`): no copy in a tmpfs the
    * agent could fill. Throws on non-zero status.
    */
-  protected async transfer(what: string, script: string, stdin?: Buffer, output = false, judge = false): Promise<Buffer> {
+  protected async transfer(what: string, script: string, stdin?: Buffer, output = false, judge = false, argv?: string[]): Promise<Buffer> {
     if (this.died) throw this.gone();
-    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output, judge));
+    // `argv`: the same command as `script` when that is one `exec` of a program; an agent transfer then starts
+    // no shell (the channel uses it where the agent protocol can).
+    const parts = argv && !judge && !output ? { argv, cwd: this.workspace, env: { ...this.spec.env } } : undefined;
+    const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output, judge), parts, parts);
     if (this.died) throw this.gone();
     if (raw.status !== 0 || raw.timedOut) {
       const msg = raw.stderr.toString('utf8').trim() || `status ${String(raw.status)}`;
@@ -193,7 +196,7 @@ export abstract class ChannelSandbox implements DriverSandbox {
     const judge = opts?.identity === 'judge';
     const tar = await buildTar(files.map((f) => ({ ...f, path: judge ? this.judgePath(f.path) : this.resolvePath(f.path) })));
     // -o: do not try to restore owners (neither identity has CAP_CHOWN).
-    await this.transfer('putFiles', 'exec tar -xof - -C /', tar, false, judge);
+    await this.transfer('putFiles', 'exec tar -xof - -C /', tar, false, judge, ['tar', '-xof', '-', '-C', '/']);
   }
 
   async getFile(p: string): Promise<Uint8Array> {
@@ -233,13 +236,20 @@ export abstract class ChannelSandbox implements DriverSandbox {
     await this.channel.killAll('sandbox reset');
     const ws = shellQuote(this.workspace);
     const dirs = `${ws} /tmp /dev/shm /dev/mqueue`;
+    // Shell builtins only, except chmod and rm for a directory that has entries: on images whose tools are
+    // separate programs each start costs milliseconds (BENCHMARKS.md, *Sandboxes*), and most resets find
+    // /tmp, /dev/shm and /dev/mqueue empty. `left D` sets L to the first entry of D (dot files included).
     const wipe = [
+      `left() { for L in "$1"/* "$1"/.[!.]* "$1"/..?*; do if [ -e "$L" ] || [ -L "$L" ]; then return 0; fi; done; return 1; }`,
       // chmod first (the entries, not the mount roots the agent does not own): a command may have left
       // unwritable directories behind, and all of it is the agent's.
-      `for d in ${dirs}; do [ -d "$d" ] && [ ! -L "$d" ] && (cd "$d" && { chmod -R u+rwX -- ./* ./.[!.]* ./..?* 2>/dev/null; rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null; }); done`,
-      `for d in ${dirs}; do [ -d "$d" ] || continue; for f in "$d"/* "$d"/.[!.]* "$d"/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "left behind: $f" >&2; exit 3; fi; done; done`,
-      // The uid column of /proc/sysvipc/{shm,msg} is the 8th, of sem the 5th.
-      `u=$(id -u); for t in shm:8 msg:8 sem:5; do f=/proc/sysvipc/\${t%:*}; [ -r "$f" ] || continue; n=$(awk -v c="\${t#*:}" -v u="$u" 'NR > 1 && $c == u' "$f" | wc -l); [ "$n" -eq 0 ] || { echo "SysV IPC objects left behind (\${t%:*})" >&2; exit 4; }; done`,
+      `for d in ${dirs}; do [ -d "$d" ] && [ ! -L "$d" ] && left "$d" && (cd "$d" && { chmod -R u+rwX -- ./* ./.[!.]* ./..?* 2>/dev/null; rm -rf -- ./* ./.[!.]* ./..?* 2>/dev/null; }); done`,
+      `for d in ${dirs}; do [ -d "$d" ] || continue; if left "$d"; then echo "left behind: $L" >&2; exit 3; fi; done`,
+      // SysV IPC objects of the agent uid (this script's uid): the uid column of /proc/sysvipc/{shm,msg} is
+      // the 8th, of sem the 5th. Read with \`read\`, not awk: no program start per table.
+      'u=; while read -r k v r; do [ "$k" = Uid: ] && u=$v; done < /proc/self/status',
+      '[ -n "$u" ] || { echo "cannot read the agent uid" >&2; exit 4; }',
+      `for t in shm msg sem; do f=/proc/sysvipc/$t; [ -r "$f" ] || continue; while read -r c1 c2 c3 c4 c5 c6 c7 c8 r; do if [ $t = sem ]; then o=$c5; else o=$c8; fi; [ "$o" = "$u" ] && { echo "SysV IPC objects left behind ($t)" >&2; exit 4; }; done < "$f"; done`,
       'exit 0',
     ].join('\n');
     const raw = await this.run(Buffer.from(`${wipe}\n`), undefined, TRANSFER_TIMEOUT_MS, 64 * 1024, 'xk');
