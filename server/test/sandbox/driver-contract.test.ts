@@ -221,17 +221,37 @@ exit 7`;
         const h0 = Date.now();
         expect((await sh('true', [])).code).toBe(0);
         expect(Date.now() - h0).toBeLessThan(2000);
-        const r = await pending;
+        // Under gVisor a bomb that outgrows the sandbox's memory ends the sandbox whole (docs/SANDBOX.md, gVisor):
+        // CI under load saw it at 1 GiB, during the bomb or the reset after it. That is containment too, if it is
+        // loud (SandboxGoneError naming gVisor) and the driver goes on serving; any other error fails the test.
+        const gvisorDeath = (e: unknown) => drv.name === 'docker-runsc' && e instanceof SandboxGoneError && /gVisor/.test(e.message);
+        const r = await pending.catch((e: unknown) => {
+          if (gvisorDeath(e)) return null;
+          throw e;
+        });
         expect(Date.now() - t0).toBeLessThan(15_000);
         // A result, in band: the bomb's own `sleep 3` may fail to fork (exit 2, CI saw it) or run out its deadline.
-        expect(r.timed_out || Number.isInteger(r.exit_code)).toBe(true);
-        await bomb.reset();
+        if (r) expect(r.timed_out || Number.isInteger(r.exit_code)).toBe(true);
+        const reset = r === null ? false : await bomb.reset().then(() => true, (e: unknown) => {
+          if (gvisorDeath(e)) return false;
+          throw e;
+        });
+        if (!reset) {
+          const next = await driver.create(spec);
+          try {
+            expect((await next.exec({ argv: ['true'] })).exit_code).toBe(0);
+          } finally {
+            await next.destroy();
+          }
+          return;
+        }
         const count = await bomb.exec({ script: 'ls -d /proc/[0-9]* | wc -l' });
         expect(Number(count.stdout.trim())).toBeLessThan(20);
       } finally {
         await bomb.destroy();
       }
-    });
+      // gVisor tears a bombed sandbox down slowly (40 s with two CPU burners beside it): room for a loaded CI.
+    }, 180_000);
 
     it('a memory bomb is the agent\'s fault: the command fails or is OOM-killed, the sandbox lives on', async () => {
       // disk_mb small so that the container's memory (max(memory, agent tmpfs) + judge reserve) stays small.
