@@ -30,7 +30,13 @@ describe.skipIf(!HAS_DOCKER)('sandbox leaks through the server CLI (docker)', ()
     const pid = first.proc.pid!;
     const mine = await containersWithLabel(`sandgym.owner_pid=${pid}`);
     expect(mine.length).toBeGreaterThanOrEqual(2);
-    const owner = (await docker(['inspect', '--format', '{{index .Config.Labels "sandgym.owner"}}', mine[0]!])).trim();
+    // A listed container may be gone by the time it is inspected (a replaced sandbox being removed): take the
+    // label from the first one that is still there.
+    let owner = '';
+    for (const id of mine) {
+      owner = (await docker(['inspect', '--format', '{{index .Config.Labels "sandgym.owner"}}', id]).catch(() => '')).trim();
+      if (owner) break;
+    }
     expect(owner).toMatch(/^[0-9a-f]+$/);
 
     process.kill(pid, 'SIGKILL');

@@ -117,9 +117,13 @@ for (const drv of DRIVERS) {
       const resets0 = service.pools.stats().reduce((n, s) => n + s.resets, 0);
       const first = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox;
       await env.step(bash('touch /workspace/leftover /tmp/leftover; (sleep 300 &); echo x > /dev/shm/leftover 2>/dev/null; true'));
-      // Wiped sandboxes rejoin the pool's idle list (FIFO): reset until the first one comes back.
-      let again = '';
-      for (let i = 0; i < 8 && again !== first; i++) again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
+      // The next reset releases it: it is wiped in the background, then rejoins the pool's idle list (FIFO)
+      // behind every idle one. Wait for the wipe (its length is not the test's to guess: faster resets once
+      // cycled through a fixed 8 before it ended), then reset until it comes back: at most one per idle sandbox.
+      const sum = (k: 'idle' | 'wiping') => service.pools.stats().reduce((n, st) => n + st[k], 0);
+      let again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
+      await waitFor(() => sum('wiping') === 0, 30_000, 'the wipe to finish');
+      for (let i = 0, bound = sum('idle') + 1; i < bound && again !== first; i++) again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
       expect(again).toBe(first);
       const s = await env.step(bash('ls -A /workspace /tmp; ls /dev/shm 2>/dev/null; ps 2>/dev/null | grep -c "[s]leep 300" || true'));
       expect(s.observation).not.toContain('leftover');
