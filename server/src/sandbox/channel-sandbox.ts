@@ -173,7 +173,7 @@ export abstract class ChannelSandbox implements DriverSandbox {
     if (this.died) throw this.gone();
     // `argv`: the same command as `script` when that is one `exec` of a program; an agent transfer then starts
     // no shell (the channel uses it where the agent protocol can).
-    const parts = argv && !judge && !output ? { argv, cwd: this.workspace, env: { ...this.spec.env } } : undefined;
+    const parts = argv && !judge && !output ? { argv, cwd: this.workspace, env: this.spec.env ?? {} } : undefined;
     const raw = await this.run(Buffer.from(`${script}\n`), stdin, TRANSFER_TIMEOUT_MS, MAX_TRANSFER_BYTES, this.flags(false, output, judge), parts, parts);
     if (this.died) throw this.gone();
     if (raw.status !== 0 || raw.timedOut) {
