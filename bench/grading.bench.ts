@@ -1,8 +1,10 @@
 // code-v0 grading benchmark: `npx tsx bench/grading.bench.ts [--quick] [--driver docker|local|auto]`.
 // 1. Grading latency per shipped task: the reference submission graded in a fresh grading sandbox from
 //    the warm pool (acquire, copy in, syntax check + tests, parse), p50/p95 over the set. Each task is graded
-//    twice, interleaved: the baseline (runner preflight every time, harness worker started at first use: the
-//    grading path before issue 19) and the current path (preflight once per image, worker started with pytest).
+//    three times, interleaved: the current path (pytest-harness: the judge's pytest pre-started in the pooled
+//    grading sandbox; preflight once per image, worker started with pytest), the same without the pre-started
+//    pytest, and the baseline (runner preflight every time, harness worker started at first use, no server: the
+//    grading path before issue 19).
 // 2. One full code-v0 episode (reset, 4 agent steps, submit) split into pool acquire, agent steps and
 //    grading. Prints markdown and writes bench/results/grading.json. Needs Docker + sandgym/python:1.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -55,9 +57,19 @@ async function main() {
     for (let i = 0; i < 2; i++) await provider.release(await provider.acquire(taskRequirement(all[0]!)));
     provider.acquires = [];
 
-    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number; baseline_ms: number; baseline_score: number }[] = [];
+    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number; prestarted: boolean; no_server_ms: number; no_server_score: number; baseline_ms: number; baseline_score: number }[] = [];
+    // Three arms per task, in a rotating order so none always follows the agent's work:
+    //  current   : the judge's pytest pre-started in the pooled grading sandbox (pytest-harness), preflight once per
+    //              image, worker started with pytest;
+    //  no server : the same without the pre-started pytest (the run starts it: the path before this change);
+    //  baseline  : the grading path before issue 19 (preflight every grading, worker at first use, no server).
     // The current path's preflight cache is filled by the warm-up grading below (as on a server that has graded once).
-    const baseline = { preflightCache: false, prestartWorker: false } as const;
+    const arms = {
+      current: {},
+      noServer: { prestartServer: false },
+      baseline: { preflightCache: false, prestartWorker: false, prestartServer: false },
+    } as const;
+    const order = ['current', 'noServer', 'baseline'] as const;
     for (const task of tasks) {
       const req = taskRequirement(task);
       const agent = await provider.acquire(req);
@@ -70,13 +82,16 @@ async function main() {
         await provider.release(agent);
       }
       if (perTask.length === 0) await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true });
-      // Alternate which one goes first, so neither always follows the agent's work.
-      const first = perTask.length % 2 === 0;
-      const b1 = first ? await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true, ...baseline }) : null;
-      const g = await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true });
-      const b = b1 ?? (await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true, ...baseline }));
-      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total, baseline_ms: r0(b.timings_ms.total), baseline_score: b.score.total });
-      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total})\n`);
+      const got: Partial<Record<(typeof order)[number], Awaited<ReturnType<typeof gradeSubmission>>>> = {};
+      for (let k = 0; k < order.length; k++) {
+        const arm = order[(perTask.length + k) % order.length]!;
+        got[arm] = await gradeSubmission(task, tar, { provider, requirement: req, killStragglers: true, ...arms[arm] });
+      }
+      const g = got.current!;
+      const n = got.noServer!;
+      const b = got.baseline!;
+      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total, prestarted: g.prestarted === true, no_server_ms: r0(n.timings_ms.total), no_server_score: n.score.total, baseline_ms: r0(b.timings_ms.total), baseline_score: b.score.total });
+      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}${g.prestarted ? ', pre-started pytest' : ''}); no server ${r0(n.timings_ms.total)} ms (score ${n.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total})\n`);
     }
 
     // One full episode through the env API (shaping none: agent steps are pure tool calls).
@@ -127,7 +142,17 @@ async function main() {
       host: { cpus: os.cpus().length, node: process.version },
       driver: handle.driver,
       quick,
-      grading: { tasks: perTask.length, total: stat(perTask.map((t) => t.total_ms)), baseline_total: stat(perTask.map((t) => t.baseline_ms)), ratio_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.baseline_ms), 50)) * 100) / 100, baseline_all_scored_1: perTask.every((t) => t.baseline_score === 1), acquire: stat(perTask.map((t) => t.acquire_ms)), run: stat(perTask.map((t) => t.run_ms)), all_scored_1: perTask.every((t) => t.score === 1) },
+      grading: {
+        tasks: perTask.length,
+        total: stat(perTask.map((t) => t.total_ms)),
+        pytest_harness: stat(perTask.filter((t) => t.prestarted).map((t) => t.total_ms)),
+        prestarted: perTask.filter((t) => t.prestarted).length,
+        no_server_total: stat(perTask.map((t) => t.no_server_ms)),
+        baseline_total: stat(perTask.map((t) => t.baseline_ms)),
+        ratio_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.baseline_ms), 50)) * 100) / 100,
+        ratio_no_server_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.no_server_ms), 50)) * 100) / 100,
+        no_server_all_scored_1: perTask.every((t) => t.no_server_score === 1),
+        baseline_all_scored_1: perTask.every((t) => t.baseline_score === 1), acquire: stat(perTask.map((t) => t.acquire_ms)), run: stat(perTask.map((t) => t.run_ms)), all_scored_1: perTask.every((t) => t.score === 1) },
       per_task: perTask,
       episode,
     };
@@ -138,7 +163,10 @@ async function main() {
       '| phase | p50 ms | p95 ms | max ms |',
       '|---|---:|---:|---:|',
       `| grading total (filter + acquire + copy + run + parse) | ${g.total.p50_ms} | ${g.total.p95_ms} | ${g.total.max_ms} |`,
-      `| baseline, same run (preflight every grading, worker at first use) | ${g.baseline_total.p50_ms} | ${g.baseline_total.p95_ms} | ${g.baseline_total.max_ms} |`,
+      `| of which the ${g.prestarted} graded by a pre-started pytest | ${g.pytest_harness.p50_ms} | ${g.pytest_harness.p95_ms} | ${g.pytest_harness.max_ms} |`,
+      `| no pre-started pytest, same run | ${g.no_server_total.p50_ms} | ${g.no_server_total.p95_ms} | ${g.no_server_total.max_ms} |`,
+      `| baseline, same run (before issue 19: preflight every grading, worker at first use, no server) | ${g.baseline_total.p50_ms} | ${g.baseline_total.p95_ms} | ${g.baseline_total.max_ms} |`,
+      `| ratio of p50s (current / no server) | ${g.ratio_no_server_p50} | | |`,
       `| ratio of p50s (current / baseline) | ${g.ratio_p50} | | |`,
       `| grading sandbox acquire (warm pool) | ${g.acquire.p50_ms} | ${g.acquire.p95_ms} | ${g.acquire.max_ms} |`,
       `| copy in + syntax + tests + report | ${g.run.p50_ms} | ${g.run.p95_ms} | ${g.run.max_ms} |`,

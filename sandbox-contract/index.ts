@@ -44,6 +44,14 @@ export interface SandboxRequirement {
    * `exclusive` exec kills them all first.
    */
   background?: 'kill' | 'keep';
+  /**
+   * A judge command the pool runs on every new sandbox of this requirement, and again after every in-place
+   * wipe, before the sandbox is handed out (e.g. a grader starting its test runner ahead of the submission).
+   * It runs before any agent code exists in that sandbox. A requirement with one gets its own pool (a
+   * sandbox prepared for grading is never an agent's). Its failure does not fail the sandbox: the pool logs
+   * it and hands the sandbox out unprepared, so a command must leave it usable either way.
+   */
+  prepare?: ExecRequest;
 }
 
 /** One command: `argv` (no shell) or `script` (run by /bin/sh). */

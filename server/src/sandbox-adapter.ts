@@ -126,7 +126,7 @@ function envSandbox(sb: DriverSandbox): Sandbox {
 }
 
 export function specOf(req: SandboxRequirement): SandboxSpec {
-  return { image: req.image, limits: req.limits, workspace: req.workspace, ...(req.background ? { background: req.background } : {}) };
+  return { image: req.image, limits: req.limits, workspace: req.workspace, ...(req.background ? { background: req.background } : {}), ...(req.prepare ? { prepare: req.prepare } : {}) };
 }
 
 interface Held {

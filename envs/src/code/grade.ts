@@ -3,7 +3,7 @@
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { planGrading, parseRunOutput, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
+import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
 import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
@@ -33,6 +33,8 @@ export interface GradeResult {
   failures?: AgentFailure[];
   /** The grading sandbox's image content id (Sandbox.image_id): reward provenance. */
   image_id?: string | null;
+  /** pytest-harness: the tests ran in the judge's pytest pre-started in the grading sandbox (RunnerOptions.prestartServer). */
+  prestarted?: boolean;
 }
 
 export interface AgentFailure {
@@ -98,6 +100,16 @@ function preflightKey(imageId: string | null, format: string, opts: RunnerOption
   return JSON.stringify([imageId, format, opts.python ?? '', opts.node ?? '', opts.path ?? '', opts.sameUidWorker === true]);
 }
 
+/**
+ * The grading sandbox's requirement: the task's, plus (pytest-harness, unless prestartServer is false or the
+ * worker shares the judge's uid on a host stand-in) the pool's prepare command that starts the judge's pytest
+ * before the sandbox is handed out. That gives grading sandboxes a pool of their own.
+ */
+export function gradingRequirement(task: LoadedTask, opts: Pick<GradeOptions, 'requirement' | keyof RunnerOptions>): SandboxRequirement {
+  if (task.spec.test.format !== 'pytest-harness' || opts.prestartServer === false || opts.sameUidWorker === true) return opts.requirement;
+  return { ...opts.requirement, prepare: pytestServerPrepare(opts) };
+}
+
 /** The component names a task's score carries (for info.reward_components). */
 export function componentNames(task: LoadedTask): RubricComponent[] {
   return rewardComponents(task);
@@ -141,7 +153,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
 
   const finalState = task.spec.final_state ? checkFinalState(task.spec.final_state, filtered.files, filtered.dirs) : undefined;
   const ta = performance.now();
-  const sb = await opts.provider.acquire(opts.requirement);
+  const sb = await opts.provider.acquire(gradingRequirement(task, opts));
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
   const pfKey = preflightKey(imageId, task.spec.test.format, opts);
@@ -206,6 +218,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
     log_tail: out.log_tail,
     ...(harness ? { failures: agentFailures(out.messages) ?? [] } : {}),
+    ...(task.spec.test.format === 'pytest-harness' ? { prestarted: out.prestarted } : {}),
   };
   opts.cache?.set(key, result);
   return result;

@@ -154,3 +154,59 @@ describe('parseRunOutput', () => {
     expect(tamperedTests(exp, { './a.py': 'z', './c.py': 'y' })).toEqual(['./a.py', './b.py', './c.py']);
   });
 });
+
+describe('pre-started pytest (pytest-harness)', async () => {
+  const { gradingRequirement } = await import('../../src/code/grade.js');
+  const { pytestServerDir, pytestServerPrepare } = await import('../../src/code/grader-plan.js');
+  const harness = await shippedTask('py-slugify');
+  const plan = planGrading(harness, { nonce: NONCE });
+  const file = (p: typeof plan, name: string) => p.files.find((f) => f.path === `${p.layout.root}/${name}`)?.content;
+
+  test('run.sh hands the run to a waiting server first and keeps the direct line for when none took it', () => {
+    const run = String(file(plan, 'run.sh'));
+    const srv = pytestServerDir();
+    expect(srv).toBe('/run/sandgym/judge/pytest-server');
+    expect(run).toContain(`if [ -p ${srv}/go ]`);
+    // The deadline reaches the server (not run.sh's child) through the trap.
+    expect(run).toContain(`trap 'kill -9 "$pid" 2>/dev/null; exit 143' TERM INT HUP`);
+    // Only a server that wrote out/started ran anything; otherwise the direct run follows.
+    expect(run.indexOf('if [ -f out/started ]')).toBeLessThan(run.indexOf('exec env -i'));
+    expect(run.trimEnd().split('\n').at(-1)).toMatch(/^cd \/run\/sandgym\/judge\/grade-[0-9a-f]+ && exec env -i .* python3 -I -B -m pytest /);
+  });
+
+  test('the request carries exactly the direct run: cwd, environment, pytest arguments, limit', () => {
+    const req = JSON.parse(String(file(plan, 'server-request.json'))) as { cwd: string; env: Record<string, string>; args: string[]; limit_s: number; agent_uid: boolean };
+    const run = String(file(plan, 'run.sh'));
+    expect(req.cwd).toBe(plan.layout.root);
+    expect(req.agent_uid).toBe(true);
+    expect(req.limit_s).toBe(harness.spec.test.timeout_s);
+    const direct = run.trimEnd().split('\n').at(-1) ?? '';
+    for (const [k, v] of Object.entries(req.env)) expect(direct).toContain(shellQuote(`${k}=${v}`));
+    expect(direct).toContain(` -I -B -m pytest ${req.args.map(shellQuote).join(' ')}`);
+    expect(req.env.PYTEST_DISABLE_PLUGIN_AUTOLOAD).toBe('1');
+  });
+
+  test('off for the baseline and for host stand-ins; the grading requirement carries the prepare command only then', () => {
+    for (const opts of [{ prestartServer: false }, { sameUidWorker: true }]) {
+      const p = planGrading(harness, { nonce: NONCE, ...opts });
+      expect(String(file(p, 'run.sh'))).not.toContain('pytest-server');
+      expect(file(p, 'server-request.json')).toBeUndefined();
+      expect(gradingRequirement(harness, { requirement: { image: 'x' }, ...opts }).prepare).toBeUndefined();
+    }
+    const req = gradingRequirement(harness, { requirement: { image: 'x' } });
+    expect(req.prepare).toEqual(pytestServerPrepare());
+    expect(req.prepare?.identity).toBe('judge');
+    expect(req.prepare?.argv?.slice(3, 6)).toEqual(['sandgym-prepare', '/run/sandgym/judge/pytest-server', 'python3']);
+    expect(String(req.prepare?.stdin)).toContain("sandgym's pre-started pytest");
+    // Other formats start their runner in the run.
+    expect(gradingRequirement(js, { requirement: { image: 'x' } }).prepare).toBeUndefined();
+  });
+
+  test('parseRunOutput: the prestarted frame counts once, with the nonce', () => {
+    const frame = (tag: string) => `\n${NONCE}:${tag}\n`;
+    const base = frame('status:0') + frame('done');
+    expect(parseRunOutput(base + frame('runner:prestarted'), NONCE).prestarted).toBe(true);
+    expect(parseRunOutput(base, NONCE).prestarted).toBe(false);
+    expect(parseRunOutput(`${base}\nWRONG:runner:prestarted\n`, NONCE).prestarted).toBe(false);
+  });
+});

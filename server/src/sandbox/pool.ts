@@ -8,6 +8,7 @@
 // never more than maxTotal allows. A burst raises the rate at once (every acquire counts), so refills
 // start while its first acquirers are still being served; when demand stops the rate decays and idle
 // sandboxes above the target are destroyed once the surplus has lasted a demand window.
+import { createHash } from 'node:crypto';
 import { SandboxAcquireAborted, SandboxPoolClosedError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
 import { silentLogger, type DriverSandbox, type SandboxDriver, type SandboxLimits, type SandboxLogger, type SandboxSpec } from './types.js';
@@ -61,6 +62,8 @@ export interface PoolStats {
   create_failures: number;
   destroyed: number;
   resets: number;
+  /** Sandboxes whose spec.prepare command succeeded (after a creation or a wipe). */
+  prepared: number;
   /** The idle count the pool is filling to now (minIdle when not autosized). */
   target_idle: number;
   /** Acquires per second the pool must replace by creating (EWMA over the demand window; wiped returns count -1). */
@@ -92,7 +95,7 @@ export class SandboxPool {
   private lastError: Error | null = null;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
-  private readonly s = { hits: 0, misses: 0, created: 0, create_failures: 0, destroyed: 0, resets: 0 };
+  private readonly s = { hits: 0, misses: 0, created: 0, create_failures: 0, destroyed: 0, resets: 0, prepared: 0 };
   private readonly minIdle: number;
   private readonly maxTotal: number;
   private readonly concurrency: number;
@@ -267,6 +270,7 @@ export class SandboxPool {
     this.lastWipe = t0;
     try {
       await sb.reset();
+      await this.prepare(sb);
       wiped = true;
       const ms = performance.now() - t0;
       this.wipeMsEwma = this.wipeMsEwma === 0 ? ms : this.wipeMsEwma + 0.3 * (ms - this.wipeMsEwma);
@@ -283,6 +287,24 @@ export class SandboxPool {
     }
     this.destroyLater(sb);
     this.refill();
+  }
+
+  /**
+   * The spec's judge command (SandboxRequirement.prepare) on a new or wiped sandbox. A command that fails is
+   * logged and the sandbox handed out unprepared (the requirement promises nothing more); a sandbox that died
+   * meanwhile fails as any creation or wipe would.
+   */
+  private async prepare(sb: DriverSandbox): Promise<void> {
+    const req = this.spec.prepare;
+    if (!req) return;
+    try {
+      const r = await sb.exec({ ...req, identity: 'judge' });
+      if (r.exit_code !== 0) this.log.warn({ pool: this.key, sandbox: sb.id, exit_code: r.exit_code, stderr: r.stderr.slice(0, 500) }, 'sandbox prepare command failed; handing it out unprepared');
+      else this.s.prepared += 1;
+    } catch (e) {
+      if (sb.deadReason) throw e;
+      this.log.warn({ pool: this.key, sandbox: sb.id, err: String(e) }, 'sandbox prepare command failed; handing it out unprepared');
+    }
   }
 
   private destroyLater(sb: DriverSandbox): void {
@@ -340,6 +362,7 @@ export class SandboxPool {
         const r = await sb.exec({ argv: ['true'], timeout_ms: 10_000 });
         if (r.exit_code !== 0) throw new Error(`health check failed: exit ${String(r.exit_code)} ${r.stderr.trim()}`);
       }
+      await this.prepare(sb);
       this.s.created += 1;
       this.consecutiveFailures = 0;
       this.createMsEwma += 0.3 * (performance.now() - t0 - this.createMsEwma);
@@ -440,7 +463,9 @@ export class PoolSet {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
     const env = spec.env ? JSON.stringify(Object.entries(spec.env).sort()) : '';
-    return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${spec.background ?? 'kill'}|${env}`, limits };
+    // A prepared sandbox (spec.prepare) is never handed to a requirement without the same preparation.
+    const prep = spec.prepare ? `|prepare:${createHash('sha256').update(JSON.stringify(spec.prepare)).digest('hex').slice(0, 16)}` : '';
+    return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${spec.background ?? 'kill'}|${env}${prep}`, limits };
   }
 
   pool(spec: SandboxSpec): SandboxPool {

@@ -1,7 +1,7 @@
 // Types shared by every sandbox driver. The limits, exec and file shapes and the env-facing `Sandbox`
 // are declared once in sandbox-contract/ (shared with envs) and re-exported here; this module must not
 // import envs (dependencies point one way).
-import type { Sandbox, SandboxLimits } from '../../../sandbox-contract/index.js';
+import type { ExecRequest, Sandbox, SandboxLimits } from '../../../sandbox-contract/index.js';
 
 export type { DriverChoice, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '../../../sandbox-contract/index.js';
 
@@ -16,6 +16,8 @@ export interface SandboxSpec {
   env?: Record<string, string>;
   /** Processes the agent leaves running: see SandboxRequirement.background. Default 'kill'. */
   background?: 'kill' | 'keep';
+  /** Run by the pool (as the judge) on each new or wiped sandbox before it is handed out: SandboxRequirement.prepare. Drivers ignore it. */
+  prepare?: ExecRequest;
 }
 
 export type DriverKind = 'docker' | 'local' | 'kubernetes';

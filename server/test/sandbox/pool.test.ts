@@ -152,4 +152,44 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     await set.release(b);
     await set.close();
   });
+
+  it('prepare: a judge command runs on every new and every wiped sandbox before it is handed out, in a pool of its own; a failing one hands the sandbox out unprepared', async () => {
+    const set = new PoolSet(driver, { minIdle: 1, maxTotal: 2, statsLogIntervalMs: 0 });
+    // Each run appends a line to a judge-owned file: the count says how often the pool prepared this sandbox.
+    const prepare = { script: 'echo prepared >> prepared.txt; id -u > prepared-uid.txt', identity: 'judge' as const, timeout_ms: 20_000 };
+    const spec = { image: TEST_IMAGE, prepare };
+    const a = await set.acquire(spec);
+    const count = async (sb: DriverSandbox) => (await sb.exec({ script: 'wc -l < prepared.txt; cat prepared-uid.txt', identity: 'judge' })).stdout.split('\n');
+    const [n1, uid] = await count(a);
+    expect(n1?.trim()).toBe('1');
+    // As the judge, in the judge's directory: the agent uid can neither read nor touch what it made.
+    const agentUid = (await a.exec({ script: 'id -u' })).stdout.trim();
+    expect(uid).not.toBe(agentUid);
+    const peek = await a.exec({ script: 'cat /run/sandgym/judge/prepared.txt' });
+    expect(peek.exit_code).not.toBe(0);
+    await set.release(a, { reset: true });
+    // The wiped sandbox comes back (maybe after the idle one the pool made meanwhile; max_total 2 holds both).
+    const first = await set.acquire(spec);
+    const other = first.id === a.id ? null : first;
+    const b = other ? await set.acquire(spec) : first;
+    expect(b.id).toBe(a.id);
+    expect((await count(b))[0]?.trim()).toBe('2');
+    if (other) {
+      expect((await count(other))[0]?.trim()).toBe('1');
+      await set.release(other);
+    }
+    // The plain requirement is another pool: its sandboxes never ran the command.
+    const plain = await set.acquire({ image: TEST_IMAGE });
+    expect(plain.id).not.toBe(b.id);
+    expect((await plain.exec({ script: 'test -e prepared.txt && echo yes || echo no', identity: 'judge' })).stdout.trim()).toBe('no');
+    expect(set.stats().length).toBe(2);
+    expect(set.stats().find((s) => s.key.includes('|prepare:'))?.prepared).toBeGreaterThanOrEqual(2);
+    // A command that fails: the sandbox still comes, unprepared, and works.
+    const failing = { image: TEST_IMAGE, prepare: { script: 'echo nope >&2; exit 7', identity: 'judge' as const } };
+    const c = await set.acquire(failing);
+    expect((await c.exec({ script: 'echo ok' })).stdout).toBe('ok\n');
+    expect(set.stats().find((s) => s.key.includes('|prepare:') && s.prepared === 0)).toBeDefined();
+    for (const sb of [b, plain, c]) await set.release(sb);
+    await set.close();
+  }, 120_000);
 });

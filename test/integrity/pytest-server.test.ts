@@ -1,0 +1,203 @@
+// Issue 19 item 3: the judge's pytest pre-started in pooled grading sandboxes (grader-plan.ts pytestServerPrepare,
+// pytest_server.py; the pool's SandboxRequirement.prepare). Real Docker sandboxes, the grading path of code-v0
+// (gradeSubmission). What must hold:
+//  - verdicts are the direct run's: the reference, every known-wrong solution and hostile submissions score the
+//    same with the server as without it, and the server did run them (GradeResult.prestarted);
+//  - a server that is gone when the grading starts costs nothing but speed: the run starts pytest itself;
+//  - the run's deadline kills the server (it is not the run's child): "tests timed out", nothing left running;
+//  - the agent (the harness worker, during the run) cannot reach the server's request pipe, its status file or
+//    its process, and a forged verdict through any of them scores what the submission earned;
+//  - on a pool that wipes grading sandboxes in place (the mutation gate's), every grading gets a fresh server.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applySolution, seedWorkspace } from '../../envs/src/code/agents.js';
+import { gradeSubmission, type GradeOptions, type GradeResult } from '../../envs/src/code/grade.js';
+import { pytestServerDir, pytestServerPrepare } from '../../envs/src/code/grader-plan.js';
+import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
+import type { LoadedTask } from '../../envs/src/code/task-types.js';
+import { taskRequirement } from '../../envs/src/code/validate.js';
+import type { Sandbox, SandboxProvider, SandboxProviderHandle, SandboxRequirement } from '../../envs/src/sandbox-api.js';
+import { openSandboxProvider } from '../../server/src/sandbox-adapter.js';
+import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
+
+const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
+const tasks = await loadTaskSets([SHIPPED_TASKS_DIR]);
+const byId = (id: string) => tasks.find((t) => t.spec.id === id) as LoadedTask;
+const slugify = byId('py-slugify');
+const SRV = pytestServerDir();
+
+/** Judge-side look at a grading sandbox: how many pre-started servers run in it (their argv names SRV). */
+const SERVERS_SCRIPT = `n=0; for f in /proc/[0-9]*/cmdline; do c=$(tr '\\0' ' ' <"$f" 2>/dev/null) || continue; case "$c" in "python3 -I -B - ${SRV} ") n=$((n+1));; esac; done; echo $n`;
+
+/** Wraps the provider: optional work on each grading sandbox before it is graded, a look at it before release. */
+class Probe implements SandboxProvider {
+  before: ((sb: Sandbox) => Promise<void>) | null = null;
+  seen: number[] = [];
+  constructor(private readonly inner: SandboxProvider) {}
+  async acquire(req: SandboxRequirement): Promise<Sandbox> {
+    const sb = await this.inner.acquire(req);
+    if (req.prepare && this.before) await this.before(sb);
+    return sb;
+  }
+  async release(sb: Sandbox): Promise<void> {
+    const r = await sb.exec({ script: SERVERS_SCRIPT, identity: 'judge', timeout_ms: 30_000 });
+    this.seen.push(Number(r.stdout.trim()));
+    return this.inner.release(sb);
+  }
+}
+
+describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)', () => {
+  let handle: SandboxProviderHandle;
+  let probe: Probe;
+  beforeAll(async () => {
+    handle = await openSandboxProvider('docker', { maxTotal: 3, minIdle: 1 });
+    probe = new Probe(handle.provider);
+  });
+  afterAll(async () => {
+    await handle?.close();
+  });
+
+  /** The submission: the task's workspace with `files` laid over it (or a solution applied), as a tar. */
+  async function submission(task: LoadedTask, files: Record<string, string> | null, sol?: LoadedTask['solution']): Promise<Uint8Array> {
+    const sb = await handle.provider.acquire(taskRequirement(task));
+    try {
+      await seedWorkspace(sb, task);
+      if (sol) await applySolution(sb, sol);
+      if (files) await sb.putFiles(Object.entries(files).map(([path, content]) => ({ path, content, mode: 0o644 })));
+      return await sb.getTar('/workspace');
+    } finally {
+      await handle.provider.release(sb);
+    }
+  }
+
+  const grade = (task: LoadedTask, tar: Uint8Array, extra: Partial<GradeOptions> = {}): Promise<GradeResult> =>
+    gradeSubmission(task, tar, { provider: probe, requirement: taskRequirement(task), killStragglers: true, ...extra });
+
+  /** Both paths on one submission: the same verdict, and each ran where it says. */
+  async function both(task: LoadedTask, tar: Uint8Array): Promise<GradeResult> {
+    const viaServer = await grade(task, tar);
+    const direct = await grade(task, tar, { prestartServer: false });
+    expect(viaServer.prestarted, `${task.spec.id}: the server ran it; log: ${viaServer.log_tail}`).toBe(true);
+    expect(direct.prestarted).toBe(false);
+    expect(viaServer.score).toEqual(direct.score);
+    expect(viaServer.tests).toEqual(direct.tests);
+    expect(viaServer.failures).toEqual(direct.failures);
+    return viaServer;
+  }
+
+  it('the reference and every known-wrong solution score exactly what the direct run gives them', async () => {
+    // The probe sees a waiting server in a grading sandbox fresh from the pool (so its 0s below mean something).
+    const fresh = await handle.provider.acquire({ ...taskRequirement(slugify), prepare: pytestServerPrepare() });
+    expect((await fresh.exec({ script: SERVERS_SCRIPT, identity: 'judge' })).stdout.trim()).toBe('1');
+    await handle.provider.release(fresh);
+    for (const task of [slugify, byId('py-fix-date-ranges')]) {
+      const ref = await both(task, await submission(task, null, task.solution));
+      expect(ref.score.total).toBe(1);
+      expect(task.wrong.length).toBeGreaterThan(0);
+      for (const w of task.wrong) {
+        const g = await both(task, await submission(task, null, w.solution));
+        expect(g.score.total, `${task.spec.id} wrong/${w.name}`).toBeLessThan(1);
+      }
+    }
+    // The server ran the tests and ended with them: nothing of it is left when the sandbox goes back.
+    expect(probe.seen.every((n) => n === 0)).toBe(true);
+  }, 300_000);
+
+  it('a server gone before the grading starts: the run starts pytest itself, same verdict', async () => {
+    const tar = await submission(slugify, null, slugify.solution);
+    probe.before = async (sb) => {
+      const r = await sb.exec({ script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; ls ${SRV}`, identity: 'judge', timeout_ms: 30_000 });
+      // The stale request pipe is still there: the run must notice that no server took the request.
+      expect(r.stdout).toContain('go');
+    };
+    try {
+      const g = await grade(slugify, tar);
+      expect(g.prestarted).toBe(false);
+      expect(g.score.total).toBe(1);
+      expect(g.tests?.passed).toBe(slugify.spec.test.expected_tests);
+    } finally {
+      probe.before = null;
+    }
+  }, 120_000);
+
+  it("the run's deadline kills the server: tests timed out, nothing of it left running", async () => {
+    // Each call sleeps 1 s: 18 tests outlast a 3 s test limit (a 23 s budget leaves 3 s after the 20 s overhead).
+    const tar = await submission(slugify, { 'slug.py': 'import time\ndef slugify(text):\n    time.sleep(1)\n    return ""\n' });
+    probe.seen = [];
+    const g = await grade(slugify, tar, { budgetMs: 23_000 });
+    expect(g.prestarted).toBe(true);
+    expect(g.score.total).toBe(0);
+    expect(g.score.zero_reason).toBe('tests timed out after 3s');
+    expect(probe.seen).toEqual([0]);
+  }, 120_000);
+
+  it('the agent cannot reach the server: its pipe, its status file, its lock and its process are out of reach, and forging through them gains nothing', async () => {
+    // Runs in the harness worker (agent uid) while the server runs the tests. If any attempt gets through, the
+    // submission answers with the reference (score 1); otherwise it answers "" (score 0). The control adds one
+    // attempt that must get through (the agent's own /tmp), and scores 1: the attack code itself works.
+    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8').replace(/\bdef slugify\(/, 'def _ref_slugify(');
+    const attack = (control: boolean) => `${ref}
+import glob, os, signal
+SRV = "${SRV}"
+tried = []
+def attempt(name, fn):
+    try:
+        fn()
+        tried.append(name + ":ok")
+    except Exception as e:
+        tried.append(name + ":" + type(e).__name__)
+def write(path, data):
+    with open(path, "w") as fh:
+        fh.write(data)
+attempt("go", lambda: write(SRV + "/go", "/run/sandgym/judge/grade-" + "0" * 32 + "\\n"))
+attempt("lock", lambda: os.open(SRV + "/lock", os.O_RDWR))
+attempt("pid", lambda: open(SRV + "/pid").read())
+attempt("list", lambda: os.listdir(SRV))
+for d in glob.glob("/run/sandgym/judge/grade-*") or ["/run/sandgym/judge/grade-x"]:
+    attempt("status", lambda: write(d + "/out/server-status", "0"))
+    attempt("started", lambda: write(d + "/out/started", ""))
+me = os.getuid()
+for p in glob.glob("/proc/[0-9]*"):
+    try:
+        if os.stat(p).st_uid != me:
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                attempt("kill", lambda: os.kill(int(p[6:]), sig))
+    except OSError:
+        pass
+${control ? 'attempt("control", lambda: write("/tmp/control", "1"))' : ''}
+OK = [t for t in tried if t.endswith(":ok")]
+def slugify(text):
+    return _ref_slugify(text) if OK else ""
+`;
+    // What answering "" earns (the inputs without letters or digits): the most the attack may score.
+    const empty = await both(slugify, await submission(slugify, { 'slug.py': 'def slugify(text):\n    return ""\n' }));
+    expect(empty.score.total).toBeLessThan(0.5);
+    const g = await both(slugify, await submission(slugify, { 'slug.py': attack(false) }));
+    expect(g.score).toEqual(empty.score);
+    const control = await both(slugify, await submission(slugify, { 'slug.py': attack(true) }));
+    expect(control.score.total).toBe(1);
+  }, 180_000);
+
+  it('a pool that wipes grading sandboxes in place starts a fresh server for every grading', async () => {
+    const tar = await submission(slugify, null, slugify.solution);
+    const req = { ...taskRequirement(slugify), reuse: 'wipe' as const };
+    probe.seen = [];
+    const ids = new Set<string>();
+    const track: SandboxProvider = {
+      acquire: async (r) => {
+        const sb = await probe.acquire(r);
+        ids.add(sb.id);
+        return sb;
+      },
+      release: (sb) => probe.release(sb),
+    };
+    for (let i = 0; i < 4; i++) {
+      const g = await gradeSubmission(slugify, tar, { provider: track, requirement: req, killStragglers: true });
+      expect(g.prestarted, `grading ${i}`).toBe(true);
+      expect(g.score.total).toBe(1);
+    }
+    // Fewer sandboxes than gradings: some were wiped and prepared again, and each grading found one server.
+    expect(ids.size).toBeLessThan(4);
+    expect(probe.seen).toEqual([0, 0, 0, 0]);
+  }, 180_000);
+});
