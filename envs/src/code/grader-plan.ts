@@ -514,7 +514,6 @@ frame log:end
 frame done
 `;
 
-
 /** Agent limits mirrored onto the harness worker (the judge's exec does not apply them to processes it starts). */
 const WORKER_DEFAULT_LIMITS = { memory_mb: 512, pids: 256, nofile: 1024 };
 
