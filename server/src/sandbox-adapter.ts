@@ -208,7 +208,7 @@ class SessionProvider implements SessionSandboxes {
   }
 
   private acquireError(e: unknown): unknown {
-    if (e instanceof SandboxLimitError) return mapError(e);
+    if (e instanceof SandboxLimitError || e instanceof SandboxRequestError) return mapError(e);
     if (e instanceof SandboxAcquireAborted) return new SandboxFailure('session closed while waiting for a sandbox', { cause: e });
     // Not getting a sandbox at all (image missing, daemon down, pool closed) is infrastructure.
     return new SandboxFailure(e instanceof Error ? e.message : String(e), { cause: e });
@@ -225,7 +225,7 @@ class SessionProvider implements SessionSandboxes {
       try {
         return await this.pools.acquire(spec, this.signal);
       } catch (e) {
-        if (e instanceof SandboxLimitError || e instanceof SandboxAcquireAborted || this.signal.aborted) throw this.acquireError(e);
+        if (e instanceof SandboxLimitError || e instanceof SandboxRequestError || e instanceof SandboxAcquireAborted || this.signal.aborted) throw this.acquireError(e);
         let out: FailureOutcome;
         adm.waiting(true);
         try {

@@ -9,7 +9,7 @@
 // start while its first acquirers are still being served; when demand stops the rate decays and idle
 // sandboxes above the target are destroyed once the surplus has lasted a demand window.
 import { createHash } from 'node:crypto';
-import { SandboxAcquireAborted, SandboxPoolClosedError } from './errors.js';
+import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
 import { silentLogger, type DriverSandbox, type SandboxDriver, type SandboxLimits, type SandboxLogger, type SandboxSpec } from './types.js';
 
@@ -463,6 +463,12 @@ export class PoolSet {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
       this.opts.limitPolicy);
     const env = spec.env ? JSON.stringify(Object.entries(spec.env).sort()) : '';
+    // A malformed prepare command is the requirement's fault, said here as a typed error: at run time it would
+    // fail on every creation and only leave the sandboxes unprepared (prepare() hands them out anyway).
+    const pr = spec.prepare;
+    if (pr && (!(pr.argv?.length || pr.script !== undefined) || (pr.argv?.length && pr.script !== undefined) || (pr.timeout_ms !== undefined && !(pr.timeout_ms > 0)))) {
+      throw new SandboxRequestError('prepare: a command needs exactly one of argv and script, and a positive timeout_ms if any');
+    }
     // A prepared sandbox (spec.prepare) is never handed to a requirement without the same preparation.
     const prep = spec.prepare ? `|prepare:${createHash('sha256').update(JSON.stringify(spec.prepare)).digest('hex').slice(0, 16)}` : '';
     return { key: `${spec.image}|${limitsKey(limits)}|${spec.workspace ?? '/workspace'}|${spec.background ?? 'kill'}|${env}${prep}`, limits };

@@ -3,9 +3,9 @@
 // closed pool is SandboxPoolClosedError. Also: the standalone provider the tasks CLI gets injected.
 // Runs on the real bubblewrap driver (no fake: the waits are real pool waits).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SandboxFailure } from '../../../envs/src/api.js';
+import { InvalidArgument, SandboxFailure } from '../../../envs/src/api.js';
 import { openSandboxProvider, PooledSandboxService } from '../../src/sandbox-adapter.js';
-import { SandboxAcquireAborted, SandboxPoolClosedError } from '../../src/sandbox/errors.js';
+import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from '../../src/sandbox/errors.js';
 import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
 import { SandboxPool, PoolSet } from '../../src/sandbox/pool.js';
 import { bwrapFacility, gate } from './facilities.js';
@@ -67,6 +67,24 @@ describe.skipIf(!bwrapOk)('typed pool and seam errors (local driver)', () => {
       await first.releaseAll();
     } finally {
       await pools.close();
+    }
+  });
+
+  it('a malformed prepare command is refused before any pool is made: SandboxRequestError in the pool set, InvalidArgument at the seam', async () => {
+    const set = new PoolSet(driver, { minIdle: 0, maxTotal: 1, statsLogIntervalMs: 0 });
+    for (const prepare of [{ identity: 'judge' as const }, { argv: ['true'], script: 'true' }, { argv: ['true'], timeout_ms: 0 }]) {
+      expect(() => set.pool({ image: IMAGE, prepare })).toThrow(SandboxRequestError);
+    }
+    expect(set.stats()).toEqual([]);
+    await set.close();
+    const handle = await openSandboxProvider('local', { minIdle: 0, maxTotal: 1 });
+    try {
+      await expect(handle.provider.acquire({ image: IMAGE, prepare: { script: 'true', timeout_ms: -1 } })).rejects.toBeInstanceOf(InvalidArgument);
+      // A well-formed one is run and the sandbox is handed out.
+      const sb = await handle.provider.acquire({ image: IMAGE, prepare: { script: 'true' } });
+      expect((await sb.exec({ argv: ['echo', 'ok'] })).stdout).toBe('ok\n');
+    } finally {
+      await handle.close();
     }
   });
 
