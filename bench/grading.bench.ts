@@ -5,6 +5,8 @@
 //    grading sandbox; preflight once per image, worker started with pytest), the same without the pre-started
 //    pytest, and the baseline (runner preflight every time, harness worker started at first use, no server: the
 //    grading path before issue 19).
+//    The task's untouched workspace (most tests fail: what most RL gradings look like) is graded too, on the
+//    current path.
 // 2. One full code-v0 episode (reset, 4 agent steps, submit) split into pool acquire, agent steps and
 //    grading. Prints markdown and writes bench/results/grading.json. Needs Docker + sandgym/python:1.
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -57,7 +59,7 @@ async function main() {
     for (let i = 0; i < 2; i++) await provider.release(await provider.acquire(taskRequirement(all[0]!)));
     provider.acquires = [];
 
-    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number; prestarted: boolean; no_server_ms: number; no_server_score: number; baseline_ms: number; baseline_score: number }[] = [];
+    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number; prestarted: boolean; no_server_ms: number; no_server_score: number; baseline_ms: number; baseline_score: number; untouched_ms: number; untouched_score: number; untouched_failed: number }[] = [];
     // Three arms per task, in a rotating order so none always follows the agent's work:
     //  current   : the judge's pytest pre-started in the pooled grading sandbox (pytest-harness), preflight once per
     //              image, worker started with pytest;
@@ -74,8 +76,11 @@ async function main() {
       const req = taskRequirement(task);
       const agent = await provider.acquire(req);
       let tar: Uint8Array;
+      let untouchedTar: Uint8Array;
       try {
         await seedWorkspace(agent, task);
+        // The task's workspace as handed out: most or all tests fail (what most RL gradings look like).
+        untouchedTar = await agent.getTar('/workspace');
         await runScriptedAgent(agent, task, 'reference');
         tar = await agent.getTar('/workspace');
       } finally {
@@ -90,8 +95,9 @@ async function main() {
       const g = got.current!;
       const n = got.noServer!;
       const b = got.baseline!;
-      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total, prestarted: g.prestarted === true, no_server_ms: r0(n.timings_ms.total), no_server_score: n.score.total, baseline_ms: r0(b.timings_ms.total), baseline_score: b.score.total });
-      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}${g.prestarted ? ', pre-started pytest' : ''}); no server ${r0(n.timings_ms.total)} ms (score ${n.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total})\n`);
+      const u = await gradeSubmission(task, untouchedTar, { provider, requirement: req, killStragglers: true });
+      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total, prestarted: g.prestarted === true, no_server_ms: r0(n.timings_ms.total), no_server_score: n.score.total, baseline_ms: r0(b.timings_ms.total), baseline_score: b.score.total, untouched_ms: r0(u.timings_ms.total), untouched_score: u.score.total, untouched_failed: u.tests?.failed ?? -1 });
+      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}${g.prestarted ? ', pre-started pytest' : ''}); no server ${r0(n.timings_ms.total)} ms (score ${n.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total}); untouched ${r0(u.timings_ms.total)} ms (score ${u.score.total}, ${u.tests?.failed ?? '?'} failed)\n`);
     }
 
     // One full episode through the env API (shaping none: agent steps are pure tool calls).
@@ -149,6 +155,9 @@ async function main() {
         prestarted: perTask.filter((t) => t.prestarted).length,
         no_server_total: stat(perTask.map((t) => t.no_server_ms)),
         baseline_total: stat(perTask.map((t) => t.baseline_ms)),
+        untouched_total: stat(perTask.map((t) => t.untouched_ms)),
+        untouched_failed_tests: perTask.reduce((a, t) => a + Math.max(0, t.untouched_failed), 0),
+        untouched_all_below_1: perTask.every((t) => t.untouched_score < 1),
         ratio_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.baseline_ms), 50)) * 100) / 100,
         ratio_no_server_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.no_server_ms), 50)) * 100) / 100,
         no_server_all_scored_1: perTask.every((t) => t.no_server_score === 1),
@@ -168,6 +177,7 @@ async function main() {
       `| baseline, same run (before issue 19: preflight every grading, worker at first use, no server) | ${g.baseline_total.p50_ms} | ${g.baseline_total.p95_ms} | ${g.baseline_total.max_ms} |`,
       `| ratio of p50s (current / no server) | ${g.ratio_no_server_p50} | | |`,
       `| ratio of p50s (current / baseline) | ${g.ratio_p50} | | |`,
+      `| the untouched workspace (${g.untouched_failed_tests} failing tests over the set), current path | ${g.untouched_total.p50_ms} | ${g.untouched_total.p95_ms} | ${g.untouched_total.max_ms} |`,
       `| grading sandbox acquire (warm pool) | ${g.acquire.p50_ms} | ${g.acquire.p95_ms} | ${g.acquire.max_ms} |`,
       `| copy in + syntax + tests + report | ${g.run.p50_ms} | ${g.run.p95_ms} | ${g.run.max_ms} |`,
       '',

@@ -7,7 +7,10 @@
 //  - the run's deadline kills the server (it is not the run's child): "tests timed out", nothing left running;
 //  - the agent (the harness worker, during the run) cannot reach the server's request pipe, its status file or
 //    its process, and a forged verdict through any of them scores what the submission earned;
-//  - on a pool that wipes grading sandboxes in place (the mutation gate's), every grading gets a fresh server.
+//  - on a pool that wipes grading sandboxes in place (the mutation gate's), every grading gets a fresh server;
+//  - the syntax diagnostic, which runs as the agent beside the tests, names nothing of the judge (no nonce in its
+//    cwd, fds, argv or environment), its output cannot be written by the agent's code, and an agent that stops it
+//    delays its own grading by at most the check's deadline and earns what it earned.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applySolution, seedWorkspace } from '../../envs/src/code/agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from '../../envs/src/code/grade.js';
@@ -177,6 +180,106 @@ def slugify(text):
     const control = await both(slugify, await submission(slugify, { 'slug.py': attack(true) }));
     expect(control.score.total).toBe(1);
   }, 180_000);
+
+  // The syntax diagnostic runs as the agent beside the tests (HARNESS_GRADE_SH). Four valid files of 60,000 lines
+  // (each under the 1 MiB a graded file may have) keep it compiling for seconds, so the agent's code (imported by
+  // the first test) finds it alive.
+  const BIG = Object.fromEntries([0, 1, 2, 3].map((k) => [`big${k}.py`, Array.from({ length: 60_000 }, (_, i) => `v${i} = ${i}\n`).join('')]));
+  /** Agent code that finds its own syntax diagnostic process (by a phrase of the check's source in its argv). */
+  const FIND_SYNTAX = `
+import glob, os
+def syntax_processes():
+    me, mine = os.getuid(), os.getpid()
+    out = []
+    for p in glob.glob("/proc/[0-9]*"):
+        try:
+            if int(p[6:]) != mine and os.stat(p).st_uid == me and b'"ok": ok' in open(p + "/cmdline", "rb").read():
+                out.append(p)
+        except (OSError, ValueError):
+            pass
+    if not out:
+        raise RuntimeError("no syntax process seen")  # every test fails: the case proves nothing, and says so
+    return out
+`;
+
+  it('the syntax diagnostic beside the tests holds nothing of the judge: no nonce, no judge output, and what it says is only data', async () => {
+    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8').replace(/\bdef slugify\(/, 'def _ref_slugify(');
+    const attack = (control: boolean) => `${ref}
+${FIND_SYNTAX}
+tried = []
+def attempt(name, fn):
+    try:
+        fn()
+        tried.append(name + ":ok")
+    except Exception as e:
+        tried.append(name + ":" + type(e).__name__)
+def append(path):
+    with open(path, "a") as fh:
+        fh.write("\\nforged\\n")
+for p in syntax_processes():
+    texts = []
+    for name in ("cmdline", "environ"):
+        try:
+            texts.append(open(p + "/" + name, "rb").read())
+        except OSError:
+            pass
+    try:
+        fds = os.listdir(p + "/fd")
+    except OSError:
+        fds = []
+    links = {}
+    for link in ["cwd", "root"] + ["fd/" + f for f in fds]:
+        try:
+            links[link] = os.readlink(p + "/" + link)
+        except OSError:
+            pass
+    texts += [v.encode() for v in links.values()]
+    # The grading directory's name carries the nonce: nothing the process holds may name it.
+    if any(b"grade-" in t for t in texts):
+        tried.append("nonce:ok")
+    if links.get("cwd") != "/":
+        tried.append("cwd:ok")
+    # Its output file and anything else it holds that is not a pipe, the null device or the agent's own files.
+    for link, target in links.items():
+        if link.startswith("fd/") and not target.startswith(("pipe:", "/dev/null", "/workspace")):
+            attempt("write-" + link, lambda: append(p + "/" + link))
+${control ? 'tried.append("control:ok")' : ''}
+OK = [t for t in tried if t.endswith(":ok")]
+def slugify(text):
+    return _ref_slugify(text) if OK else ""
+`;
+    const empty = await both(slugify, await submission(slugify, { 'slug.py': 'def slugify(text):\n    return ""\n' }));
+    // Above 0, so a run whose agent code never saw the syntax process (every test fails) cannot pass for it.
+    expect(empty.score.total).toBeGreaterThan(0);
+    expect(empty.score.total).toBeLessThan(0.5);
+    const files = (slug: string) => ({ 'slug.py': slug, ...BIG, 'broken.py': 'def broken(:\n    pass\n' });
+    const g = await both(slugify, await submission(slugify, files(attack(false))));
+    expect(g.score, JSON.stringify({ f: g.failures, log: g.log_tail, syn: g.syntax })).toEqual(empty.score);
+    // The diagnostic itself still works beside the tests: six changed files, the broken one found.
+    expect(g.syntax).toEqual({ checked: 6, failed: ['broken.py'] });
+    const control = await both(slugify, await submission(slugify, files(attack(true))));
+    expect(control.score.total).toBe(1);
+  }, 240_000);
+
+  it('the agent stops its own syntax diagnostic: the grading still ends, with the score the submission earned', async () => {
+    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8');
+    const slug = `${ref}
+${FIND_SYNTAX}
+import signal
+for p in syntax_processes():
+    os.kill(int(p[6:]), signal.SIGSTOP)
+`;
+    const tar = await submission(slugify, { 'slug.py': slug, ...BIG });
+    const t0 = performance.now();
+    const g = await grade(slugify, tar);
+    const ms = performance.now() - t0;
+    expect(g.prestarted).toBe(true);
+    expect(g.score.total).toBe(1);
+    // The judge-side deadline (15 s) ended the stopped check: not every big file was reported.
+    expect(g.syntax?.checked ?? 0).toBeLessThan(5);
+    expect(ms).toBeGreaterThan(14_000);
+    expect(ms).toBeLessThan(60_000);
+  }, 120_000);
 
   it('a pool that wipes grading sandboxes in place starts a fresh server for every grading', async () => {
     const tar = await submission(slugify, null, slugify.solution);

@@ -417,7 +417,10 @@ export function parseRunOutput(stdout: string, nonce: string, workspace = '/work
   }
   const syntax: RunOutput['syntax'] = [];
   const wsPrefix = `${workspace.replace(/\/+$/, '')}/`;
-  for (const l of sections.get('syntax') ?? []) {
+  // Harness grade scripts hand the diagnostic back base64-encoded (it ran beside the agent's code: it is data).
+  const syntaxB64 = sections.get('syntax-b64');
+  const syntaxLines = syntaxB64 !== undefined ? Buffer.from(syntaxB64.join(''), 'base64').toString('utf8').split('\n') : (sections.get('syntax') ?? []);
+  for (const l of syntaxLines) {
     try {
       const v = JSON.parse(l) as { path?: unknown; ok?: unknown };
       if (typeof v.path === 'string' && typeof v.ok === 'boolean') syntax.push({ path: v.path.startsWith(wsPrefix) ? v.path.slice(wsPrefix.length) : v.path, ok: v.ok });
@@ -461,20 +464,21 @@ from sandgym_harness import pytest_collection_modifyitems, pytest_configure, pyt
 
 /**
  * The grading script of harness plans, run AS THE JUDGE (cwd: the grading dir under JUDGE_WORKDIR; nonce on
- * stdin). Agent-uid processes only ever get data through argv/stdin and write only to their own pipes: the
- * syntax check runs as the agent (it opens the agent's files), pytest runs as the judge and starts the harness
- * worker as the agent itself. Afterwards every agent process dies (nothing survives into the report reading).
+ * stdin). Agent-uid processes only ever get data through argv/stdin and write only to their own pipes or files the
+ * judge opened for them: the syntax check runs as the agent beside the tests (it opens the agent's files; its
+ * output is data, base64 in the frames), pytest runs as the judge and starts the harness worker as the agent
+ * itself. Afterwards every agent process dies (nothing survives into the report reading).
  */
 export const HARNESS_GRADE_SH = `set -u
 IFS= read -r nonce || exit 97
 root=$1; limit=$2; same_uid=\${3:-0}; preflight=\${4:-1}
 frame() { printf '\\n%s:%s\\n' "$nonce" "$1"; }
 if [ "$same_uid" = 1 ]; then
-  as_agent() { "$@"; }
+  as_agent_prefix=
   sweep() { :; }
 else
   case "\${SANDGYM_AGENT_UID:-}" in ''|0|*[!0-9]*) frame preflight:failed; frame log:begin; printf 'no agent uid (SANDGYM_AGENT_UID) in the judge environment' | base64 | tr -d '\\n'; frame log:end; frame done; exit 0;; esac
-  as_agent() { nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- "$@"; }
+  as_agent_prefix="nsenter -S $SANDGYM_AGENT_UID -G $SANDGYM_AGENT_UID --"
   sweep() { nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- kill -9 -1 2>/dev/null; :; }
 fi
 if [ "$preflight" != 0 ] && ! sh "$root/preflight.sh" "$same_uid" >"$root/out/preflight.log" 2>&1; then
@@ -485,31 +489,48 @@ if [ "$preflight" != 0 ] && ! sh "$root/preflight.sh" "$same_uid" >"$root/out/pr
   frame done
   exit 0
 fi
-frame syntax:begin
-as_agent timeout -k 5 60 env -i $(cat "$root/env.txt") "$(cat "$root/python.txt")" -I -B -c "$(cat "$root/syntax.py")" "$(cat "$root/node.txt")" - <"$root/changed.txt" 2>/dev/null
-frame syntax:end
-sweep
+# The syntax diagnostic (never a reward component) runs as the agent BESIDE the tests, so its interpreter start is
+# off the critical path. The agent's code runs at the same time and may stop, trace or kill it, so it holds nothing
+# of the judge's: cwd /, its list on a pipe, its output in a 0600 judge file whose name carries no nonce (and never
+# the judge's stdout), oom_score_adj 1000 like the worker, and a judge-side deadline, so waiting for it ends. Its
+# output goes back base64-encoded: whatever it says is data. Its deadline (15 s + 2) keeps the wait for it after
+# the tests inside the run's reserve (RUN_OVERHEAD_S) whatever the agent does to it.
+syntax_out="\${root%/*}/syntax-$$.out"
+syntax_check() {
+  cd / || return 0
+  echo 1000 >/proc/self/oom_score_adj 2>/dev/null
+  agent_env=$(cat "$root/env.txt"); py=$(cat "$root/python.txt"); node=$(cat "$root/node.txt")
+  exec timeout -k 2 15 $as_agent_prefix env -i $agent_env "$py" -I -B -c "$(cat "$root/syntax.py")" "$node" - 2>/dev/null
+}
+{ umask 077; cat "$root/changed.txt" | syntax_check >"$syntax_out"; } &
+syntax_pid=$!
 timeout -k 5 "$limit" sh "$root/run.sh" </dev/null >"$root/out/runner.log" 2>&1
 status=$?
+wait "$syntax_pid"
 sweep
 frame "status:$status"
+frame syntax-b64:begin
+if [ -f "$syntax_out" ] && [ ! -L "$syntax_out" ]; then head -c 1048576 "$syntax_out" | base64 -w 0; fi
+frame syntax-b64:end
+rm -f "$syntax_out"
 # Which pytest ran the tests: the one pre-started in this sandbox (run.sh handed it the run) or one run.sh started.
 if [ -f "$root/out/started" ]; then frame runner:prestarted; fi
 if [ -f "$root/out/report.xml" ] && [ ! -L "$root/out/report.xml" ]; then
   frame report:begin
-  base64 <"$root/out/report.xml" | tr -d '\\n'
+  base64 -w 0 <"$root/out/report.xml"
   frame report:end
 fi
 if [ -f "$root/out/agent.json" ] && [ ! -L "$root/out/agent.json" ]; then
   frame messages:begin
-  head -c 1048576 "$root/out/agent.json" | base64 | tr -d '\\n'
+  head -c 1048576 "$root/out/agent.json" | base64 -w 0
   frame messages:end
 fi
 frame hashes:begin
-(cd "$root/tests" && find . -type f -exec sha256sum {} +)
+# The last steps: no subshell for the cd (every path after it is absolute).
+cd "$root/tests" && find . -type f -exec sha256sum {} +
 frame hashes:end
 frame log:begin
-tail -c 4000 "$root/out/runner.log" | base64 | tr -d '\\n'
+tail -c 4000 "$root/out/runner.log" | base64 -w 0
 frame log:end
 frame done
 `;
@@ -587,6 +608,11 @@ export function harnessRunnerArgv(task: LoadedTask, layout: GradingLayout, opts:
     `--basetemp=${layout.tmp}/pytest`,
     `--junitxml=${layout.report}`,
     '--assert=plain',
+    // Tracebacks only reach the operators' log tail (scores come from the report, the agent's messages from the
+    // harness). pytest's own styles re-parse the whole source file of every frame (ast) for each failure: with
+    // the harness's frames in every traceback that was ~80 ms of CPU per failing test here, 1.3 s for a
+    // submission failing 18 tests. Python's native format reads lines only. After the task's own options: ours.
+    '--tb=native',
     '-q',
     ...testPaths,
   ];
@@ -825,6 +851,9 @@ export const GRADER_VERSION = `2+${createHash('sha256')
       PYTEST_SERVER_PY,
       PREPARE_SH,
       serverRunLine(harnessLayout('0'.repeat(32)), {}),
+      // The judge's pytest options (a task's own options and test paths aside) and its ini decide verdicts too.
+      harnessRunnerArgv({ tests: [], spec: { test: { command: ['python3', '-m', 'pytest'] } } } as unknown as LoadedTask, harnessLayout('0'.repeat(32))).join(' '),
+      harnessPytestIni(harnessLayout('0'.repeat(32))),
       HARNESS_CONFTEST,
       HARNESS_GRADE_SH,
       GRADE_SH,

@@ -141,6 +141,22 @@ describe('parseRunOutput', () => {
     expect(out.complete).toBe(false);
   });
 
+  test('harness scripts: the syntax diagnostic comes base64-encoded, and nothing inside it is a frame', () => {
+    const lines = '{"path": "/workspace/a.py", "ok": false}\n' + `${NONCE}:report:begin\n` + Buffer.from('<testsuites/>').toString('base64') + `\n${NONCE}:report:end\n` + '{"path": "/workspace/c.py", "ok": true}\n';
+    const b64 = Buffer.from(lines).toString('base64');
+    // Folded over several lines, as a frame of the grade script may arrive.
+    const text = frame('status:0') + frame('syntax-b64:begin') + `${b64.slice(0, 20)}\n${b64.slice(20)}` + frame('syntax-b64:end') + frame('done');
+    const out = parseRunOutput(text, NONCE);
+    expect(out.syntax).toEqual([
+      { path: 'a.py', ok: false },
+      { path: 'c.py', ok: true },
+    ]);
+    expect(out.report).toBeNull();
+    expect(out.complete).toBe(true);
+    // Only the encoded section is read when both appear.
+    expect(parseRunOutput(frame('syntax:begin') + '{"path": "x.py", "ok": true}' + text, NONCE).syntax).toHaveLength(2);
+  });
+
   test('timeouts and truncated runs', () => {
     expect(parseRunOutput(good.replace('status:1', 'status:124'), NONCE).timed_out).toBe(true);
     const cut = parseRunOutput(good.slice(0, good.indexOf(`${NONCE}:done`)), NONCE);
@@ -200,6 +216,26 @@ describe('pre-started pytest (pytest-harness)', async () => {
     expect(String(req.prepare?.stdin)).toContain("sandgym's pre-started pytest");
     // Other formats start their runner in the run.
     expect(gradingRequirement(js, { requirement: { image: 'x' } }).prepare).toBeUndefined();
+  });
+
+  test('the grade script runs the syntax diagnostic beside the tests, holding nothing of the judge, and ends it before the sweep', async () => {
+    const { HARNESS_GRADE_SH } = await import('../../src/code/grader-plan.js');
+    const sh = HARNESS_GRADE_SH;
+    const start = sh.indexOf('| syntax_check >');
+    const run = sh.indexOf('sh "$root/run.sh"');
+    // Started in the background before the tests, waited for after them and before the sweep and the report.
+    expect(start).toBeGreaterThan(0);
+    expect(sh.slice(start, run)).toContain('syntax_pid=$!');
+    expect(start).toBeLessThan(run);
+    expect(sh.indexOf('wait "$syntax_pid"')).toBeGreaterThan(run);
+    expect(sh.indexOf('wait "$syntax_pid"')).toBeLessThan(sh.indexOf('\nsweep\n'));
+    expect(sh.indexOf('\nsweep\n')).toBeLessThan(sh.indexOf('frame syntax-b64:begin'));
+    // cwd /, a deadline the judge holds (timeout before nsenter), the output file named without the nonce.
+    const fn = sh.slice(sh.indexOf('syntax_check() {'), sh.indexOf('\n}\n', sh.indexOf('syntax_check() {')));
+    expect(fn).toContain('cd / ||');
+    expect(fn).toMatch(/exec timeout -k 2 15 \$as_agent_prefix env -i/);
+    expect(sh).toContain('syntax_out="${root%/*}/syntax-$$.out"');
+    expect(sh).not.toMatch(/syntax_check[^\n]*"\$root\/out/);
   });
 
   test('parseRunOutput: the prestarted frame counts once, with the nonce', () => {
