@@ -134,14 +134,14 @@ describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)',
     expect(probe.seen).toEqual([0]);
   }, 120_000);
 
-  it('the agent cannot reach the server: its pipe, its status file, its lock and its process are out of reach, and forging through them gains nothing', async () => {
-    // Runs in the harness worker (agent uid) while the server runs the tests. If any attempt gets through, the
-    // submission answers with the reference (score 1); otherwise it answers "" (score 0). The control adds one
-    // attempt that must get through (the agent's own /tmp), and scores 1: the attack code itself works.
-    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8').replace(/\bdef slugify\(/, 'def _ref_slugify(');
-    const attack = (control: boolean) => `${ref}
+  const REF_SLUG = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8');
+  /**
+   * slug.py for an attack run in the harness worker (agent uid) during the tests: the reference renamed, `attempt`
+   * and `write` helpers, the attack `body`, then a slugify that answers with the reference if any attempt got
+   * through (score 1) and "" otherwise.
+   */
+  const attackModule = (body: string) => `${REF_SLUG.replace(/\bdef slugify\(/, 'def _ref_slugify(')}
 import glob, os, signal
-SRV = "${SRV}"
 tried = []
 def attempt(name, fn):
     try:
@@ -149,9 +149,29 @@ def attempt(name, fn):
         tried.append(name + ":ok")
     except Exception as e:
         tried.append(name + ":" + type(e).__name__)
-def write(path, data):
-    with open(path, "w") as fh:
+def write(path, data, mode="w"):
+    with open(path, mode) as fh:
         fh.write(data)
+${body}
+OK = [t for t in tried if t.endswith(":ok")]
+def slugify(text):
+    return _ref_slugify(text) if OK else ""
+`;
+  /** What answering "" earns (the inputs without letters or digits): the most an attack may score. */
+  async function emptyScore(): Promise<GradeResult['score']> {
+    const empty = await both(slugify, await submission(slugify, { 'slug.py': 'def slugify(text):\n    return ""\n' }));
+    // Above 0, so a run whose agent code failed at import (every test fails) cannot pass for a contained attack.
+    expect(empty.score.total).toBeGreaterThan(0);
+    expect(empty.score.total).toBeLessThan(0.5);
+    return empty.score;
+  }
+
+  it('the agent cannot reach the server: its pipe, its status file, its lock and its process are out of reach, and forging through them gains nothing', async () => {
+    // Runs in the harness worker (agent uid) while the server runs the tests. If any attempt gets through, the
+    // submission answers with the reference (score 1); otherwise it answers "" (score 0). The control adds one
+    // attempt that must get through (the agent's own /tmp), and scores 1: the attack code itself works.
+    const attack = (control: boolean) =>
+      attackModule(`SRV = "${SRV}"
 attempt("go", lambda: write(SRV + "/go", "/run/sandgym/judge/grade-" + "0" * 32 + "\\n"))
 attempt("lock", lambda: os.open(SRV + "/lock", os.O_RDWR))
 attempt("pid", lambda: open(SRV + "/pid").read())
@@ -167,16 +187,10 @@ for p in glob.glob("/proc/[0-9]*"):
                 attempt("kill", lambda: os.kill(int(p[6:]), sig))
     except OSError:
         pass
-${control ? 'attempt("control", lambda: write("/tmp/control", "1"))' : ''}
-OK = [t for t in tried if t.endswith(":ok")]
-def slugify(text):
-    return _ref_slugify(text) if OK else ""
-`;
-    // What answering "" earns (the inputs without letters or digits): the most the attack may score.
-    const empty = await both(slugify, await submission(slugify, { 'slug.py': 'def slugify(text):\n    return ""\n' }));
-    expect(empty.score.total).toBeLessThan(0.5);
+${control ? 'attempt("control", lambda: write("/tmp/control", "1"))' : ''}`);
+    const empty = await emptyScore();
     const g = await both(slugify, await submission(slugify, { 'slug.py': attack(false) }));
-    expect(g.score).toEqual(empty.score);
+    expect(g.score).toEqual(empty);
     const control = await both(slugify, await submission(slugify, { 'slug.py': attack(true) }));
     expect(control.score.total).toBe(1);
   }, 180_000);
@@ -203,19 +217,8 @@ def syntax_processes():
 `;
 
   it('the syntax diagnostic beside the tests holds nothing of the judge: no nonce, no judge output, and what it says is only data', async () => {
-    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8').replace(/\bdef slugify\(/, 'def _ref_slugify(');
-    const attack = (control: boolean) => `${ref}
-${FIND_SYNTAX}
-tried = []
-def attempt(name, fn):
-    try:
-        fn()
-        tried.append(name + ":ok")
-    except Exception as e:
-        tried.append(name + ":" + type(e).__name__)
-def append(path):
-    with open(path, "a") as fh:
-        fh.write("\\nforged\\n")
+    const attack = (control: boolean) =>
+      attackModule(`${FIND_SYNTAX}
 for p in syntax_processes():
     texts = []
     for name in ("cmdline", "environ"):
@@ -242,19 +245,13 @@ for p in syntax_processes():
     # Its output file and anything else it holds that is not a pipe, the null device or the agent's own files.
     for link, target in links.items():
         if link.startswith("fd/") and not target.startswith(("pipe:", "/dev/null", "/workspace")):
-            attempt("write-" + link, lambda: append(p + "/" + link))
-${control ? 'tried.append("control:ok")' : ''}
-OK = [t for t in tried if t.endswith(":ok")]
-def slugify(text):
-    return _ref_slugify(text) if OK else ""
-`;
-    const empty = await both(slugify, await submission(slugify, { 'slug.py': 'def slugify(text):\n    return ""\n' }));
-    // Above 0, so a run whose agent code never saw the syntax process (every test fails) cannot pass for it.
-    expect(empty.score.total).toBeGreaterThan(0);
-    expect(empty.score.total).toBeLessThan(0.5);
+            attempt("write-" + link, lambda: write(p + "/" + link, "\\nforged\\n", "a"))
+${control ? 'tried.append("control:ok")' : ''}`);
+    // A run whose agent code never saw the syntax process fails every test, below this.
+    const empty = await emptyScore();
     const files = (slug: string) => ({ 'slug.py': slug, ...BIG, 'broken.py': 'def broken(:\n    pass\n' });
     const g = await both(slugify, await submission(slugify, files(attack(false))));
-    expect(g.score, JSON.stringify({ f: g.failures, log: g.log_tail, syn: g.syntax })).toEqual(empty.score);
+    expect(g.score, JSON.stringify({ f: g.failures, log: g.log_tail, syn: g.syntax })).toEqual(empty);
     // The diagnostic itself still works beside the tests: six changed files, the broken one found.
     expect(g.syntax).toEqual({ checked: 6, failed: ['broken.py'] });
     const control = await both(slugify, await submission(slugify, files(attack(true))));
@@ -262,8 +259,7 @@ def slugify(text):
   }, 240_000);
 
   it('the agent stops its own syntax diagnostic: the grading still ends, with the score the submission earned', async () => {
-    const ref = Buffer.from(slugify.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8');
-    const slug = `${ref}
+    const slug = `${REF_SLUG}
 ${FIND_SYNTAX}
 import signal
 for p in syntax_processes():
