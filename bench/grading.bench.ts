@@ -8,7 +8,12 @@
 //    The task's untouched workspace (most tests fail: what most RL gradings look like) is graded too, on the
 //    current path.
 // 2. One full code-v0 episode (reset, 4 agent steps, submit) split into pool acquire, agent steps and
-//    grading. Prints markdown and writes bench/results/grading.json. Needs Docker + sandgym/python:1.
+//    grading.
+// 3. What a grading costs the machine: 20 sequential py-slugify reference gradings, wall time and machine-wide
+//    busy CPU (/proc/stat, every process: the grading and the pool's replacement sandbox and pytest server built
+//    beside it), with a fresh grading sandbox each time and with the grading pool wiping sandboxes in place.
+// Prints markdown and writes bench/results/grading.json. Needs Docker + sandgym/python:1.
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +37,11 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
 }
 const r0 = (x: number) => Math.round(x);
+/** Busy CPU of the whole machine so far (ms), from /proc/stat (user, nice, system, irq, softirq, steal). */
+function machineBusyMs(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + f[7]!) * 10;
+}
 const stat = (xs: number[]) => ({ n: xs.length, p50_ms: r0(pct(xs, 50)), p95_ms: r0(pct(xs, 95)), max_ms: r0(Math.max(...xs)) });
 
 /** Measures every acquire the env or the grader makes. */
@@ -143,6 +153,37 @@ async function main() {
       grading_split_ms: { copy_out_filter_ms: r0(tSubmit - grade.timings_ms.total + (grade.timings_ms.total - grade.timings_ms.acquire - grade.timings_ms.run)), acquire_ms: r0(grade.timings_ms.acquire), run_ms: r0(grade.timings_ms.run) },
     };
 
+    // 3. What a grading costs the machine, fresh grading sandboxes against sandboxes wiped in place.
+    const N = quick ? 8 : 20;
+    const slugAgent = await provider.acquire(taskRequirement(slug));
+    let slugTar: Uint8Array;
+    try {
+      await seedWorkspace(slugAgent, slug);
+      await runScriptedAgent(slugAgent, slug, 'reference');
+      slugTar = await slugAgent.getTar('/workspace');
+    } finally {
+      await provider.release(slugAgent);
+    }
+    const machine: Record<'fresh' | 'wipe', { wall_ms_per_grading: number; cpu_ms_per_grading: number; cores_busy: number }> = {} as never;
+    for (const mode of ['fresh', 'wipe'] as const) {
+      const req = { ...taskRequirement(slug), ...(mode === 'wipe' ? { reuse: 'wipe' as const } : {}) };
+      for (let i = 0; i < 3; i++) await gradeSubmission(slug, slugTar, { provider, requirement: req, killStragglers: true });
+      await new Promise((r) => setTimeout(r, 5000));
+      const c0 = machineBusyMs();
+      const t0 = performance.now();
+      for (let i = 0; i < N; i++) {
+        const r = await gradeSubmission(slug, slugTar, { provider, requirement: req, killStragglers: true });
+        if (r.score.total !== 1) throw new Error(`py-slugify reference scored ${r.score.total} (${mode})`);
+      }
+      const wall = performance.now() - t0;
+      const during = machineBusyMs() - c0;
+      // The pool's refill after the last grading belongs to it too.
+      await new Promise((r) => setTimeout(r, 5000));
+      const cpu = machineBusyMs() - c0;
+      machine[mode] = { wall_ms_per_grading: r0(wall / N), cpu_ms_per_grading: r0(cpu / N), cores_busy: Math.round((during / wall) * 100) / 100 };
+      process.stderr.write(`machine cost, ${mode}: ${JSON.stringify(machine[mode])}\n`);
+    }
+
     const result = {
       when: new Date().toISOString(),
       host: { cpus: os.cpus().length, node: process.version },
@@ -164,6 +205,7 @@ async function main() {
         baseline_all_scored_1: perTask.every((t) => t.baseline_score === 1), acquire: stat(perTask.map((t) => t.acquire_ms)), run: stat(perTask.map((t) => t.run_ms)), all_scored_1: perTask.every((t) => t.score === 1) },
       per_task: perTask,
       episode,
+      machine_cost: { gradings: N, task: 'py-slugify', ...machine },
     };
     const g = result.grading;
     const md = [
@@ -189,6 +231,13 @@ async function main() {
       `| seed workspace | ${episode.seed_workspace_ms} |`,
       `| agent steps (list, read, write, bash) | ${episode.agent_steps_ms} (${episode.agent_step_ms.join(' / ')}) |`,
       `| grading on submit (incl. its acquire ${episode.grading_split_ms.acquire_ms}, run ${episode.grading_split_ms.run_ms}) | ${episode.grading_ms} |`,
+      '',
+      `### What a grading costs the machine (${N} sequential py-slugify reference gradings; CPU: /proc/stat, every process, incl. a 5 s tail for the last refill)`,
+      '',
+      '| grading sandboxes | wall ms per grading | machine CPU ms per grading | cores busy while grading |',
+      '|---|---:|---:|---:|',
+      `| fresh (the pool replaces each: a container and a pytest server built beside the next grading) | ${machine.fresh.wall_ms_per_grading} | ${machine.fresh.cpu_ms_per_grading} | ${machine.fresh.cores_busy} |`,
+      `| wiped in place (\`reuse: 'wipe'\`, as the mutation gate grades) | ${machine.wipe.wall_ms_per_grading} | ${machine.wipe.cpu_ms_per_grading} | ${machine.wipe.cores_busy} |`,
       '',
     ].join('\n');
     process.stdout.write(md + '\n');
