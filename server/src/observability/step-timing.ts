@@ -25,7 +25,10 @@ function nextTurn(): void {
 /**
  * The number of the event-loop iteration running now, for a step starting: the first call in an
  * iteration arms a setImmediate that moves the number on (one per iteration, not per step), so a
- * step whose result arrives after it sees another number.
+ * step whose result arrives after it sees another number. A step started in a check phase (from another
+ * setImmediate) whose result comes in the next iteration's timers or poll phase, before that check phase,
+ * still sees its own number: it is treated as synchronous and sampled (a histogram with fewer such steps;
+ * every step is still counted, and an observer that needs every step timed gets them all).
  */
 export function loopTurn(): number {
   if (!armed) {

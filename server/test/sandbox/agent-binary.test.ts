@@ -134,14 +134,16 @@ for (const rt of RUNTIMES) {
       // A kept background watcher polls every new pid as fast as it can while the host starts 150 commands;
       // it records any process whose maps it can read that still maps the judge binary (a child caught
       // between fork and execve, after the drop: it would hold a copy of the judge's memory and the nonce).
-      await run(
+      const started = await run(
         'rm -f /tmp/watch.log; (end=$(( $(date +%s) + 600 )); while [ ! -e /tmp/stop ] && [ $(date +%s) -lt $end ]; do for p in /proc/[0-9]*; do ' +
           'grep -q "^Uid:.*$(id -u)" $p/status 2>/dev/null && grep -q sandgym-agent $p/maps 2>/dev/null && echo "CAUGHT $p" >>/tmp/watch.log; done; echo tick >>/tmp/watch.log; done) >/dev/null 2>&1 &',
       );
       for (let i = 0; i < 150; i++) await sb.exec({ argv: ['true'] });
       const log = await run('touch /tmp/stop; sleep 0.3; grep -c tick /tmp/watch.log; grep CAUGHT /tmp/watch.log; true');
       const ticks = Number(log.stdout.trim().split('\n')[0]);
-      expect(ticks).toBeGreaterThan(0); // the watcher really ran beside the commands
+      // (The whole result on failure: CI once saw no ticks here and no output in the next test, with nothing
+      // to say why.)
+      expect(ticks, `${JSON.stringify(log)} started: ${JSON.stringify(started)}`).toBeGreaterThan(0); // the watcher really ran beside the commands
       expect(log.stdout).not.toContain('CAUGHT');
       expect(log.stdout).not.toContain(nonce);
     }, 120_000);
@@ -151,7 +153,7 @@ for (const rt of RUNTIMES) {
         'for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] || continue; ' +
           'for s in STOP KILL TERM; do kill -s $s ${p#/proc/} 2>/dev/null && echo "SIGNALLED ${p#/proc/} $s"; done; done; echo tried',
       );
-      expect(r.stdout).toContain('tried');
+      expect(r.stdout, JSON.stringify(r)).toContain('tried');
       expect(r.stdout).not.toContain('SIGNALLED');
       // kill(-1) reaches every process of the caller's uid but the caller (and never the judge).
       const all = await run('sleep 100 & kill -9 -1; sleep 0.2; ps -o args | grep -c "^sleep 100"; true');

@@ -86,6 +86,24 @@ describe.skipIf(!dockerOk)('sandbox leaks (docker)', () => {
     }
   }, 120_000);
 
+  it('close() with creations in flight (a pool refilling at shutdown): each finishes or fails, and no container is left', async () => {
+    // Before, close() listed this instance's containers while the daemon was still making some: a container
+    // created after that list outlived the server. Four creations in flight and two queued behind the
+    // driver's two creation slots when close() is called.
+    const driver = new DockerDriver({ instanceId: `inflight-${Date.now().toString(36)}`, createConcurrency: 2 });
+    const creations = [0, 1, 2, 3, 4, 5].map(() => driver.create({ image: TEST_IMAGE }));
+    const outcomes = Promise.allSettled(creations);
+    // Until the daemon has started making at least one (the creation slots are taken at once).
+    await waitFor(async () => (await containersOf(docker, driver.instanceId)).length > 0, 60_000);
+    await driver.close();
+    expect(await containersOf(docker, driver.instanceId)).toEqual([]);
+    const settled = await outcomes;
+    // The ones queued behind the slots are refused (the driver is closed); the made ones are destroyed.
+    expect(settled.filter((o) => o.status === 'rejected').length).toBeGreaterThanOrEqual(2);
+    for (const o of settled) if (o.status === 'fulfilled') expect(o.value.deadReason).not.toBeNull();
+    expect(await containersOf(docker, driver.instanceId)).toEqual([]);
+  }, 120_000);
+
   it('a sandbox whose owner stops refreshing its lease kills itself and is removed', async () => {
     // Lease refresh effectively off, 10 s TTL: the in-container watchdog must end it on its own.
     const driver = new DockerDriver({ instanceId: `lease-${Date.now().toString(36)}`, leaseRefreshMs: 3600_000, leaseTtlMs: 10_000 });

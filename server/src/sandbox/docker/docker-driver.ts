@@ -176,6 +176,17 @@ const SWEEP_MS = 15_000;
 /** How long a teardown waits for a removal the daemon already started (dockerd can take minutes under load). */
 const REMOVAL_WAIT_MS = 60_000;
 
+/** How long close() waits for creations in flight before it destroys what is live and sweeps. */
+const CLOSE_CREATE_WAIT_MS = 30_000;
+
+/** Resolves once every promise has settled, or after `ms`, whichever is first. */
+async function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
+  if (ps.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(ps), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
 async function waitRemoved(container: Docker.Container, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => {
@@ -217,6 +228,7 @@ export class DockerDriver implements SandboxDriver {
   private eventsLostAt: number | null = null;
   /** Names of containers between createContainer and a started agent (reconcile leaves them alone). */
   private readonly starting = new Set<string>();
+  private readonly creations = new Set<Promise<DockerSandbox>>();
   private closed = false;
   private readonly slots: CreateSlots;
   private reaper: { stop(): Promise<void> } | null = null;
@@ -393,7 +405,8 @@ export class DockerDriver implements SandboxDriver {
    */
   private async sweepInstance(): Promise<void> {
     const until = Date.now() + SWEEP_MS;
-    for (let attempt = 0; ; attempt++) {
+    let first: string[] | null = null;
+    for (;;) {
       let left: Docker.ContainerInfo[];
       try {
         left = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.instanceId}`] } });
@@ -410,18 +423,23 @@ export class DockerDriver implements SandboxDriver {
           } catch (e) {
             const code = statusCode(e);
             if (code === 404) return;
-            if (code === 409) return void (await waitRemoved(this.docker.getContainer(c.Id), Math.max(0, until - Date.now())));
+            // 409: a removal already under way; waited for a moment, then the list says whether it ended.
+            if (code === 409) return void (await waitRemoved(this.docker.getContainer(c.Id), Math.min(2000, Math.max(0, until - Date.now()))));
             failed.push(`${c.Names[0] ?? c.Id}: ${String(e)}`);
           }
         }),
       );
-      if (attempt === 0) this.log.warn({ containers: left.map((c) => c.Names[0] ?? c.Id) }, 'removed containers of this instance left at close');
-      if (failed.length === 0) return;
+      if (!first) {
+        first = left.map((c) => `${c.Names[0] ?? c.Id} (${c.State})`);
+        this.log.warn({ containers: first }, 'removing containers of this instance left at close');
+      }
+      // Listed again until none is left: a removal the daemon accepted but has not finished, or one it
+      // refused, is only done when the daemon no longer lists the container.
       if (Date.now() >= until) {
-        this.log.warn({ failed }, 'containers of this instance could not be removed at close; the next reaper removes them');
+        this.log.warn({ left: left.map((c) => `${c.Names[0] ?? c.Id} (${c.State}: ${c.Status})`), failed }, 'containers of this instance could not be removed at close; the next reaper removes them');
         return;
       }
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, failed.length ? 500 : 100));
     }
   }
 
@@ -474,9 +492,16 @@ export class DockerDriver implements SandboxDriver {
       this.opts.limitPolicy);
     await this.start();
     const release = await this.slots.acquire();
+    if (this.closed) {
+      release();
+      throw new Error('docker driver closed');
+    }
+    const creation = this.createContainer(spec, limits);
+    this.creations.add(creation);
     try {
-      return await this.createContainer(spec, limits);
+      return await creation;
     } finally {
+      this.creations.delete(creation);
       release();
     }
   }
@@ -594,6 +619,9 @@ export class DockerDriver implements SandboxDriver {
     clearInterval(this.leaseTimer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
+    // Creations in flight finish first (bounded): one whose container the daemon made after the sweep's list
+    // would outlive the server. A create after `closed` fails at once.
+    await settleWithin([...this.creations], CLOSE_CREATE_WAIT_MS);
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
     await Promise.allSettled([...this.removals]);
     if (this.started) await this.sweepInstance();
