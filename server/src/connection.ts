@@ -25,7 +25,7 @@ import {
 } from '../../protocol/src/index.js';
 import { ProtocolError, reasonOf, sessionClosed } from './errors.js';
 import { DEFAULT_HARD_LIMIT_BYTES, WriteCoalescer } from './write-coalescer.js';
-import { expired, principalOf, refused, ReplayLog, resumeDisabled, type Frame, type Resumable } from './resume.js';
+import { expired, principalOf, refused, ReplayLog, resumeDisabled, sizeOf, type Frame, type Resumable } from './resume.js';
 import type { ServerCore } from './server-core.js';
 import type { SchedulerDriver, SchedulingAsk } from './scheduler-driver.js';
 import { Session, type BatchCollector, type Job, type SessionRequest, type SessionResult } from './session.js';
@@ -133,7 +133,7 @@ export class Connection implements Resumable {
   private readonly onSocketData = (chunk: Buffer) => this.countPreHello(chunk.length);
   // ---- session resume (PROTOCOL.md §5a) ----
   /** Ids owed a reply, recent replies and frames held while detached; null when resume_grace_ms is 0. */
-  private readonly replay: ReplayLog | null;
+  readonly replay: ReplayLog | null;
   /** Digest of the token this connection authenticated with: its resume tokens are bound to it. */
   private principal = principalOf(null);
   /** hello's client_group: the fairness key on a server without tokens (PROTOCOL.md §6a). */
@@ -168,6 +168,8 @@ export class Connection implements Resumable {
       onOverflow: (bytes) =>
         core.log.warn({ buffered_bytes: bytes, server_buffered_bytes: core.output.total, sessions: this.sessions.size }, 'client is not reading its replies; terminating the connection'),
       budget: core.output,
+      // Until hello says whose it is (tenant()): the connection alone.
+      tenant: `conn:${this.id}`,
     });
     this.address = socket.remoteAddress ?? '';
     this.receiver = receiverOf(ws);
@@ -375,6 +377,10 @@ export class Connection implements Resumable {
     const hello = this.core.helloResult;
     let result = version === hello.version ? hello : { ...hello, version };
     this.clientGroup = m.client_group;
+    // Whose bytes this connection's unsent replies and resume log are (max_buffered_output_bytes per tenant).
+    const tenant = this.tenant();
+    this.out.setTenant(tenant);
+    this.replay?.setTenant(tenant);
     const drv = this.scheduler();
     if (drv !== null) {
       // Per connection: the classes depend on the token's grant.
@@ -904,8 +910,18 @@ export class Connection implements Resumable {
   /** A frame produced while the socket is gone; past the session queue limits the sessions are closed. */
   private hold(f: Frame): void {
     const r = this.replay as ReplayLog;
-    if (r.hold(f)) return;
+    let held = r.hold(f);
+    if (held === true) return;
     const c = this.core.config;
+    // Server-wide room taken back from a tenant holding more than this one (resume.ts makeRoom).
+    if (
+      held === 'pool' &&
+      this.core.resume.makeRoom(r.tenant, sizeOf(f.data), c.max_buffered_output_bytes,
+        `the replies held for the resume passed max_buffered_output_bytes (${c.max_buffered_output_bytes}) server-wide, of which this client's tenant held the most when another tenant's reply needed room`)
+    ) {
+      held = r.hold(f);
+      if (held === true) return;
+    }
     void this.expire(
       `the replies held for the resume passed the limits (max_queued_requests ${c.max_queued_requests}, max_queued_bytes ${c.max_queued_bytes}, or max_buffered_output_bytes ${c.max_buffered_output_bytes} server-wide)`,
     );

@@ -9,6 +9,7 @@
 // queue limits. ResumeTokens maps a token's digest to the connection that holds its sessions, bound
 // to the principal (the auth token's digest) that opened it; a token is spent by the resume that
 // takes it, and remembered (bounded) as spent or expired so a late resume gets a precise error.
+import { TenantBytes } from './tenant-bytes.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { protocolError, type ProtocolError } from '../../protocol/src/index.js';
 
@@ -26,7 +27,7 @@ export interface Frame {
   data: string | Uint8Array;
 }
 
-function sizeOf(data: string | Uint8Array): number {
+export function sizeOf(data: string | Uint8Array): number {
   // Strings are bounded by their UTF-16 length: close enough for a budget, and no encoding pass.
   return typeof data === 'string' ? data.length : data.byteLength;
 }
@@ -47,9 +48,7 @@ function addBounded<T>(set: Set<T>, v: T, max: number): void {
  * to max_queued_bytes held (max_sessions x 64 MiB), none of it counted by max_buffered_output_bytes.
  * The logs keep the sum within that same limit (test: resume-attacks.test.ts).
  */
-export class ReplayPool {
-  total = 0;
-}
+export class ReplayPool extends TenantBytes {}
 
 export class ReplayLog {
   /** Ids received (after hello) whose reply has not been produced yet. */
@@ -66,6 +65,8 @@ export class ReplayLog {
   /** Frames produced while detached, in order. */
   private held: Frame[] = [];
   private heldBytes = 0;
+  /** Whose bytes these are in the pool (setTenant; the connection alone until hello). */
+  tenant = '';
 
   constructor(
     private readonly maxHeldFrames: number,
@@ -87,7 +88,7 @@ export class ReplayLog {
     w.push(f);
     const bytes = sizeOf(f.data);
     this.windowBytes += bytes;
-    this.pool.total += bytes;
+    this.pool.add(this.tenant, bytes);
     // Past half the server-wide limit this connection gives up its own older replies (they become
     // lost, never unseen: nothing runs twice); the newest is always kept. Half: windows are a courtesy,
     // and must not leave the replies held for detached connections (which are owed) without room.
@@ -99,7 +100,7 @@ export class ReplayLog {
       w[this.head++] = undefined as unknown as Frame; // let the frame be collected
       const oldBytes = sizeOf(old.data);
       this.windowBytes -= oldBytes;
-      this.pool.total -= oldBytes;
+      this.pool.add(this.tenant, -oldBytes);
       addBounded(this.done, old.id as number, DONE_IDS_MAX);
     }
     if (this.head >= REPLAY_WINDOW_FRAMES * 4) {
@@ -113,15 +114,29 @@ export class ReplayLog {
     return this.head === 0 ? this.window : this.window.slice(this.head);
   }
 
-  /** A frame produced while detached. False when it does not fit the bounds (the caller expires). */
-  hold(f: Frame): boolean {
+  /** The connection's tenant is known (after hello): what the log keeps now counts as that tenant's. */
+  setTenant(tenant: string): void {
+    this.pool.move(this.tenant, tenant, this.windowBytes + this.heldBytes);
+    this.tenant = tenant;
+  }
+
+  /** Bytes of the frames held while detached. */
+  get heldSize(): number {
+    return this.heldBytes;
+  }
+
+  /**
+   * A frame produced while detached. 'limits' when it passes this connection's own bounds (the caller
+   * expires), 'pool' when only the server-wide one (the caller may make room, see ResumeTokens.makeRoom).
+   */
+  hold(f: Frame): true | 'limits' | 'pool' {
     const bytes = sizeOf(f.data);
-    if (this.held.length >= this.maxHeldFrames || this.heldBytes + bytes > this.maxHeldBytes) return false;
+    if (this.held.length >= this.maxHeldFrames || this.heldBytes + bytes > this.maxHeldBytes) return 'limits';
     // Detached connections together hold no more than the server lets all connections buffer.
-    if (this.pool.total + bytes > this.poolLimit) return false;
+    if (this.pool.total + bytes > this.poolLimit) return 'pool';
     this.held.push(f);
     this.heldBytes += bytes;
-    this.pool.total += bytes;
+    this.pool.add(this.tenant, bytes);
     if (f.id !== null) this.inflight.delete(f.id);
     return true;
   }
@@ -165,7 +180,7 @@ export class ReplayLog {
 
   /** Empties the window and the held frames, and gives their bytes back to the pool. */
   private release(): void {
-    this.pool.total -= this.windowBytes + this.heldBytes;
+    this.pool.add(this.tenant, -(this.windowBytes + this.heldBytes));
     this.window = [];
     this.head = 0;
     this.held = [];
@@ -177,6 +192,8 @@ export class ReplayLog {
 export interface Resumable {
   /** Closes the sessions it holds (grace passed, overflow, shutdown). */
   expire(reason: string): Promise<void>;
+  /** Its resume log, while it keeps one (for makeRoom: whose held frames, how many bytes). */
+  readonly replay: ReplayLog | null;
 }
 
 interface LiveEntry<C extends Resumable> {
@@ -251,6 +268,41 @@ export class ResumeTokens<C extends Resumable> {
     if (!timingSafeEqual(e.principal, principal)) return refused('the token was issued to another principal');
     this.live.delete(key);
     return { conn: e.conn, key };
+  }
+
+  /**
+   * The pool is too full for `bytes` more held for `tenant`: takes room back from the tenant holding the
+   * most, when that is another tenant holding more than `tenant` would with the frame, by expiring its
+   * detached connections (largest held first; their held frames are freed at once). True once the frame
+   * fits within `limit`; false when it cannot fit without taking from a tenant holding no more than this
+   * one (the caller's connection then expires, as it did before tenants were counted). So one tenant
+   * filling the pool loses its own resumes, not another tenant's.
+   */
+  makeRoom(tenant: string, bytes: number, limit: number, reason: string): boolean {
+    const pool = this.pool;
+    while (pool.total + bytes > limit) {
+      let top = '';
+      let topBytes = 0;
+      for (const [t, n] of pool.tenants) {
+        if (n > topBytes) {
+          top = t;
+          topBytes = n;
+        }
+      }
+      if (top === tenant || topBytes <= pool.of(tenant) + bytes) return false;
+      let victim: C | null = null;
+      for (const c of this.detached) {
+        const r = c.replay;
+        if (r === null || r.tenant !== top || r.heldSize === 0) continue;
+        if (victim === null || r.heldSize > (victim.replay as ReplayLog).heldSize) victim = c;
+      }
+      // The top tenant's bytes are windows of live connections (they shrink by themselves): nothing to take.
+      if (victim === null) return false;
+      const before = pool.total;
+      void victim.expire(reason);
+      if (pool.total >= before) return false; // it kept its bytes (already ending): no progress to make
+    }
+    return true;
   }
 
   /** Every detached connection's sessions are closed (server shutdown). */

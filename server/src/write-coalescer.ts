@@ -33,18 +33,21 @@
 //   - a client that stops reading entirely also stops answering pings, so the heartbeat terminates
 //     it within two heartbeat intervals; while paused its memory is bounded by the limits above.
 //   - server-wide, an OutputBudget sums what every connection holds unsent (as last seen on a send or
-//     a 'drain'). When the sum passes its limit, a connection that is itself above the high-water
-//     mark (a slow reader) is terminated on its next send: many slow readers together cannot hold
-//     more than about limit + connections x highWaterBytes, while clients that keep up are untouched.
+//     a 'drain'), per tenant too (tenant-bytes.ts). When the sum passes its limit, a connection that is
+//     itself above the high-water mark (a slow reader) is terminated on its next send if its tenant
+//     holds at least an even share of the total: many slow readers together cannot hold more than about
+//     limit + connections x highWaterBytes, clients that keep up are untouched, and one tenant filling
+//     the budget gets its own readers cut off, never another tenant's (whose share is below its own).
 import type { WebSocket } from 'ws';
+import { TenantBytes } from './tenant-bytes.js';
 
-/** Unsent bytes of all connections together (shared by every coalescer of one server). */
-export class OutputBudget {
-  /** Sum of each coalescer's last-seen unsent bytes. */
-  total = 0;
+/** Unsent bytes of all connections together, and per tenant (shared by every coalescer of one server). */
+export class OutputBudget extends TenantBytes {
   /** Connections terminated because the total passed the limit. */
   overflows = 0;
-  constructor(readonly limitBytes: number) {}
+  constructor(readonly limitBytes: number) {
+    super();
+  }
 }
 
 /** Unsent bytes above which we stop reading from the client. */
@@ -59,6 +62,8 @@ export interface WriteCoalescerOptions {
   onOverflow?: (bufferedBytes: number) => void;
   /** The server-wide budget this connection's unsent bytes count against. */
   budget?: OutputBudget;
+  /** Whose bytes they are in the budget until setTenant() (default: the connection alone). */
+  tenant?: string;
 }
 
 /**
@@ -85,6 +90,8 @@ export class WriteCoalescer {
   private terminated = false;
   /** What this connection currently counts in the budget. */
   private accounted = 0;
+  /** Whose unsent bytes these are in the budget (setTenant). */
+  private tenant: string;
   /** A 'drain' listener is registered (to resume reads and/or to update the budget). */
   private awaitingDrain = false;
   private readonly highWater: number;
@@ -103,6 +110,7 @@ export class WriteCoalescer {
     private readonly opts: WriteCoalescerOptions = {},
   ) {
     this.highWater = opts.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
+    this.tenant = opts.tenant ?? '';
     this.hardLimit = Math.max(opts.hardLimitBytes ?? DEFAULT_HARD_LIMIT_BYTES, this.highWater);
     // Release everything we hold when the socket goes away (close or terminate): an uncork on a
     // destroyed socket is a no-op, but a pending 'drain' listener must not keep closures alive.
@@ -141,7 +149,7 @@ export class WriteCoalescer {
     const budget = this.opts.budget;
     if (budget) {
       this.account(buffered);
-      if (budget.total > budget.limitBytes && buffered > this.highWater) {
+      if (budget.total > budget.limitBytes && buffered > this.highWater && budget.atLeastEvenShare(this.tenant)) {
         budget.overflows++;
         this.overflow(buffered);
         return true;
@@ -151,11 +159,17 @@ export class WriteCoalescer {
     return true;
   }
 
+  /** The connection's tenant is known (after hello): what it holds now counts as that tenant's. */
+  setTenant(tenant: string): void {
+    this.opts.budget?.move(this.tenant, tenant, this.accounted);
+    this.tenant = tenant;
+  }
+
   /** Records this connection's unsent bytes in the budget, and asks to hear when they drain. */
   private account(buffered: number): void {
     const budget = this.opts.budget;
     if (!budget) return;
-    budget.total += buffered - this.accounted;
+    budget.add(this.tenant, buffered - this.accounted);
     this.accounted = buffered;
     if (buffered > 0 && !this.awaitingDrain && this.sock.writableNeedDrain) {
       this.awaitingDrain = true;
@@ -213,7 +227,7 @@ export class WriteCoalescer {
     this.awaitingDrain = false;
     this.pausedForBackpressure = false;
     // Whatever is still unsent goes with the socket.
-    if (this.opts.budget) this.opts.budget.total -= this.accounted;
+    this.opts.budget?.add(this.tenant, -this.accounted);
     this.accounted = 0;
   }
 }

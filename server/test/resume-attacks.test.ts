@@ -20,9 +20,9 @@ import { startServer, until, type TestServer } from './helpers/server.js';
 
 const HELLO = { versions: [...PROTOCOL_VERSIONS], client: { name: 'resume-attacks', version: '0' } };
 
-async function open(server: TestServer, token?: string): Promise<{ c: RawClient; resumeToken: string }> {
+async function open(server: TestServer, token?: string, group?: string): Promise<{ c: RawClient; resumeToken: string }> {
   const c = await RawClient.open(server.url());
-  const r = await c.request('hello', token ? { ...HELLO, token } : HELLO);
+  const r = await c.request('hello', { ...HELLO, ...(token ? { token } : {}), ...(group ? { client_group: group } : {}) });
   if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
   return { c, resumeToken: r.result.resume_token as string };
 }
@@ -389,6 +389,108 @@ describe('resume attacks: memory', () => {
       expect(expired).toBe(n - survivors);
       await until(() => server.sessionCount() === 0 && server.core.connections.size === 0, 10_000, 'all closed');
       expect(pool.total).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('resume attacks: memory across tenants', () => {
+  const LIMIT = 1024 * 1024;
+
+  it("a tenant that fills the server-wide room for held replies loses its own resumes, never another tenant's", async () => {
+    // Tenants by client_group (a server without tokens; with tokens the token is the tenant). Tenant a has
+    // two detached connections holding ~400 KB each; then tenant b's one reply of ~300 KB needs room.
+    // Before tenants were counted, b's connection expired (first come, first kept).
+    const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
+    try {
+      const drop = async (group: string, kb: number) => {
+        const { c, resumeToken } = await open(server, undefined, group);
+        const slow = await c.make('test/slow-v0', { delay_ms: 1500 });
+        const tools = await c.make('test/tools-v0');
+        await c.ok('reset', { session: slow });
+        await c.ok('reset', { session: tools });
+        const text = group.slice(-1).repeat(kb * 1024);
+        const batch = [
+          { type: 'step', session: slow, action: 0 },
+          { type: 'step', session: tools, action: { name: 'echo', arguments: { text } } },
+        ];
+        void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
+        await c.ok('ping');
+        await cut(c);
+        return { resumeToken, text, sessions: [slow, tools] };
+      };
+      const heldBy = (tenant: string) => [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0 && (d as unknown as { replay: { tenant: string } }).replay.tenant === tenant).length;
+      const a = await Promise.all([drop('tenant-a', 400), drop('tenant-a', 400)]);
+      await until(() => heldBy('conn:tenant-a') === 2, 30_000, "tenant a's two replies held");
+      const pool = server.core.resume.pool;
+      expect(pool.of('conn:tenant-a')).toBe(pool.total);
+      const b = await drop('tenant-b', 300);
+      await until(() => heldBy('conn:tenant-b') === 1, 30_000, "tenant b's reply held");
+      expect(heldBy('conn:tenant-a')).toBe(1);
+      expect(pool.total).toBeLessThanOrEqual(LIMIT);
+      // b resumes with its reply; of a's two, one resumes and one was expired for b, saying why.
+      const outcomes: string[] = [];
+      for (const v of [b, ...a]) {
+        const { c } = await open(server);
+        highIds(c);
+        const reply = c.waitFor(900, 10_000);
+        const r = await c.request('resume', { token: v.resumeToken, pending: [900] });
+        if (r.type === 'result') {
+          expect((await reply).result.results[1].result.observation).toBe(v.text);
+          outcomes.push('resumed');
+        } else {
+          void reply.catch(() => undefined);
+          expect(r.error.code).toBe('RESUME_EXPIRED');
+          expect(r.error.details.reason).toContain('max_buffered_output_bytes');
+          expect(r.error.details.reason).toContain("this client's tenant held the most");
+          expect(new Set(r.error.details.sessions)).toEqual(new Set(v.sessions));
+          outcomes.push('expired');
+        }
+        await c.close();
+      }
+      expect(outcomes[0]).toBe('resumed');
+      expect(outcomes.slice(1).sort()).toEqual(['expired', 'resumed']);
+      await until(() => server.sessionCount() === 0 && server.core.connections.size === 0, 10_000, 'all closed');
+      expect(pool.total).toBe(0);
+      expect(pool.tenants.size).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('a tenant holding the most that needs more room expires its own connection, taking nothing from others', async () => {
+    const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
+    try {
+      const drop = async (group: string, kb: number) => {
+        const { c, resumeToken } = await open(server, undefined, group);
+        const slow = await c.make('test/slow-v0', { delay_ms: 1500 });
+        const tools = await c.make('test/tools-v0');
+        await c.ok('reset', { session: slow });
+        await c.ok('reset', { session: tools });
+        const batch = [
+          { type: 'step', session: slow, action: 0 },
+          { type: 'step', session: tools, action: { name: 'echo', arguments: { text: 'y'.repeat(kb * 1024) } } },
+        ];
+        void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
+        await c.ok('ping');
+        await cut(c);
+        return resumeToken;
+      };
+      const held = () => [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0).length;
+      await drop('tenant-b', 300);
+      await Promise.all([drop('tenant-a', 400)]);
+      await until(() => held() === 2, 30_000, 'two replies held');
+      // a (400 KB, the most) needs 400 KB more: it may not take b's room; its new connection expires.
+      const third = await drop('tenant-a', 400);
+      await until(() => server.core.resume.detached.size === 2 && server.sessionCount() === 4, 30_000, "a's third connection expired");
+      expect(server.core.resume.pool.of('conn:tenant-b')).toBeGreaterThan(300 * 1024);
+      const { c } = await open(server);
+      const r = await c.request('resume', { token: third, pending: [900] });
+      expect(r.type).toBe('error');
+      expect(r.error.code).toBe('RESUME_EXPIRED');
+      expect(r.error.details.reason).not.toContain('held the most');
+      await c.close();
     } finally {
       await server.stop();
     }

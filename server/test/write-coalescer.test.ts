@@ -3,7 +3,7 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { WriteCoalescer } from '../src/write-coalescer.js';
+import { OutputBudget, WriteCoalescer } from '../src/write-coalescer.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
 
@@ -220,6 +220,62 @@ describe('write coalescer', () => {
     expect(maxBuffered).toBeLessThanOrEqual(hard + frame.length + 64);
     await until(() => server.readyState === WebSocket.CLOSED, 5000, 'server side closed');
     expect(out.send(frame)).toBe(false);
+  });
+});
+
+describe('the server-wide output budget, per tenant', () => {
+  /** A paused client fed 16 KiB frames (a turn now and then) until the server holds `atLeast` unsent. */
+  async function fill(out: WriteCoalescer, server: WebSocket, atLeast: number, stop: () => boolean = () => false): Promise<void> {
+    const frame = 'x'.repeat(16 * 1024);
+    for (let i = 0; server.bufferedAmount < atLeast && !stop(); i++) {
+      if (!out.send(frame)) return;
+      if (i % 4 === 3) await tick();
+    }
+  }
+
+  it("one tenant holding most of the budget gets its own slow readers cut off, never another tenant's", async () => {
+    const hw = 256 * 1024;
+    const budget = new OutputBudget(768 * 1024);
+    const overflowed: string[] = [];
+    const conn = async (tenant: string, name: string) => {
+      const p = await pair();
+      const out = new WriteCoalescer(p.server, p.serverSocket, { highWaterBytes: hw, hardLimitBytes: 1 << 30, budget, tenant: `conn:${name}`, onOverflow: () => overflowed.push(name) });
+      out.setTenant(tenant); // as hello does: what it holds moves with it
+      (p.client as unknown as { _socket: { pause(): void } })._socket.pause();
+      return { ...p, out };
+    };
+    // Tenant a: four readers, each holding 200-216 KiB (below the high-water mark, so none is cut off
+    // by its own sends): together past the 768 KiB limit.
+    const as = await Promise.all([1, 2, 3, 4].map((i) => conn('a', `a${i}`)));
+    for (const a of as) await fill(a.out, a.server, 200 * 1024);
+    expect(budget.total).toBeGreaterThan(budget.limitBytes);
+    expect(budget.of('a')).toBe(budget.total);
+    expect([...budget.tenants.keys()]).toEqual(['a']);
+    // Tenant b: one reader pushed past the high-water mark while the total is past the limit. It holds
+    // less than an even share (half the total): reads pause, the connection stays.
+    const b = await conn('b', 'b');
+    await fill(b.out, b.server, hw + 32 * 1024, () => b.out.paused);
+    expect(b.out.paused).toBe(true);
+    expect(b.server.bufferedAmount).toBeGreaterThan(hw);
+    expect(budget.total).toBeGreaterThan(budget.limitBytes);
+    expect(budget.of('b')).toBeLessThan(budget.total / 2);
+    expect(b.out.send('more')).toBe(true);
+    expect(overflowed).toEqual([]);
+    expect(budget.overflows).toBe(0);
+    expect(b.server.readyState).toBe(WebSocket.OPEN);
+    // A fifth reader of tenant a past the high-water mark: a holds more than an even share, so it goes.
+    const a5 = await conn('a', 'a5');
+    await fill(a5.out, a5.server, 4 * hw, () => a5.server.readyState !== WebSocket.OPEN);
+    expect(overflowed).toEqual(['a5']);
+    expect(budget.overflows).toBe(1);
+    await until(() => a5.server.readyState === WebSocket.CLOSED, 5000, 'the fifth reader closed');
+    // Its bytes left the budget with it; b is untouched and drains once its client reads.
+    expect(budget.of('a')).toBe(as.reduce((n, a) => n + a.server.bufferedAmount, 0));
+    const got = collect(b.client);
+    (b.client as unknown as { _socket: { resume(): void } })._socket.resume();
+    await until(() => !b.out.paused, 10_000, 'b resumes once its client reads');
+    await until(() => got.includes('more'), 10_000, "b's last frame");
+    expect(budget.of('b')).toBe(0);
   });
 });
 
