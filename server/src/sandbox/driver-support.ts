@@ -28,6 +28,17 @@ export class AgentUids {
   }
 }
 
+/** How long a driver's close() waits for creations in flight before it destroys what is live and sweeps. */
+export const CLOSE_CREATE_WAIT_MS = 30_000;
+
+/** Resolves once every promise has settled, or after `ms`, whichever is first. */
+export async function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
+  if (ps.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(ps), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
 /** At most `max` creations in flight; the rest wait FIFO. acquire() resolves to the release function. */
 export class CreateSlots {
   private active = 0;

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxGoneError } from '../../src/sandbox/errors.js';
+import { DEFAULT_LIMITS } from '../../src/sandbox/limits.js';
 import type { KubernetesDriver } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
 import { KubernetesReaper } from '../../src/sandbox/kubernetes/kubernetes-reaper.js';
 import { SandboxPool } from '../../src/sandbox/pool.js';
@@ -116,6 +117,26 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
     await sb.destroy();
     await waitFor('pod gone', async () => !(await podNames(kc, ns)).includes(sb.id), 30_000);
   }, 120_000);
+
+  it('close() deletes every pod of its instance: creations in flight, and a pod it never tracked (a creation whose reply was lost)', async () => {
+    const d = testDriver(kc, ns, { createConcurrency: 2 });
+    const selector = `sandgym.io/owner=${d.instanceId}`;
+    const live = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.name ?? '');
+    await d.start();
+    // A pod of this instance the driver knows nothing of: made through the API with the driver's own spec.
+    const stray = `sandgym-stray-${Date.now().toString(36)}`;
+    await core.createNamespacedPod({ namespace: ns, body: d.podFor(stray, { image: TEST_IMAGE }, DEFAULT_LIMITS, 2_000_123) });
+    // Four creations: two in flight (the driver's two slots) and two queued behind them when close() comes.
+    const outcomes = Promise.allSettled([0, 1, 2, 3].map(() => d.create({ image: TEST_IMAGE })));
+    await waitFor('a creation to reach the cluster', async () => (await live()).length > 1, 60_000);
+    await d.close();
+    // Nothing of this instance is left that the cluster is not already deleting.
+    expect(await live()).toEqual([]);
+    const settled = await outcomes;
+    expect(settled.filter((o) => o.status === 'rejected').length).toBeGreaterThanOrEqual(2);
+    for (const o of settled) if (o.status === 'fulfilled') expect(o.value.deadReason).not.toBeNull();
+    await waitFor('every pod of the instance gone', async () => (await podNames(kc, ns, selector)).length === 0, 60_000);
+  }, 180_000);
 
   it('a pod deleted under a running command: the command fails with SandboxGoneError and onDied says why', async () => {
     const sb = await driver.create({ image: TEST_IMAGE });

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { defaultAgentChoice, resolveAgentBinary, type AgentChoice } from '../channel/agent-binary.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
-import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, startLeaseRefresh } from '../driver-support.js';
+import { AgentUids, CLOSE_CREATE_WAIT_MS, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, settleWithin, startLeaseRefresh } from '../driver-support.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
   silentLogger,
@@ -175,17 +175,6 @@ const SWEEP_MS = 15_000;
 
 /** How long a teardown waits for a removal the daemon already started (dockerd can take minutes under load). */
 const REMOVAL_WAIT_MS = 60_000;
-
-/** How long close() waits for creations in flight before it destroys what is live and sweeps. */
-const CLOSE_CREATE_WAIT_MS = 30_000;
-
-/** Resolves once every promise has settled, or after `ms`, whichever is first. */
-async function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
-  if (ps.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.allSettled(ps), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
-}
 
 async function waitRemoved(container: Docker.Container, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

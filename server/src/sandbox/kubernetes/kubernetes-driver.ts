@@ -9,7 +9,7 @@ import os from 'node:os';
 import { CoreV1Api, KubeConfig, Watch, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
-import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, startLeaseRefresh } from '../driver-support.js';
+import { AgentUids, CLOSE_CREATE_WAIT_MS, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, settleWithin, startLeaseRefresh } from '../driver-support.js';
 import { SandboxGoneError } from '../errors.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
@@ -113,6 +113,9 @@ function defaultNamespace(kc: KubeConfig): string {
 }
 
 /** HTTP status of a client error (ApiException.code), if any. */
+/** How long close() goes on deleting this instance's pods left over (sweepInstance). */
+const SWEEP_MS = 15_000;
+
 export function apiStatus(e: unknown): number | undefined {
   if (typeof e === 'object' && e !== null && 'code' in e && typeof (e as { code: unknown }).code === 'number') return (e as { code: number }).code;
   return undefined;
@@ -216,6 +219,7 @@ export class KubernetesDriver implements SandboxDriver {
   /** Pods between create and a running sandbox container: the watch resolves these. */
   private readonly startWaiters = new Map<string, StartWaiter>();
   private readonly starting = new Set<string>();
+  private readonly creations = new Set<Promise<KubernetesSandbox>>();
   private readonly uids: AgentUids;
   private readonly slots: CreateSlots;
   private readonly leaseTimer: NodeJS.Timeout;
@@ -440,11 +444,18 @@ export class KubernetesDriver implements SandboxDriver {
     const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(), this.opts.limitPolicy);
     await this.start();
     const release = await this.slots.acquire();
+    if (this.closed) {
+      release();
+      throw new Error('kubernetes driver closed');
+    }
     const name = `sandgym-${labelValue(this.instanceId).slice(0, 8).toLowerCase()}-${randomBytes(5).toString('hex')}`;
     this.starting.add(name);
+    const creation = this.createPod(name, spec, limits);
+    this.creations.add(creation);
     try {
-      return await this.createPod(name, spec, limits);
+      return await creation;
     } finally {
+      this.creations.delete(creation);
       this.starting.delete(name);
       release();
     }
@@ -522,6 +533,38 @@ export class KubernetesDriver implements SandboxDriver {
     }));
   }
 
+  /**
+   * The last step of close(): every pod still labelled with this instance is deleted, whatever left it (a
+   * deletion that failed while the API server was unreachable, a creation whose reply was lost). Listed again
+   * until every pod left is being deleted (its deletionTimestamp set: the cluster finishes it without us), for
+   * up to SWEEP_MS; what is still left is logged, and the reaper of the next server (or the owner reference and
+   * activeDeadlineSeconds) removes it.
+   */
+  private async sweepInstance(): Promise<void> {
+    const until = Date.now() + SWEEP_MS;
+    let first = true;
+    for (;;) {
+      let left: V1Pod[];
+      try {
+        left = (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: this.selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      } catch (e) {
+        this.log.warn({ err: String(e) }, "kubernetes: could not list this instance's pods at close (the API server is unreachable?)");
+        return;
+      }
+      if (left.length === 0) return;
+      const names = left.map((p) => p.metadata?.name ?? '').filter(Boolean);
+      if (first) this.log.warn({ pods: names }, 'kubernetes: deleting pods of this instance left at close');
+      first = false;
+      const failed: string[] = [];
+      await Promise.all(names.map((name) => this.deletePod(name).catch((e: unknown) => void failed.push(`${name}: ${String(e)}`))));
+      if (Date.now() >= until) {
+        this.log.warn({ left: names, failed }, 'kubernetes: pods of this instance could not be deleted at close; the next reaper deletes them');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, failed.length ? 500 : 100));
+    }
+  }
+
   /** Ties a reaper's lifetime to this driver (stopped in close()). */
   attachReaper(r: { stop(): Promise<void> }): void {
     this.reaper = r;
@@ -537,7 +580,12 @@ export class KubernetesDriver implements SandboxDriver {
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     for (const w of this.startWaiters.values()) w.reject(new SandboxGoneError('kubernetes driver closed'));
+    // Creations in flight end first (bounded): one refused above deletes its pod itself, and one past its
+    // start is live by then and destroyed below. A pod created after the sweep's list would outlive us.
+    await settleWithin([...this.creations], CLOSE_CREATE_WAIT_MS);
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
+    // Only a driver that ever talked to the cluster can have pods to sweep (start() is the first call).
+    if (this.watchStarted) await this.sweepInstance();
     await this.reaper?.stop();
     this.watchAbort?.abort();
     this.watchAbort = null;
