@@ -406,7 +406,7 @@ describe('resume attacks: memory across tenants', () => {
     try {
       const drop = async (group: string, kb: number) => {
         const { c, resumeToken } = await open(server, undefined, group);
-        const slow = await c.make('test/slow-v0', { delay_ms: 1500 });
+        const slow = await c.make('test/slow-v0', { delay_ms: 4000 });
         const tools = await c.make('test/tools-v0');
         await c.ok('reset', { session: slow });
         await c.ok('reset', { session: tools });
@@ -464,7 +464,7 @@ describe('resume attacks: memory across tenants', () => {
     try {
       const drop = async (group: string, kb: number) => {
         const { c, resumeToken } = await open(server, undefined, group);
-        const slow = await c.make('test/slow-v0', { delay_ms: 1500 });
+        const slow = await c.make('test/slow-v0', { delay_ms: 4000 });
         const tools = await c.make('test/tools-v0');
         await c.ok('reset', { session: slow });
         await c.ok('reset', { session: tools });
