@@ -9,7 +9,7 @@
 // queue limits. ResumeTokens maps a token's digest to the connection that holds its sessions, bound
 // to the principal (the auth token's digest) that opened it; a token is spent by the resume that
 // takes it, and remembered (bounded) as spent or expired so a late resume gets a precise error.
-import { TenantBytes } from './tenant-bytes.js';
+import { TenantBytes, TenantShare } from './tenant-bytes.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { protocolError, type ProtocolError } from '../../protocol/src/index.js';
 
@@ -65,8 +65,8 @@ export class ReplayLog {
   /** Frames produced while detached, in order. */
   private held: Frame[] = [];
   private heldBytes = 0;
-  /** Whose bytes these are in the pool (setTenant; the connection alone until hello). */
-  tenant = '';
+  /** Its bytes (window and held) in the pool, and whose they are (setTenant; '' until hello). */
+  private readonly share: TenantShare;
 
   constructor(
     private readonly maxHeldFrames: number,
@@ -74,7 +74,9 @@ export class ReplayLog {
     /** Shared by the server's connections, bounded by `poolLimit` (max_buffered_output_bytes). */
     private readonly pool: ReplayPool = new ReplayPool(),
     private readonly poolLimit = Number.POSITIVE_INFINITY,
-  ) {}
+  ) {
+    this.share = new TenantShare(pool, '');
+  }
 
   /** A request was received: its reply is owed. */
   received(id: number): void {
@@ -88,7 +90,7 @@ export class ReplayLog {
     w.push(f);
     const bytes = sizeOf(f.data);
     this.windowBytes += bytes;
-    this.pool.add(this.tenant, bytes);
+    this.share.add(bytes);
     // Past half the server-wide limit this connection gives up its own older replies (they become
     // lost, never unseen: nothing runs twice); the newest is always kept. Half: windows are a courtesy,
     // and must not leave the replies held for detached connections (which are owed) without room.
@@ -100,7 +102,7 @@ export class ReplayLog {
       w[this.head++] = undefined as unknown as Frame; // let the frame be collected
       const oldBytes = sizeOf(old.data);
       this.windowBytes -= oldBytes;
-      this.pool.add(this.tenant, -oldBytes);
+      this.share.add(-oldBytes);
       addBounded(this.done, old.id as number, DONE_IDS_MAX);
     }
     if (this.head >= REPLAY_WINDOW_FRAMES * 4) {
@@ -116,8 +118,12 @@ export class ReplayLog {
 
   /** The connection's tenant is known (after hello): what the log keeps now counts as that tenant's. */
   setTenant(tenant: string): void {
-    this.pool.move(this.tenant, tenant, this.windowBytes + this.heldBytes);
-    this.tenant = tenant;
+    this.share.moveTo(tenant);
+  }
+
+  /** Whose bytes the log keeps. */
+  get tenant(): string {
+    return this.share.tenant;
   }
 
   /** Bytes of the frames held while detached. */
@@ -136,7 +142,7 @@ export class ReplayLog {
     if (this.pool.total + bytes > this.poolLimit) return 'pool';
     this.held.push(f);
     this.heldBytes += bytes;
-    this.pool.add(this.tenant, bytes);
+    this.share.add(bytes);
     if (f.id !== null) this.inflight.delete(f.id);
     return true;
   }
@@ -180,7 +186,7 @@ export class ReplayLog {
 
   /** Empties the window and the held frames, and gives their bytes back to the pool. */
   private release(): void {
-    this.pool.add(this.tenant, -(this.windowBytes + this.heldBytes));
+    this.share.set(0);
     this.window = [];
     this.head = 0;
     this.held = [];
@@ -283,10 +289,10 @@ export class ResumeTokens<C extends Resumable> {
     while (pool.total + bytes > limit) {
       let top = '';
       let topBytes = 0;
-      for (const [t, n] of pool.tenants) {
-        if (n > topBytes) {
-          top = t;
-          topBytes = n;
+      for (const slot of pool.tenants.values()) {
+        if (slot.bytes > topBytes) {
+          top = slot.tenant;
+          topBytes = slot.bytes;
         }
       }
       if (top === tenant || topBytes <= pool.of(tenant) + bytes) return false;

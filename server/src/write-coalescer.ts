@@ -39,7 +39,7 @@
 //     limit + connections x highWaterBytes, clients that keep up are untouched, and one tenant filling
 //     the budget gets its own readers cut off, never another tenant's (whose share is below its own).
 import type { WebSocket } from 'ws';
-import { TenantBytes } from './tenant-bytes.js';
+import { TenantBytes, TenantShare } from './tenant-bytes.js';
 
 /** Unsent bytes of all connections together, and per tenant (shared by every coalescer of one server). */
 export class OutputBudget extends TenantBytes {
@@ -88,10 +88,8 @@ export class WriteCoalescer {
   /** True while reading is paused for backpressure. */
   private pausedForBackpressure = false;
   private terminated = false;
-  /** What this connection currently counts in the budget. */
-  private accounted = 0;
-  /** Whose unsent bytes these are in the budget (setTenant). */
-  private tenant: string;
+  /** What this connection currently counts in the budget, and for whom (setTenant); null without a budget. */
+  private readonly share: TenantShare | null;
   /** A 'drain' listener is registered (to resume reads and/or to update the budget). */
   private awaitingDrain = false;
   private readonly highWater: number;
@@ -110,7 +108,7 @@ export class WriteCoalescer {
     private readonly opts: WriteCoalescerOptions = {},
   ) {
     this.highWater = opts.highWaterBytes ?? DEFAULT_HIGH_WATER_BYTES;
-    this.tenant = opts.tenant ?? '';
+    this.share = opts.budget ? new TenantShare(opts.budget, opts.tenant ?? '') : null;
     this.hardLimit = Math.max(opts.hardLimitBytes ?? DEFAULT_HARD_LIMIT_BYTES, this.highWater);
     // Release everything we hold when the socket goes away (close or terminate): an uncork on a
     // destroyed socket is a no-op, but a pending 'drain' listener must not keep closures alive.
@@ -149,7 +147,7 @@ export class WriteCoalescer {
     const budget = this.opts.budget;
     if (budget) {
       this.account(buffered);
-      if (budget.total > budget.limitBytes && buffered > this.highWater && budget.atLeastEvenShare(this.tenant)) {
+      if (budget.total > budget.limitBytes && buffered > this.highWater && budget.atLeastEvenShare((this.share as TenantShare).tenant)) {
         budget.overflows++;
         this.overflow(buffered);
         return true;
@@ -161,16 +159,14 @@ export class WriteCoalescer {
 
   /** The connection's tenant is known (after hello): what it holds now counts as that tenant's. */
   setTenant(tenant: string): void {
-    this.opts.budget?.move(this.tenant, tenant, this.accounted);
-    this.tenant = tenant;
+    this.share?.moveTo(tenant);
   }
 
   /** Records this connection's unsent bytes in the budget, and asks to hear when they drain. */
   private account(buffered: number): void {
-    const budget = this.opts.budget;
-    if (!budget) return;
-    budget.add(this.tenant, buffered - this.accounted);
-    this.accounted = buffered;
+    const share = this.share;
+    if (share === null) return;
+    share.set(buffered);
     if (buffered > 0 && !this.awaitingDrain && this.sock.writableNeedDrain) {
       this.awaitingDrain = true;
       this.sock.once('drain', this.onDrainBound);
@@ -197,7 +193,7 @@ export class WriteCoalescer {
     // Uncork exactly the one cork we took; ws's own nested cork/uncork pairs are balanced.
     if (sock.writableCorked > 0) sock.uncork();
     // What the kernel took is no longer held: the budget sees this turn's remainder (usually 0).
-    if (this.opts.budget && this.accounted > 0) this.account(this.ws.bufferedAmount);
+    if (this.share !== null && this.share.held > 0) this.account(this.ws.bufferedAmount);
   }
 
   private backpressure(buffered: number): void {
@@ -215,7 +211,7 @@ export class WriteCoalescer {
 
   private onDrain(): void {
     this.awaitingDrain = false;
-    if (this.opts.budget) this.account(this.ws.bufferedAmount);
+    if (this.share !== null) this.account(this.ws.bufferedAmount);
     if (!this.pausedForBackpressure) return;
     this.pausedForBackpressure = false;
     if (this.ws.readyState === OPEN) this.ws.resume();
@@ -227,7 +223,6 @@ export class WriteCoalescer {
     this.awaitingDrain = false;
     this.pausedForBackpressure = false;
     // Whatever is still unsent goes with the socket.
-    this.opts.budget?.add(this.tenant, -this.accounted);
-    this.accounted = 0;
+    this.share?.set(0);
   }
 }
