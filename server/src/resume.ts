@@ -9,9 +9,9 @@
 // queue limits. ResumeTokens maps a token's digest to the connection that holds its sessions, bound
 // to the principal (the auth token's digest) that opened it; a token is spent by the resume that
 // takes it, and remembered (bounded) as spent or expired so a late resume gets a precise error.
-import { TenantBytes, TenantShare } from './tenant-bytes.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { protocolError, type ProtocolError } from '../../protocol/src/index.js';
+import { TenantBytes, TenantShare } from './tenant-bytes.js';
 
 /** Replies kept after sending, for a resume whose client did not receive them: the most recent ones. */
 export const REPLAY_WINDOW_FRAMES = 256;
