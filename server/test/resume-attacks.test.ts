@@ -459,6 +459,29 @@ describe('resume attacks: memory across tenants', () => {
     }
   });
 
+  it('on a server with tokens the token is the tenant: client_group does not split it, and another token is another tenant', async () => {
+    const server = await startServer({ resume_grace_ms: 60_000, tokens: ['alice-token', 'bob-token'] });
+    try {
+      const a1 = (await open(server, 'alice-token', 'group-1')).c;
+      const a2 = (await open(server, 'alice-token', 'group-2')).c;
+      const b = (await open(server, 'bob-token', 'group-1')).c;
+      for (const c of [a1, a2, b]) await c.request('list_envs');
+      const pool = server.core.resume.pool;
+      const keys = [...pool.tenants.keys()].sort();
+      expect(keys).toHaveLength(2);
+      for (const k of keys) expect(k).toMatch(/^token:[0-9a-f]{16}$/);
+      const [ka, kb] = keys as [string, string];
+      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { replay: { tenant: string } }).replay.tenant === k).length;
+      expect([held(ka), held(kb)].sort()).toEqual([1, 2]);
+      expect(pool.of(ka) + pool.of(kb)).toBe(pool.total);
+      for (const c of [a1, a2, b]) await c.close();
+      await until(() => server.core.connections.size === 0, 10_000, 'connections closed');
+      expect(pool.tenants.size).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('a tenant holding the most that needs more room expires its own connection, taking nothing from others', async () => {
     const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
     try {
