@@ -86,8 +86,9 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
       [hostIp(), Number(api.port || 443)],
       [api.hostname, Number(api.port || 443)],
     ];
-    // Each target is real: reachable from this host (outside any sandbox).
-    expect(await tcpReachable(podIp, 8080)).toBe(true);
+    // Each target is real: reachable from this host (outside any sandbox). The listener's nc starts some
+    // time after its pod is Running, and restarts after each connection (CI once tried it too early).
+    await waitFor('the listener to accept from this host', () => tcpReachable(podIp, 8080), 60_000);
     expect(await tcpReachable(api.hostname, Number(api.port || 443))).toBe(true);
     const sb = await driver.create({ image: TEST_IMAGE });
     try {
