@@ -2,12 +2,14 @@
 // run as root it keeps the judge (uid 0, three capabilities) apart from a per-sandbox agent uid and never
 // shows the server's own files; run rootless it has one mapped uid, so it refuses to serve sandboxed envs
 // (UNSUPPORTED at make, with the reason) while the envs that need no sandbox still work.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect, SandgymError } from '../../clients/ts/src/index.js';
 import { LocalDriver, maskArgs } from '../../server/src/sandbox/local/local-driver.js';
+import type { DriverSandbox } from '../../server/src/sandbox/types.js';
 import { HAS_BWRAP } from './e2e-helpers.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -34,6 +36,51 @@ describe.skipIf(!HAS_BWRAP)('local driver as root: the judge is apart from the a
     } finally {
       await plain.close();
       await masked.close();
+    }
+  }, 60_000);
+
+  it.skipIf(!IS_ROOT)('agent uids are claimed host-wide: another server never hands out a uid one uses; a dead server\'s claim is taken over', async () => {
+    // RLIMIT_NPROC counts a uid's processes across the host: two sandboxes sharing an agent uid share one
+    // process budget (a fork bomb in one makes the other's shell fail to fork). Every driver instance used to
+    // start at the same uid. Two uids only, so that any sharing would show.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sgclaims-'));
+    const opts = { uidBase: 1_500_000 + (process.pid % 1000) * 4, uidSpan: 2, uidClaimDir: dir };
+    const drivers: LocalDriver[] = [];
+    const driver = (name: string) => {
+      const d = new LocalDriver({ instanceId: `claims-${name}`, ...opts });
+      drivers.push(d);
+      return d;
+    };
+    const uidOf = async (sb: DriverSandbox) => Number((await sb.exec({ argv: ['id', '-u'] })).stdout.trim());
+    try {
+      const a = driver('a');
+      const b = driver('b');
+      const a1 = await a.create({ image: 'host' });
+      const b1 = await b.create({ image: 'host' });
+      const ua = await uidOf(a1);
+      const ub = await uidOf(b1);
+      expect(new Set([ua, ub])).toEqual(new Set([opts.uidBase, opts.uidBase + 1]));
+      expect(readFileSync(path.join(dir, String(ua)), 'utf8')).toBe(String(process.pid));
+      // Both uids in use: a third server, and b again, find none free (before, each would have reused one).
+      const c = driver('c');
+      await expect(c.create({ image: 'host' })).rejects.toThrow(/no free sandbox uid/);
+      await expect(b.create({ image: 'host' })).rejects.toThrow(/no free sandbox uid/);
+      // a's sandbox gone: its claim goes with it, and its uid is c's to take.
+      await a1.destroy();
+      for (let i = 0; i < 100 && existsSync(path.join(dir, String(ua))); i++) await new Promise((r) => setTimeout(r, 20));
+      const c1 = await c.create({ image: 'host' });
+      expect(await uidOf(c1)).toBe(ua);
+      await c.close();
+      expect(existsSync(path.join(dir, String(ua)))).toBe(false);
+      // A claim left by a server killed with SIGKILL (its pid no longer alive) is taken over.
+      const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+      writeFileSync(path.join(dir, String(ua)), dead);
+      const d1 = await driver('d').create({ image: 'host' });
+      expect(await uidOf(d1)).toBe(ua);
+      expect(readFileSync(path.join(dir, String(ua)), 'utf8')).toBe(String(process.pid));
+    } finally {
+      for (const d of drivers) await d.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 

@@ -8,14 +8,21 @@ import type { SandboxLimits } from './types.js';
 /** First uid of the per-sandbox agent uid range (each sandbox gets its own, so RLIMIT_NPROC counts one sandbox). */
 export const DEFAULT_AGENT_UID_BASE = 2_000_000;
 
-/** Agent uids in use by one driver instance: random in a 2^20 range, so other instances rarely collide. */
+/**
+ * Agent uids in use by one driver instance: random in a range (2^20 by default), so other instances rarely
+ * pick the same; the Docker driver also asks the daemon whether another instance's live sandbox has it.
+ */
 export class AgentUids {
   private readonly used = new Set<number>();
-  constructor(private readonly base: number = DEFAULT_AGENT_UID_BASE) {}
+  constructor(
+    private readonly base: number = DEFAULT_AGENT_UID_BASE,
+    private readonly span: number = 1 << 20,
+  ) {}
 
   alloc(): number {
+    if (this.used.size >= this.span) throw new Error(`no free agent uid: all ${this.span} from ${this.base} are in use`);
     for (;;) {
-      const uid = this.base + (randomBytes(4).readUInt32LE(0) % (1 << 20));
+      const uid = this.base + (randomBytes(4).readUInt32LE(0) % this.span);
       if (!this.used.has(uid)) {
         this.used.add(uid);
         return uid;

@@ -32,6 +32,7 @@ export const LABEL = {
   ownerPid: 'sandgym.owner_pid',
   host: 'sandgym.host',
   memory: 'sandgym.memory_mb',
+  agentUid: 'sandgym.agent_uid',
 } as const;
 
 export interface DockerDriverOptions {
@@ -49,6 +50,8 @@ export interface DockerDriverOptions {
   user?: string;
   /** First uid of the per-sandbox agent uid range (default 2,000,000). */
   agentUidBase?: number;
+  /** How many uids from agentUidBase on sandboxes may use (default 2^20). */
+  agentUidSpan?: number;
   readonlyRoot?: boolean;
   tmpSizeMb?: number;
   /**
@@ -234,7 +237,7 @@ export class DockerDriver implements SandboxDriver {
     this.user = opts.user;
     this.execPath = opts.execPath ?? 'channel';
     this.capabilities = { ...DOCKER_CAPABILITIES, ...(opts.runtime ? { runtime: opts.runtime } : {}) };
-    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE);
+    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE, opts.agentUidSpan);
     this.slots = new CreateSlots(opts.createConcurrency ?? 4);
     this.leaseTimer = startLeaseRefresh(this.live, opts.leaseRefreshMs ?? 10_000);
   }
@@ -469,10 +472,27 @@ export class DockerDriver implements SandboxDriver {
 
   private readonly uids: AgentUids;
 
-  /** A uid no live sandbox of this instance uses (driver-support.ts), unless a fixed `user` was asked for. */
-  private allocAgentUid(): number {
+  /**
+   * A uid no live sandbox of this instance uses (driver-support.ts), nor, as far as the daemon knows, a
+   * live sandbox of another instance on it (label sandgym.agent_uid): RLIMIT_NPROC counts a uid's processes
+   * across the host, so two sandboxes sharing one share a process budget, and a fork bomb in one makes the
+   * other's shell fail to fork. One list call per creation. A fixed `user` is used as asked.
+   */
+  private async allocAgentUid(): Promise<number> {
     if (this.user !== undefined) return Number(this.user.split(':')[0]);
-    return this.uids.alloc();
+    const taken: number[] = [];
+    try {
+      for (;;) {
+        const uid = this.uids.alloc();
+        const others = await this.docker
+          .listContainers({ all: true, filters: { label: [`${LABEL.agentUid}=${uid}`] } })
+          .catch(() => [] as Docker.ContainerInfo[]); // a daemon in trouble fails the creation right after
+        if (!others.some((c) => c.State !== 'exited' && c.State !== 'dead')) return uid;
+        taken.push(uid); // kept out of alloc() until this search ends
+      }
+    } finally {
+      for (const u of taken) this.uids.free(u);
+    }
   }
 
   async create(spec: SandboxSpec): Promise<DockerSandbox> {
@@ -508,15 +528,30 @@ export class DockerDriver implements SandboxDriver {
       [LABEL.host]: this.opts.hostname ?? (await import('node:os')).hostname(),
       [LABEL.memory]: String(limits.memory_mb),
     };
+    // Chosen before the container exists, so that its label tells other instances on this daemon.
+    const claim = { uid: await this.allocAgentUid(), live: false };
+    labels[LABEL.agentUid] = String(claim.uid);
     this.starting.add(id);
     try {
-      return await this.createStarted(id, spec, limits, workspace, labels, ttl);
+      return await this.createStarted(id, spec, limits, workspace, labels, ttl, claim);
+    } catch (e) {
+      // A sandbox that became live gives its uid back when it goes (forget); one that never did, here.
+      if (!claim.live && this.user === undefined) this.uids.free(claim.uid);
+      throw e;
     } finally {
       this.starting.delete(id);
     }
   }
 
-  private async createStarted(id: string, spec: SandboxSpec, limits: SandboxLimits, workspace: string, labels: Record<string, string>, ttl: number): Promise<DockerSandbox> {
+  private async createStarted(
+    id: string,
+    spec: SandboxSpec,
+    limits: SandboxLimits,
+    workspace: string,
+    labels: Record<string, string>,
+    ttl: number,
+    claim: { uid: number; live: boolean },
+  ): Promise<DockerSandbox> {
     const container = await this.docker.createContainer(
       containerOptions({
         name: id,
@@ -552,7 +587,7 @@ export class DockerDriver implements SandboxDriver {
     });
     // Agent input goes to the hijacked socket; we never call end() on it while the sandbox lives
     // (closing stdin destroys the socket, dockerode #53).
-    const agentUid = this.allocAgentUid();
+    const agentUid = claim.uid;
     const channel = new CommandChannel(stream, out, {
       leaseTicks: leaseTicks(ttl),
       agentUid,
@@ -569,6 +604,7 @@ export class DockerDriver implements SandboxDriver {
       }
     };
     this.live.set(id, sb);
+    claim.live = true;
     try {
       await container.start();
       await channel.start();

@@ -21,6 +21,7 @@ import { ChannelSandbox } from '../channel-sandbox.js';
 import { SandboxUnsupportedError } from '../errors.js';
 import { IO_DIR_MB, SHM_MB } from '../judge-reserve.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
+import { DEFAULT_UID_CLAIM_DIR, HostUidClaims } from '../uid-claims.js';
 import {
   silentLogger,
   type DriverCapabilities,
@@ -39,6 +40,13 @@ export interface LocalDriverOptions {
   limitPolicy?: LimitPolicy;
   /** First host uid handed to sandboxes when running as root (one uid per live sandbox). */
   uidBase?: number;
+  /**
+   * Where agent uids are claimed host-wide (uid-claims.ts), so that another server on this host never hands
+   * out the same uid while this one uses it (default /run/sandgym/agent-uids; null: this driver alone).
+   */
+  uidClaimDir?: string | null;
+  /** How many uids from uidBase on sandboxes may use (default 60,000). */
+  uidSpan?: number;
   /** Per-process CPU seconds (RLIMIT_CPU); bwrap has no CPU quota. */
   cpuSeconds?: number;
   tmpSizeMb?: number;
@@ -140,7 +148,10 @@ export class LocalDriver implements SandboxDriver {
   /** The binary agent to --ro-bind (null: the sh agent), resolved at the first create. */
   private agentBinary: Promise<string | null> | undefined;
   private readonly usedUids = new Set<number>();
-  private nextUid = 0;
+  /** Where the next uid search starts: random, so that servers on one host rarely meet at all. */
+  private nextUid: number;
+  private readonly claims: HostUidClaims | null;
+  private readonly uidSpan: number;
   private readonly leaseTimer: NodeJS.Timeout;
   private readonly masks: string[];
 
@@ -148,6 +159,9 @@ export class LocalDriver implements SandboxDriver {
     this.instanceId = opts.instanceId;
     this.masks = maskArgs([PACKAGE_ROOT, ...(opts.hidePaths ?? [])]);
     this.log = opts.logger ?? silentLogger;
+    this.uidSpan = Math.max(1, opts.uidSpan ?? UID_SPAN);
+    this.nextUid = randomBytes(4).readUInt32LE(0) % this.uidSpan;
+    this.claims = opts.uidClaimDir === null ? null : new HostUidClaims(opts.uidClaimDir ?? DEFAULT_UID_CLAIM_DIR);
     // bwrap --die-with-parent already ties sandboxes to this process; the lease is a second line.
     this.leaseTimer = setInterval(() => {
       for (const sb of this.live.values()) sb.refreshLease();
@@ -165,15 +179,19 @@ export class LocalDriver implements SandboxDriver {
     });
   }
 
-  private allocUid(): number {
+  /** A uid no live sandbox of this driver, nor of another server on this host (HostUidClaims), uses. */
+  private async allocUid(): Promise<number> {
     const base = this.opts.uidBase ?? 1_000_000;
-    for (let i = 0; i < UID_SPAN; i++) {
-      const uid = base + ((this.nextUid + i) % UID_SPAN);
-      if (!this.usedUids.has(uid)) {
-        this.nextUid = (this.nextUid + i + 1) % UID_SPAN;
-        this.usedUids.add(uid);
+    for (let i = 0; i < this.uidSpan; i++) {
+      const k = (this.nextUid + i) % this.uidSpan;
+      const uid = base + k;
+      if (this.usedUids.has(uid)) continue;
+      this.usedUids.add(uid); // before the await: a concurrent creation here skips it
+      if (this.claims === null || (await this.claims.claim(uid))) {
+        this.nextUid = (k + 1) % this.uidSpan;
         return uid;
       }
+      this.usedUids.delete(uid);
     }
     throw new Error('no free sandbox uid');
   }
@@ -188,7 +206,7 @@ export class LocalDriver implements SandboxDriver {
     const id = `sandgym-local-${randomBytes(6).toString('hex')}`;
     // The agent: one host uid per sandbox. RLIMIT_NPROC counts processes per uid, so a shared uid would
     // let one sandbox's fork bomb starve all the others; the judge (uid 0) is exempt from it.
-    const uid = this.allocUid();
+    const uid = await this.allocUid();
     const mb = 1024 * 1024;
     const tmpMb = this.opts.tmpSizeMb ?? 64;
     const prlimit = [
@@ -232,7 +250,8 @@ export class LocalDriver implements SandboxDriver {
       env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1' },
     });
     const releaseUid = () => {
-      this.usedUids.delete(uid);
+      if (!this.usedUids.delete(uid)) return;
+      void this.claims?.release(uid);
     };
     let stderrTail = '';
     child.stderr?.on('data', (c: Buffer) => {
@@ -274,5 +293,6 @@ export class LocalDriver implements SandboxDriver {
   async close(): Promise<void> {
     clearInterval(this.leaseTimer);
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
+    await this.claims?.releaseAll();
   }
 }
