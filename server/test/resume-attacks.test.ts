@@ -398,34 +398,39 @@ describe('resume attacks: memory', () => {
 describe('resume attacks: memory across tenants', () => {
   const LIMIT = 1024 * 1024;
 
+  /**
+   * A connection of tenant `group` (client_group) that drops with one reply of `kb` KB owed: produced 4 s
+   * after the drop (a slow step batched with an echo), so it is held for the resume, or expired for want of room.
+   */
+  async function drop(server: TestServer, group: string, kb: number): Promise<{ resumeToken: string; text: string; sessions: string[] }> {
+    const { c, resumeToken } = await open(server, undefined, group);
+    const slow = await c.make('test/slow-v0', { delay_ms: 4000 });
+    const tools = await c.make('test/tools-v0');
+    await c.ok('reset', { session: slow });
+    await c.ok('reset', { session: tools });
+    const text = group.slice(-1).repeat(kb * 1024);
+    const batch = [
+      { type: 'step', session: slow, action: 0 },
+      { type: 'step', session: tools, action: { name: 'echo', arguments: { text } } },
+    ];
+    void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
+    await c.ok('ping');
+    await cut(c);
+    return { resumeToken, text, sessions: [slow, tools] };
+  }
+
   it("a tenant that fills the server-wide room for held replies loses its own resumes, never another tenant's", async () => {
     // Tenants by client_group (a server without tokens; with tokens the token is the tenant). Tenant a has
     // two detached connections holding ~400 KB each; then tenant b's one reply of ~300 KB needs room.
     // Before tenants were counted, b's connection expired (first come, first kept).
     const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
     try {
-      const drop = async (group: string, kb: number) => {
-        const { c, resumeToken } = await open(server, undefined, group);
-        const slow = await c.make('test/slow-v0', { delay_ms: 4000 });
-        const tools = await c.make('test/tools-v0');
-        await c.ok('reset', { session: slow });
-        await c.ok('reset', { session: tools });
-        const text = group.slice(-1).repeat(kb * 1024);
-        const batch = [
-          { type: 'step', session: slow, action: 0 },
-          { type: 'step', session: tools, action: { name: 'echo', arguments: { text } } },
-        ];
-        void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
-        await c.ok('ping');
-        await cut(c);
-        return { resumeToken, text, sessions: [slow, tools] };
-      };
       const heldBy = (tenant: string) => [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0 && (d as unknown as { replay: { tenant: string } }).replay.tenant === tenant).length;
-      const a = await Promise.all([drop('tenant-a', 400), drop('tenant-a', 400)]);
+      const a = await Promise.all([drop(server, 'tenant-a', 400), drop(server, 'tenant-a', 400)]);
       await until(() => heldBy('conn:tenant-a') === 2, 30_000, "tenant a's two replies held");
       const pool = server.core.resume.pool;
       expect(pool.of('conn:tenant-a')).toBe(pool.total);
-      const b = await drop('tenant-b', 300);
+      const b = await drop(server, 'tenant-b', 300);
       await until(() => heldBy('conn:tenant-b') === 1, 30_000, "tenant b's reply held");
       expect(heldBy('conn:tenant-a')).toBe(1);
       expect(pool.total).toBeLessThanOrEqual(LIMIT);
@@ -485,27 +490,12 @@ describe('resume attacks: memory across tenants', () => {
   it('a tenant holding the most that needs more room expires its own connection, taking nothing from others', async () => {
     const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
     try {
-      const drop = async (group: string, kb: number) => {
-        const { c, resumeToken } = await open(server, undefined, group);
-        const slow = await c.make('test/slow-v0', { delay_ms: 4000 });
-        const tools = await c.make('test/tools-v0');
-        await c.ok('reset', { session: slow });
-        await c.ok('reset', { session: tools });
-        const batch = [
-          { type: 'step', session: slow, action: 0 },
-          { type: 'step', session: tools, action: { name: 'echo', arguments: { text: 'y'.repeat(kb * 1024) } } },
-        ];
-        void sendWithId(c, 900, 'batch', { requests: batch }).catch(() => undefined);
-        await c.ok('ping');
-        await cut(c);
-        return resumeToken;
-      };
       const held = () => [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0).length;
-      await drop('tenant-b', 300);
-      await Promise.all([drop('tenant-a', 400)]);
+      await drop(server, 'tenant-b', 300);
+      await drop(server, 'tenant-a', 400);
       await until(() => held() === 2, 30_000, 'two replies held');
       // a (400 KB, the most) needs 400 KB more: it may not take b's room; its new connection expires.
-      const third = await drop('tenant-a', 400);
+      const { resumeToken: third } = await drop(server, 'tenant-a', 400);
       await until(() => server.core.resume.detached.size === 2 && server.sessionCount() === 4, 30_000, "a's third connection expired");
       expect(server.core.resume.pool.of('conn:tenant-b')).toBeGreaterThan(300 * 1024);
       const { c } = await open(server);

@@ -16,8 +16,12 @@ export class AgentUids {
   private readonly used = new Set<number>();
   constructor(
     private readonly base: number = DEFAULT_AGENT_UID_BASE,
-    private readonly span: number = 1 << 20,
-  ) {}
+    span: number = 1 << 20,
+  ) {
+    this.span = Math.max(1, Math.floor(span));
+  }
+
+  private readonly span: number;
 
   alloc(): number {
     if (this.used.size >= this.span) throw new Error(`no free agent uid: all ${this.span} from ${this.base} are in use`);
@@ -38,12 +42,29 @@ export class AgentUids {
 /** How long a driver's close() waits for creations in flight before it destroys what is live and sweeps. */
 export const CLOSE_CREATE_WAIT_MS = 30_000;
 
-/** Resolves once every promise has settled, or after `ms`, whichever is first. */
-export async function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
-  if (ps.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.allSettled(ps), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
+/**
+ * A driver's creations in flight, so that close() lets them end (bounded) before its sweep: a container or
+ * pod made after the sweep's list would outlive the server.
+ */
+export class InFlight {
+  private readonly ps = new Set<Promise<unknown>>();
+
+  track<T>(p: Promise<T>): Promise<T> {
+    this.ps.add(p);
+    const done = (): void => {
+      this.ps.delete(p);
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  /** Resolves once every creation now in flight has settled, or after `ms`, whichever is first. */
+  async settle(ms: number = CLOSE_CREATE_WAIT_MS): Promise<void> {
+    if (this.ps.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.ps]), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+  }
 }
 
 /** At most `max` creations in flight; the rest wait FIFO. acquire() resolves to the release function. */

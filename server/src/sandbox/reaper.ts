@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { LABEL } from './docker/docker-driver.js';
+import { pidAlive } from './pid-alive.js';
 import { silentLogger, type SandboxLogger } from './types.js';
 
 export interface ReaperOptions {
@@ -38,15 +39,6 @@ export function defaultStateDir(): string {
 interface Heartbeat {
   pid: number;
   host: string;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export class Reaper {

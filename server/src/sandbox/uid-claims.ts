@@ -8,18 +8,10 @@
 // Creation path only, never a step.
 import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pidAlive } from './pid-alive.js';
 
 /** Where claims live unless a driver is given another directory. */
 export const DEFAULT_UID_CLAIM_DIR = '/run/sandgym/agent-uids';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class HostUidClaims {
   private ready: Promise<unknown> | null = null;
@@ -37,7 +29,7 @@ export class HostUidClaims {
     const file = path.join(this.dir, String(uid));
     if (await this.create(file)) return this.hold(uid);
     const holder = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
-    if (Number.isInteger(holder) && holder > 0 && alive(holder)) return false;
+    if (Number.isInteger(holder) && holder > 0 && pidAlive(holder)) return false;
     // Stale (its holder is gone) or unreadable: taken over. Of two claimers racing here, one may unlink the
     // other's fresh claim; that needs both to meet on one stale uid in the same moment.
     await unlink(file).catch(() => undefined);

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { defaultAgentChoice, resolveAgentBinary, type AgentChoice } from '../channel/agent-binary.js';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
-import { AgentUids, CLOSE_CREATE_WAIT_MS, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, settleWithin, startLeaseRefresh } from '../driver-support.js';
+import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, InFlight, leaseTicks, startLeaseRefresh } from '../driver-support.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
   silentLogger,
@@ -220,7 +220,7 @@ export class DockerDriver implements SandboxDriver {
   private eventsLostAt: number | null = null;
   /** Names of containers between createContainer and a started agent (reconcile leaves them alone). */
   private readonly starting = new Set<string>();
-  private readonly creations = new Set<Promise<DockerSandbox>>();
+  private readonly creations = new InFlight();
   private closed = false;
   private readonly slots: CreateSlots;
   private reaper: { stop(): Promise<void> } | null = null;
@@ -505,12 +505,9 @@ export class DockerDriver implements SandboxDriver {
       release();
       throw new Error('docker driver closed');
     }
-    const creation = this.createContainer(spec, limits);
-    this.creations.add(creation);
     try {
-      return await creation;
+      return await this.creations.track(this.createContainer(spec, limits));
     } finally {
-      this.creations.delete(creation);
       release();
     }
   }
@@ -646,7 +643,7 @@ export class DockerDriver implements SandboxDriver {
     this.reconnectTimer = null;
     // Creations in flight finish first (bounded): one whose container the daemon made after the sweep's list
     // would outlive the server. A create after `closed` fails at once.
-    await settleWithin([...this.creations], CLOSE_CREATE_WAIT_MS);
+    await this.creations.settle();
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
     await Promise.allSettled([...this.removals]);
     if (this.started) await this.sweepInstance();

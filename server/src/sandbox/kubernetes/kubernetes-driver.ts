@@ -9,7 +9,7 @@ import os from 'node:os';
 import { CoreV1Api, KubeConfig, Watch, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
 import { CommandChannel } from '../channel/channel.js';
 import { ChannelSandbox } from '../channel-sandbox.js';
-import { AgentUids, CLOSE_CREATE_WAIT_MS, CreateSlots, DEFAULT_AGENT_UID_BASE, leaseTicks, settleWithin, startLeaseRefresh } from '../driver-support.js';
+import { AgentUids, CreateSlots, DEFAULT_AGENT_UID_BASE, InFlight, leaseTicks, startLeaseRefresh } from '../driver-support.js';
 import { SandboxGoneError } from '../errors.js';
 import { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits, type LimitPolicy } from '../limits.js';
 import {
@@ -219,7 +219,7 @@ export class KubernetesDriver implements SandboxDriver {
   /** Pods between create and a running sandbox container: the watch resolves these. */
   private readonly startWaiters = new Map<string, StartWaiter>();
   private readonly starting = new Set<string>();
-  private readonly creations = new Set<Promise<KubernetesSandbox>>();
+  private readonly creations = new InFlight();
   private readonly uids: AgentUids;
   private readonly slots: CreateSlots;
   private readonly leaseTimer: NodeJS.Timeout;
@@ -450,12 +450,9 @@ export class KubernetesDriver implements SandboxDriver {
     }
     const name = `sandgym-${labelValue(this.instanceId).slice(0, 8).toLowerCase()}-${randomBytes(5).toString('hex')}`;
     this.starting.add(name);
-    const creation = this.createPod(name, spec, limits);
-    this.creations.add(creation);
     try {
-      return await creation;
+      return await this.creations.track(this.createPod(name, spec, limits));
     } finally {
-      this.creations.delete(creation);
       this.starting.delete(name);
       release();
     }
@@ -582,7 +579,7 @@ export class KubernetesDriver implements SandboxDriver {
     for (const w of this.startWaiters.values()) w.reject(new SandboxGoneError('kubernetes driver closed'));
     // Creations in flight end first (bounded): one refused above deletes its pod itself, and one past its
     // start is live by then and destroyed below. A pod created after the sweep's list would outlive us.
-    await settleWithin([...this.creations], CLOSE_CREATE_WAIT_MS);
+    await this.creations.settle();
     await Promise.all([...this.live.values()].map((sb) => sb.destroy()));
     // Only a driver that ever talked to the cluster can have pods to sweep (start() is the first call).
     if (this.watchStarted) await this.sweepInstance();

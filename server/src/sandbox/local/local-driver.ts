@@ -159,7 +159,7 @@ export class LocalDriver implements SandboxDriver {
     this.instanceId = opts.instanceId;
     this.masks = maskArgs([PACKAGE_ROOT, ...(opts.hidePaths ?? [])]);
     this.log = opts.logger ?? silentLogger;
-    this.uidSpan = Math.max(1, opts.uidSpan ?? UID_SPAN);
+    this.uidSpan = Math.max(1, Math.floor(opts.uidSpan ?? UID_SPAN));
     this.nextUid = randomBytes(4).readUInt32LE(0) % this.uidSpan;
     this.claims = opts.uidClaimDir === null ? null : new HostUidClaims(opts.uidClaimDir ?? DEFAULT_UID_CLAIM_DIR);
     // bwrap --die-with-parent already ties sandboxes to this process; the lease is a second line.
