@@ -16,6 +16,7 @@
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createGzip } from 'node:zlib';
 import Docker from 'dockerode';
 import { connect } from '../clients/ts/src/index.js';
 import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
@@ -281,6 +282,57 @@ async function inProcessCost(dir: string, limit: number, repeat: number): Promis
   return { episodes: records.length, steps: steps / repeat, cpu_us_per_step: round(us / steps, 2), cpu_us_per_episode: round(us / (records.length * repeat), 2) };
 }
 
+/**
+ * The floor any "compressed JSONL" archive pays per episode, for the same records: (a) gzip level 1 of their
+ * lines alone (64 KiB chunks, as the writer feeds it), as if the record's text cost nothing (e.g. reused from
+ * the replies: no implementation can do less than compress it), and (b) one JSON.stringify per record plus
+ * that gzip. Compared with the no-archive server's CPU per episode, it says how far below 10% any
+ * implementation can get on this machine.
+ */
+async function floorCost(dir: string, limit: number, repeat: number): Promise<{ episodes: number; bytes_per_episode: number; gzip_us_per_episode: number; stringify_us_per_episode: number; stringify_gzip_us_per_episode: number } | null> {
+  const records: EpisodeRecord[] = [];
+  for await (const r of readArchive(dir)) {
+    records.push(r);
+    if (records.length >= limit) break;
+  }
+  if (records.length === 0) return null;
+  const lines = records.map((r) => `${JSON.stringify(r)}\n`);
+  const bytes = lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
+  const gzipAll = async (texts: string[]) => {
+    const gz = createGzip({ level: 1 });
+    const done = new Promise<void>((resolve, reject) => {
+      gz.on('data', () => {});
+      gz.on('end', resolve);
+      gz.on('error', reject);
+    });
+    let chunk = '';
+    for (const t of texts) {
+      chunk += t;
+      if (chunk.length >= 65_536) {
+        gz.write(Buffer.from(chunk, 'latin1'));
+        chunk = '';
+      }
+    }
+    gz.end(Buffer.from(chunk, 'latin1'));
+    await done;
+  };
+  const cpu = async (f: () => Promise<void> | void) => {
+    await f(); // warm-up
+    const c0 = process.cpuUsage();
+    for (let k = 0; k < repeat; k++) await f();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / (records.length * repeat);
+  };
+  const gzipUs = await cpu(() => gzipAll(lines));
+  let sink = 0;
+  const stringifyUs = await cpu(() => {
+    for (const r of records) sink += JSON.stringify(r).length;
+  });
+  const bothUs = await cpu(() => gzipAll(records.map((r) => `${JSON.stringify(r)}\n`)));
+  if (sink < 0) throw new Error('unreachable');
+  return { episodes: records.length, bytes_per_episode: round(bytes / records.length, 1), gzip_us_per_episode: round(gzipUs, 2), stringify_us_per_episode: round(stringifyUs, 2), stringify_gzip_us_per_episode: round(bothUs, 2) };
+}
+
 async function main(): Promise<void> {
   const load0 = loadavg()[0] as number;
   const tmp = await mkdtemp(join(tmpdir(), 'sandgym-bench-archive-'));
@@ -292,12 +344,14 @@ async function main(): Promise<void> {
       math_v0: m ? await inProcessCost(join(tmp, 'math'), 20_000, QUICK ? 1 : 5) : null,
       code_v0: 'skipped' in c ? null : await inProcessCost(join(tmp, 'code'), 1000, QUICK ? 3 : 30),
     };
+    const floor = m ? await floorCost(join(tmp, 'math'), 20_000, QUICK ? 2 : 10) : null;
     const results = {
       machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0] as number, 2) },
       command: 'npx tsx bench/archive-overhead.bench.ts',
       math: m,
       code: c,
       archive_in_process: inProcess,
+      math_v0_floor: floor,
     };
     const lines = m
       ? [
@@ -328,6 +382,14 @@ async function main(): Promise<void> {
     }
     for (const [env, x] of Object.entries(inProcess)) {
       if (x) lines.push('', `${env.replace('_', '-')}, the archive alone in-process (${x.episodes} archived episodes, ${x.steps} steps, replayed as hook events): ${x.cpu_us_per_step} µs CPU per step, ${x.cpu_us_per_episode} µs per episode`);
+    }
+    if (floor && m) {
+      const base = m.no_archive.cpu_us_per_env_step;
+      const pctOf = (us: number) => `${round((100 * us) / base, 1)}% of the no-archive episode`;
+      lines.push(
+        '',
+        `math-v0, the floor of any compressed JSONL archive (${floor.episodes} archived episodes, ${floor.bytes_per_episode} bytes of JSON each): gzip level 1 alone ${floor.gzip_us_per_episode} µs per episode (${pctOf(floor.gzip_us_per_episode)}); one JSON.stringify ${floor.stringify_us_per_episode} µs; both ${floor.stringify_gzip_us_per_episode} µs (${pctOf(floor.stringify_gzip_us_per_episode)})`,
+      );
     }
     process.stdout.write(`${lines.join('\n')}\n\nload average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}\n`);
     const dir = join(REPO_ROOT, 'bench', 'results');

@@ -2,8 +2,9 @@
 // 32 concurrent shell-v0 episodes, one WebSocket client each, against a real server on Docker. Each client
 // makes its env once, then loops: reset, two bash steps. The first two resets per client are warm-up; then every
 // client waits for the others and for the pool to reach its idle target (at most 60 s), and the rest are timed.
-// Same run, interleaved: the fixed pool (autosize off, min_idle 2: the behaviour before) and the demand-sized
-// pool (autosize on), each with reuse 'wipe' and 'replace'. Also: the memory an idle pooled sandbox costs
+// Same run, one after the other: the fixed pool (autosize off, min_idle 2), the demand-sized pool by rate alone
+// (burst_memory_ms 0) and the default demand-sized pool (rate and remembered burst), each with reuse 'wipe' and
+// 'replace'. Also: the memory an idle pooled sandbox costs
 // (cgroup usage of the pool's idle containers, from `docker stats`). Writes bench/results/pool-resets.json.
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -20,8 +21,14 @@ const quick = process.argv.includes('--quick');
 const CLIENTS = 32;
 const RESETS = quick ? 5 : 10;
 const WARMUP = 2;
-const MAX_TOTAL = 48;
-const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'pool-resets.json');
+// `--max-total=N`: the pools' max_total (default 48). Holding a whole batch of 32 idle beside 32 in use
+// (a remembered burst with reuse 'replace') needs 64.
+const MAX_TOTAL = Number(process.argv.find((a) => a.startsWith('--max-total='))?.slice(12) ?? 48);
+// `--think-ms=N`: each client waits ~N ms (uniform 0.5-1.5×) before each step, as a policy generating its action
+// would. 0 (the default) is a closed loop with no think time: 32 clients then keep the 2 cores saturated, and a
+// reset's latency is mostly its queueing behind the other clients' work.
+const THINK_MS = Number(process.argv.find((a) => a.startsWith('--think-ms='))?.slice(11) ?? 0);
+const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', THINK_MS > 0 ? `pool-resets-think${THINK_MS}.json` : 'pool-resets.json');
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -29,10 +36,10 @@ function pct(xs: number[], p: number): number {
 }
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
-async function scenario(autosize: boolean, reuse: 'wipe' | 'replace') {
+async function scenario(autosize: boolean, reuse: 'wipe' | 'replace', burst = true) {
   const built = await buildApp({
     driver: 'docker',
-    pools: { min_idle: 2, max_total: MAX_TOTAL, autosize, demand_window_ms: 10_000 },
+    pools: { min_idle: 2, max_total: MAX_TOTAL, autosize, demand_window_ms: 10_000, ...(burst ? {} : { burst_memory_ms: 0 }) },
     log_level: 'error',
     host: '127.0.0.1',
     port: 0,
@@ -85,7 +92,12 @@ async function scenario(autosize: boolean, reuse: 'wipe' | 'replace') {
             const t = performance.now();
             await env.reset({ options: { task_id: 'create-file' } });
             if (i >= WARMUP) resets.push(performance.now() - t);
-            for (const command of ['true', "echo 'hello world' > hello.txt"]) await env.step({ name: 'bash', arguments: { command } });
+            for (const command of ['true', "echo 'hello world' > hello.txt"]) {
+              // The model's turn before each action (a trainer's policy generating): randomised ±50% so the 32
+              // clients do not step in lockstep.
+              if (THINK_MS > 0) await new Promise((r) => setTimeout(r, THINK_MS * (0.5 + Math.random())));
+              await env.step({ name: 'bash', arguments: { command } });
+            }
             episodes += 1;
           }
           await env.close();
@@ -102,6 +114,7 @@ async function scenario(autosize: boolean, reuse: 'wipe' | 'replace') {
   await built.app.close();
   return {
     autosize,
+    burst_memory: autosize && burst,
     reuse,
     reset_p50_ms: r1(pct(resets, 50)),
     reset_p95_ms: r1(pct(resets, 95)),
@@ -113,6 +126,9 @@ async function scenario(autosize: boolean, reuse: 'wipe' | 'replace') {
     wipe_ms: s?.wipe_ms ?? null,
     target_idle_end: s?.target_idle ?? null,
     created: s?.created ?? null,
+    hits: s?.hits ?? null,
+    misses: s?.misses ?? null,
+    burst_end: s?.burst ?? null,
   };
 }
 
@@ -144,29 +160,31 @@ async function main() {
   // Interleaved: fixed, then sized, per reuse mode. `--only=wipe`: the demand-sized pool with reuse 'wipe' alone
   // (an A/B of the wipe itself), `--only=replace` likewise.
   const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+  // Per reuse mode: the fixed pool, the demand-sized pool by rate alone (burst_memory_ms 0), and the default
+  // (rate and remembered burst). `--only=` runs the default alone.
   for (const reuse of ['wipe', 'replace'] as const) {
     if (only && only !== reuse) continue;
-    for (const autosize of [false, true]) {
-      if (only && !autosize) continue;
-      const r = await scenario(autosize, reuse);
+    for (const [autosize, burst] of [[false, false], [true, false], [true, true]] as const) {
+      if (only && !(autosize && burst)) continue;
+      const r = await scenario(autosize, reuse, burst);
       process.stderr.write(`${JSON.stringify(r)}\n`);
       results.push(r);
     }
   }
   const memory = await idleMemory().catch((e: unknown) => ({ error: String(e) }));
   const md = [
-    `## Resets with ${CLIENTS} concurrent shell-v0 episodes (docker, ${RESETS - WARMUP} timed resets per client after ${WARMUP} warm-up, ${os.cpus().length} cores)`,
+    `## Resets with ${CLIENTS} concurrent shell-v0 episodes (docker, ${RESETS - WARMUP} timed resets per client after ${WARMUP} warm-up, think time ${THINK_MS} ms per step, max_total ${MAX_TOTAL}, ${os.cpus().length} cores)`,
     '',
-    '| pool | reuse | reset p50 ms | p95 ms | max ms | episodes/s | max idle | max live | creation / wipe ms (EWMA) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map((r) => `| ${r.autosize ? 'demand-sized' : 'fixed min_idle 2'} | ${r.reuse} | ${r.reset_p50_ms} | ${r.reset_p95_ms} | ${r.reset_max_ms} | ${r.episodes_per_s} | ${r.max_idle} | ${r.max_live} | ${r.create_ms} / ${r.wipe_ms} |`),
+    '| pool | reuse | reset p50 ms | p95 ms | max ms | episodes/s | max idle | max live | hits / misses | creation / wipe ms (EWMA) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map((r) => `| ${r.autosize ? (r.burst_memory ? 'demand-sized (rate + burst)' : 'demand-sized (rate alone)') : 'fixed min_idle 2'} | ${r.reuse} | ${r.reset_p50_ms} | ${r.reset_p95_ms} | ${r.reset_max_ms} | ${r.episodes_per_s} | ${r.max_idle} | ${r.max_live} | ${r.hits} / ${r.misses} | ${r.create_ms} / ${r.wipe_ms} |`),
     '',
     `Idle pooled sandbox memory: ${JSON.stringify(memory)}`,
     '',
   ].join('\n');
   process.stdout.write(`${md}\n`);
   await mkdir(path.dirname(OUT), { recursive: true });
-  await writeFile(OUT, `${JSON.stringify({ when: new Date().toISOString(), host: { cpus: os.cpus().length, load: os.loadavg() }, results, memory }, null, 2)}\n`);
+  await writeFile(OUT, `${JSON.stringify({ when: new Date().toISOString(), host: { cpus: os.cpus().length, load: os.loadavg() }, think_ms: THINK_MS, max_total: MAX_TOTAL, results, memory }, null, 2)}\n`);
 }
 
 await main();

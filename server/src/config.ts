@@ -184,6 +184,8 @@ export interface PoolsConfig {
   autosize?: boolean;
   /** The demand EWMA's time constant (ms, default 10,000). */
   demand_window_ms?: number;
+  /** How long a pool remembers a burst of resets (time constant, ms, default 300,000; 0: off). */
+  burst_memory_ms?: number;
 }
 
 export interface SandboxConfig {
@@ -352,8 +354,9 @@ export const CONFIG_SCHEMA = {
     driver: { enum: ['docker', 'local', 'kubernetes', 'auto', 'none'] },
     pools: {
       type: 'object',
-      additionalProperties: true,
-      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt, autosize: { type: 'boolean' }, demand_window_ms: posInt },
+      // A misspelt pool key used to be accepted and do nothing.
+      additionalProperties: false,
+      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt, autosize: { type: 'boolean' }, demand_window_ms: posInt, burst_memory_ms: { type: 'integer', minimum: 0 } },
     },
     sandbox: {
       type: 'object',

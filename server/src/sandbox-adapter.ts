@@ -533,6 +533,7 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     refillConcurrency: p.refill_concurrency,
     autosize: p.autosize,
     demandWindowMs: p.demand_window_ms,
+    burstMemoryMs: p.burst_memory_ms,
     defaults: limits.defaults,
     maxima: limits.maxima,
     limitPolicy: sc.limit_policy,

@@ -111,7 +111,7 @@ describe('config files', () => {
   });
 
   it('layers: defaults < file < flags; tokens are unioned from every source', async () => {
-    const p = file('layers.json', JSON.stringify({ port: 1234, max_batch: 9, tokens: ['from-file'], idle_timeout_ms: 5000, driver: 'docker', pools: { x: 1 } }));
+    const p = file('layers.json', JSON.stringify({ port: 1234, max_batch: 9, tokens: ['from-file'], idle_timeout_ms: 5000, driver: 'docker', pools: { min_idle: 3 } }));
     const tf = file('tokens.txt', 'from-tokens-file\n');
     const cfg = (await serveConfigFromArgs(['--config', p, '--port', '0', '--token', 'from-flag', '--tokens-file', tf], { SANDGYM_TOKENS: 'env1,env2' }))!;
     expect(cfg.port).toBe(0);
@@ -119,7 +119,7 @@ describe('config files', () => {
     expect(cfg.idle_timeout_ms).toBe(5000);
     expect(cfg.step_timeout_ms).toBe(60000);
     expect(cfg.driver).toBe('docker');
-    expect(cfg.pools).toEqual({ x: 1 });
+    expect(cfg.pools).toEqual({ min_idle: 3 });
     expect(cfg.tokens.sort()).toEqual(['env1', 'env2', 'from-file', 'from-flag', 'from-tokens-file']);
   });
 

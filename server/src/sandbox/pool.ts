@@ -8,6 +8,13 @@
 // never more than maxTotal allows. A burst raises the rate at once (every acquire counts), so refills
 // start while its first acquirers are still being served; when demand stops the rate decays and idle
 // sandboxes above the target are destroyed once the surplus has lasted a demand window.
+//
+// Bursts: a synchronous trainer (a GRPO batch) resets all its episodes at once, every training step. A rate
+// cannot see that: 32 resets in one instant, then none for a minute, average out to a small target, and
+// the next batch again waits for creations. So the pool also remembers the largest burst it has seen (the
+// net draws, acquires less wiped returns, within one creation latency: the draws no creation can answer
+// in time) with a slow decay (burstMemoryMs), and keeps that many idle: the batch after the first is
+// served from the pool.
 import { createHash } from 'node:crypto';
 import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
@@ -31,6 +38,8 @@ export interface PoolOptions {
   demandWindowMs?: number;
   /** Creation latency assumed before the first creation is measured (ms, default 1000). */
   initialCreateMs?: number;
+  /** Time constant of the remembered burst (ms, default 300,000; 0 turns burst sizing off). */
+  burstMemoryMs?: number;
 }
 
 /** Idle sandboxes kept per (arrival rate x creation latency): covers Poisson bursts above the mean. */
@@ -72,6 +81,8 @@ export interface PoolStats {
   create_ms: number;
   /** In-place wipe latency (EWMA, ms; 0 before the first). */
   wipe_ms: number;
+  /** The remembered burst (net draws within one creation latency, decayed over burstMemoryMs, rounded). */
+  burst: number;
 }
 
 interface Waiter {
@@ -110,6 +121,12 @@ export class SandboxPool {
   private wipes = 0;
   private lastWipe = 0;
   private wipeMsEwma = 0;
+  /** Net draws (acquire times) within the last creation latency: the burst now. At most maxTotal kept. */
+  private readonly draws: number[] = [];
+  /** The largest burst seen, as of burstAt (decays with time constant burstMs). */
+  private burstPeak = 0;
+  private burstAt = 0;
+  private readonly burstMs: number;
   /** Since when idle has been above the target (0: it is not). */
   private surplusSince = 0;
   private sizingTimer: NodeJS.Timeout | null = null;
@@ -128,6 +145,7 @@ export class SandboxPool {
     this.autosize = opts.autosize !== false;
     this.tauMs = Math.max(100, opts.demandWindowMs ?? 10_000);
     this.createMsEwma = Math.max(1, opts.initialCreateMs ?? 1000);
+    this.burstMs = Math.max(0, opts.burstMemoryMs ?? 300_000);
   }
 
   /** Starts filling to minIdle in the background. */
@@ -154,6 +172,33 @@ export class SandboxPool {
     const now = performance.now();
     this.arrivals = Math.max(0, this.arrivals * Math.exp(-(now - this.lastArrival) / this.tauMs) + delta);
     this.lastArrival = now;
+    if (this.burstMs > 0) this.noteDraw(now, delta);
+  }
+
+  /**
+   * The burst: draws within one creation latency, less the wiped returns in it (a wiped return cancels the
+   * oldest draw still counted), so a pool recycling in place at a steady rate does not look like a burst.
+   * A burst at least as high as the decayed peak becomes the new peak.
+   */
+  private noteDraw(now: number, delta: number): void {
+    const horizon = now - this.createMsEwma;
+    while (this.draws.length > 0 && (this.draws[0] as number) < horizon) this.draws.shift();
+    if (delta < 0) {
+      this.draws.shift();
+      return;
+    }
+    this.draws.push(now);
+    if (this.draws.length > this.maxTotal) this.draws.shift();
+    if (this.draws.length >= this.burstLevel(now)) {
+      this.burstPeak = this.draws.length;
+      this.burstAt = now;
+    }
+  }
+
+  /** The remembered burst now: the peak, decayed since it was seen. */
+  burstLevel(now = performance.now()): number {
+    if (this.burstPeak === 0 || this.burstMs === 0) return 0;
+    return this.burstPeak * Math.exp(-(now - this.burstAt) / this.burstMs);
   }
 
   /** In-place wipes per second now (decayed count over the time constant). */
@@ -165,13 +210,14 @@ export class SandboxPool {
   /**
    * Idle sandboxes wanted now: minIdle, or, when autosized, the acquires expected while replacements are made
    * (demand rate x creation latency) plus those expected while released sandboxes are wiped (wipe rate x wipe
-   * latency: a session's next acquire does not wait for its own wipe), x SIZING_HEADROOM; within maxTotal.
+   * latency: a session's next acquire does not wait for its own wipe), x SIZING_HEADROOM, or the remembered
+   * burst if that is more; within maxTotal.
    */
   targetIdle(now = performance.now()): number {
     if (!this.autosize) return this.minIdle;
     const inFlight = this.arrivalRate(now) * (this.createMsEwma / 1000) + this.wipeRate(now) * (this.wipeMsEwma / 1000);
     // Rounded, not ceiled: a decayed rate never reaches 0, and a pool must come back down to minIdle.
-    const demand = Math.round(inFlight * SIZING_HEADROOM);
+    const demand = Math.max(Math.round(inFlight * SIZING_HEADROOM), Math.round(this.burstLevel(now)));
     return Math.min(this.maxTotal, Math.max(this.minIdle, demand));
   }
 
@@ -410,6 +456,7 @@ export class SandboxPool {
       arrival_rate: Math.round(this.arrivalRate() * 100) / 100,
       create_ms: Math.round(this.createMsEwma),
       wipe_ms: Math.round(this.wipeMsEwma),
+      burst: Math.round(this.burstLevel()),
     };
   }
 

@@ -98,7 +98,8 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     // and an idle pool shrinks to min_idle. (CI once ran a burst longer than the demand window on a loaded
     // machine: its demand had decayed before it ended, so "refilled after the burst" was timing, not sizing.)
     const tau = 3000;
-    const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 0, maxTotal: 4, refillConcurrency: 1, demandWindowMs: tau });
+    // (burstMemoryMs 0: the rate alone; the remembered burst has its own test below.)
+    const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 0, maxTotal: 4, refillConcurrency: 1, demandWindowMs: tau, burstMemoryMs: 0 });
     pool.start();
     let maxLive = 0;
     let maxIdle = 0;
@@ -147,6 +148,45 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     }
     expect(maxIdle).toBeGreaterThanOrEqual(1);
     expect(maxLive).toBeLessThanOrEqual(4);
+  }, 300_000);
+
+  it('autosize remembers a burst: a batch of resets at once, then quiet; the next batch is all hits (and all misses without burst memory)', async () => {
+    // A synchronous trainer resets its whole batch at once, then steps for a while. The rate (time constant 1 s
+    // here) has decayed to nothing by the next batch; the remembered burst keeps the batch's size idle (10 min
+    // memory: it rounds to BATCH for the first ~60 s, however slowly a loaded machine makes the refill).
+    // The control is the same pool with burst memory off: it sheds back to min_idle and the batch misses.
+    const BATCH = 5;
+    const batch = async (pool: SandboxPool) => {
+      const held = await Promise.all(Array.from({ length: BATCH }, () => pool.acquire()));
+      await Promise.all(held.map((sb) => pool.release(sb)));
+    };
+    for (const memory of [600_000, 0]) {
+      const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 0, maxTotal: BATCH + 1, refillConcurrency: 2, demandWindowMs: 1000, burstMemoryMs: memory });
+      pool.start();
+      const state = () => JSON.stringify(pool.stats());
+      try {
+        await batch(pool);
+        expect(pool.stats().misses).toBe(BATCH);
+        if (memory > 0) {
+          // The rate has decayed (<0.05/s) and the pool holds the burst ready, for more than a demand window.
+          await until(() => pool.stats().arrival_rate < 0.05 && pool.stats().idle === BATCH && pool.stats().creating === 0, 120_000, state);
+          expect(pool.stats().burst).toBe(BATCH);
+          expect(pool.stats().target_idle).toBe(BATCH);
+          await new Promise((r) => setTimeout(r, 2500));
+          expect(pool.stats().idle, state()).toBe(BATCH);
+        } else {
+          await until(() => pool.stats().arrival_rate < 0.05 && pool.stats().idle === 0 && pool.stats().creating === 0, 120_000, state);
+          expect(pool.stats().burst).toBe(0);
+        }
+        const before = pool.stats();
+        await batch(pool);
+        const after = pool.stats();
+        if (memory > 0) expect([after.hits - before.hits, after.misses - before.misses], state()).toEqual([BATCH, 0]);
+        else expect([after.hits - before.hits, after.misses - before.misses], state()).toEqual([0, BATCH]);
+      } finally {
+        await pool.close();
+      }
+    }
   }, 300_000);
 
   it('autosize off: the pool keeps exactly min_idle whatever the demand', async () => {

@@ -102,6 +102,11 @@ describe('sandbox config keys', async () => {
     expect(() => validateConfigPartial({ sandbox: { user: '0:0' } })).toThrow(/key 'sandbox' must match pattern .* \(at \/sandbox\/user\)/);
     expect(() => validateConfigPartial({ sandbox: { limit_policy: 'maybe' } })).toThrow(ConfigError);
     expect(() => validateConfigPartial({ sandbox: { lease_ttl_ms: 10 } })).toThrow(/lease_ttl_ms/);
+    const pools = { pools: { min_idle: 0, max_total: 64, autosize: true, demand_window_ms: 5000, burst_memory_ms: 0 } };
+    expect(validateConfigPartial(pools)).toEqual(pools);
+    expect(() => validateConfigPartial({ pools: { burst_memory_ms: -1 } })).toThrow(/burst_memory_ms/);
+    expect(() => validateConfigPartial({ pools: { burst_memory_ms: 1.5 } })).toThrow(/burst_memory_ms/);
+    expect(() => validateConfigPartial({ pools: { burst_memroy_ms: 1 } })).toThrow("unknown key 'pools/burst_memroy_ms'");
   });
   it('merges limits over the built-ins, refuses defaults above maxima, and maps driver options', () => {
     const l = limitsFromConfig({ limits_default: { memory_mb: 256 }, limits_max: { memory_mb: 1024 } });
