@@ -11,6 +11,7 @@ import { DEFAULT_LIMITS } from '../../src/sandbox/limits.js';
 import type { KubernetesDriver } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
 import { KubernetesReaper } from '../../src/sandbox/kubernetes/kubernetes-reaper.js';
 import { SandboxPool } from '../../src/sandbox/pool.js';
+import type { DriverSandbox } from '../../src/sandbox/types.js';
 import { TEST_IMAGE, gate, kubernetesFacility } from './facilities.js';
 import { createTestNamespace, deleteTestNamespace, hostIp, loadKc, podNames, testDriver } from './kubernetes-helpers.js';
 
@@ -138,6 +139,33 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
     for (const o of settled) if (o.status === 'fulfilled') expect(o.value.deadReason).not.toBeNull();
     await waitFor('every pod of the instance gone', async () => (await podNames(kc, ns, selector)).length === 0, 60_000);
   }, 180_000);
+
+  it("agent uids across instances: a second instance never hands out a uid a live pod of the first uses", async () => {
+    // RLIMIT_NPROC counts a uid's processes across the node: two pods sharing an agent uid share one process
+    // budget (docker-uids.test.ts measures what that does). Two uids only, so that any sharing would show.
+    const base = 3_200_000 + (process.pid % 1000) * 4;
+    const a = testDriver(kc, ns, { agentUidBase: base, agentUidSpan: 2 });
+    const b = testDriver(kc, ns, { agentUidBase: base, agentUidSpan: 2 });
+    const c = testDriver(kc, ns, { agentUidBase: base, agentUidSpan: 2 });
+    const uidOf = async (sb: DriverSandbox) => Number((await sb.exec({ argv: ['id', '-u'] })).stdout.trim());
+    try {
+      const a1 = await a.create({ image: TEST_IMAGE });
+      const b1 = await b.create({ image: TEST_IMAGE });
+      const ua = await uidOf(a1);
+      expect(new Set([ua, await uidOf(b1)])).toEqual(new Set([base, base + 1]));
+      const pod = await core.readNamespacedPod({ name: a1.id, namespace: ns });
+      expect(pod.metadata?.labels?.['sandgym.io/agent-uid']).toBe(String(ua));
+      // Both uids held by live pods: a third instance finds none free, rather than sharing one.
+      await expect(c.create({ image: TEST_IMAGE })).rejects.toThrow(/no free agent uid/);
+      // a's pod gone (deleted, then ended): its uid is free for c.
+      await a1.destroy();
+      await waitFor('a pod gone', async () => !(await podNames(kc, ns)).includes(a1.id), 60_000);
+      const c1 = await c.create({ image: TEST_IMAGE });
+      expect(await uidOf(c1)).toBe(ua);
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close()]);
+    }
+  }, 240_000);
 
   it('a pod deleted under a running command: the command fails with SandboxGoneError and onDied says why', async () => {
     const sb = await driver.create({ image: TEST_IMAGE });

@@ -51,6 +51,8 @@ export interface KubernetesDriverOptions {
   cpuRequestRatio?: number;
   ephemeralStorageMb?: number;
   agentUidBase?: number;
+  /** How many agent uids from agentUidBase this driver may use (default 2^20). */
+  agentUidSpan?: number;
   tmpSizeMb?: number;
   /** In-sandbox lease: the sandbox kills itself this long after the last refresh. */
   leaseTtlMs?: number;
@@ -250,7 +252,7 @@ export class KubernetesDriver implements SandboxDriver {
     if (owner && owner.namespace === this.namespace) this.ownerPod = { name: owner.name, uid: owner.uid };
     else if (owner) this.log.warn({ server_namespace: owner.namespace, namespace: this.namespace }, 'kubernetes: server pod is in another namespace; sandboxes get no owner reference (the reaper still removes them)');
     this.serverName = labelValue(opts.serverName ?? process.env.POD_NAME ?? os.hostname());
-    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE);
+    this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE, opts.agentUidSpan);
     this.slots = new CreateSlots(opts.createConcurrency ?? 8);
     this.leaseTimer = startLeaseRefresh(this.live, opts.leaseRefreshMs ?? 10_000);
   }
@@ -418,7 +420,7 @@ export class KubernetesDriver implements SandboxDriver {
       workspace: spec.workspace ?? '/workspace',
       limits,
       agentUid,
-      labels: { [K8S_LABEL.managed]: '1', [K8S_LABEL.owner]: labelValue(this.instanceId), [K8S_LABEL.server]: this.serverName },
+      labels: { [K8S_LABEL.managed]: '1', [K8S_LABEL.owner]: labelValue(this.instanceId), [K8S_LABEL.server]: this.serverName, [K8S_LABEL.agentUid]: String(agentUid) },
       annotations: {
         [K8S_ANNOTATION.pool]: spec.pool ?? '',
         [K8S_ANNOTATION.expires]: String(Date.now() + lifetime),
@@ -458,8 +460,31 @@ export class KubernetesDriver implements SandboxDriver {
     }
   }
 
+  /**
+   * A uid no live sandbox of this instance uses (driver-support.ts), nor a pod of another instance in the
+   * namespace (label sandgym.io/agent-uid): RLIMIT_NPROC counts a uid's processes across a node, so two
+   * sandboxes sharing one on a node share a process budget, and a fork bomb in one makes the other's shell fail
+   * to fork. A pod counts until it has ended (a terminating pod's processes still run). One list call per
+   * creation; instances in other namespaces are kept apart by their own uid bases (agentUidBase).
+   */
+  private async allocAgentUid(): Promise<number> {
+    const taken: number[] = [];
+    try {
+      for (;;) {
+        const uid = this.uids.alloc();
+        const pods = await this.core
+          .listNamespacedPod({ namespace: this.namespace, labelSelector: `${K8S_LABEL.agentUid}=${uid}` })
+          .catch(() => null); // an API server in trouble fails the creation right after
+        if (!pods?.items.some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed')) return uid;
+        taken.push(uid); // kept out of alloc() until this search ends
+      }
+    } finally {
+      for (const u of taken) this.uids.free(u);
+    }
+  }
+
   private async createPod(name: string, spec: SandboxSpec, limits: SandboxLimits): Promise<KubernetesSandbox> {
-    const agentUid = this.uids.alloc();
+    const agentUid = await this.allocAgentUid();
     const workspace = spec.workspace ?? '/workspace';
     const timeoutMs = this.opts.startTimeoutMs ?? 120_000;
     let timer: NodeJS.Timeout | undefined;

@@ -13,6 +13,8 @@ export const K8S_LABEL = {
   managed: 'sandgym.io/managed',
   owner: 'sandgym.io/owner',
   server: 'sandgym.io/server',
+  /** The sandbox's agent uid, a label so that a driver can find the pods that use one (kubernetes-driver.ts). */
+  agentUid: 'sandgym.io/agent-uid',
 } as const;
 export const K8S_ANNOTATION = {
   pool: 'sandgym.io/pool',
