@@ -53,8 +53,11 @@ const ATTACKS: Record<string, { code: string; reason: RegExp | null; drivers: ('
     drivers: ['docker', 'local'],
   },
   'memory exhausted by many processes': {
-    // 12 children x 160 MB touched, each under the per-process data limit; together far above the sandbox.
-    code: 'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\n' + STUB,
+    // 12 children x 160 MB touched, each under the per-process data limit; together far above the sandbox. The
+    // import waits for the first child to die (only the OOM killer ends one): without that wait, a loaded machine
+    // let the tests finish and the run end before the children had touched enough memory, and that run scored 0
+    // with every test failed instead (CI saw it): the attack's timing, not the judge's.
+    code: 'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\nos.wait()\n' + STUB,
     reason: /^memory limit exceeded$/,
     drivers: ['docker'],
   },

@@ -14,7 +14,7 @@
 // the next batch again waits for creations. So the pool also remembers the largest burst it has seen (the
 // net draws, acquires less wiped returns, within one creation latency: the draws no creation can answer
 // in time) with a slow decay (burstMemoryMs), and keeps that many idle: the batch after the first is
-// served from the pool.
+// served from the pool. Bursts below BURST_MIN_DRAWS are left to the rate.
 import { createHash } from 'node:crypto';
 import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';
@@ -44,6 +44,11 @@ export interface PoolOptions {
 
 /** Idle sandboxes kept per (arrival rate x creation latency): covers Poisson bursts above the mean. */
 export const SIZING_HEADROOM = 1.5;
+/**
+ * The smallest burst remembered: fewer draws at once are what the rate's headroom covers, and a server that
+ * served one or two resets must not hold spares for minutes because of them.
+ */
+export const BURST_MIN_DRAWS = 4;
 /** Concurrent creations a pool may run when demand asks for more than refillConcurrency (the driver caps the daemon's load). */
 const MAX_DEMAND_CONCURRENCY = 8;
 /** How often an autosized pool re-evaluates its target (refill ahead of demand, shed a stale surplus). */
@@ -189,7 +194,7 @@ export class SandboxPool {
     }
     this.draws.push(now);
     if (this.draws.length > this.maxTotal) this.draws.shift();
-    if (this.draws.length >= this.burstLevel(now)) {
+    if (this.draws.length >= BURST_MIN_DRAWS && this.draws.length >= this.burstLevel(now)) {
       this.burstPeak = this.draws.length;
       this.burstAt = now;
     }
