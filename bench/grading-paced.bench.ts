@@ -15,12 +15,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runScriptedAgent, seedWorkspace } from '../envs/src/code/agents.js';
 import { gradeSubmission } from '../envs/src/code/grade.js';
 import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets } from '../envs/src/code/task-loader.js';
+import type { LoadedTask } from '../envs/src/code/task-types.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
 import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
+import { referenceTar } from './lib/grading.js';
 
 const quick = process.argv.includes('--quick');
 const GAP_MS = Number(process.argv.find((a) => a.startsWith('--gap-ms='))?.slice(9) ?? 2000);
@@ -41,23 +42,16 @@ async function main() {
   const { provider } = handle;
   const load0 = os.loadavg()[0] as number;
   try {
-    const req = taskRequirement(slug);
-    const agent = await provider.acquire(req);
-    let tar: Uint8Array;
-    try {
-      await seedWorkspace(agent, slug);
-      await runScriptedAgent(agent, slug, 'reference');
-      tar = await agent.getTar('/workspace');
-    } finally {
-      await provider.release(agent);
-    }
-    const grade = async () => {
+    /** One grading of the task's reference workspace in a fresh grading sandbox: its wall time. */
+    const gradeOnce = async (task: LoadedTask, tar: Uint8Array) => {
       const t = performance.now();
-      const r = await gradeSubmission(slug, tar, { provider, requirement: req, killStragglers: true });
+      const r = await gradeSubmission(task, tar, { provider, requirement: taskRequirement(task), killStragglers: true });
       const ms = performance.now() - t;
-      if (r.score.total !== 1) throw new Error(`py-slugify reference scored ${r.score.total}`);
+      if (r.score.total !== 1) throw new Error(`${task.spec.id} reference scored ${r.score.total}`);
       return ms;
     };
+    const slugTar = await referenceTar(provider, slug);
+    const grade = () => gradeOnce(slug, slugTar);
     // Warm-up: the grading pool's first sandboxes, the preflight cache.
     for (let i = 0; i < 3; i++) await grade();
     await new Promise((r) => setTimeout(r, GAP_MS));
@@ -74,25 +68,10 @@ async function main() {
     // Every shipped task: its reference workspace, then one grading per arm (order alternating per task).
     const set = { back_to_back: [] as number[], paced: [] as number[] };
     for (const [i, task] of (quick ? tasks.filter((_, k) => k % 4 === 0) : tasks).entries()) {
-      const treq = taskRequirement(task);
-      const sb = await provider.acquire(treq);
-      let ttar: Uint8Array;
-      try {
-        await seedWorkspace(sb, task);
-        await runScriptedAgent(sb, task, 'reference');
-        ttar = await sb.getTar('/workspace');
-      } finally {
-        await provider.release(sb);
-      }
-      const once = async () => {
-        const t = performance.now();
-        const r = await gradeSubmission(task, ttar, { provider, requirement: treq, killStragglers: true });
-        if (r.score.total !== 1) throw new Error(`${task.spec.id} reference scored ${r.score.total}`);
-        return performance.now() - t;
-      };
+      const tar = await referenceTar(provider, task);
       for (const paced of i % 2 === 0 ? [false, true] : [true, false]) {
         if (paced) await new Promise((r) => setTimeout(r, GAP_MS));
-        (paced ? set.paced : set.back_to_back).push(await once());
+        (paced ? set.paced : set.back_to_back).push(await gradeOnce(task, tar));
       }
     }
     const stat = (xs: number[]) => ({ n: xs.length, p50_ms: r0(pct(xs, 50)), p95_ms: r0(pct(xs, 95)), max_ms: r0(Math.max(...xs)) });

@@ -25,6 +25,7 @@ import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets, TaskSet } from '../envs/src/code/task-loader.js';
 import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
+import { referenceTar } from './lib/grading.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../envs/src/sandbox-api.js';
 
 const quick = process.argv.includes('--quick');
@@ -155,15 +156,7 @@ async function main() {
 
     // 3. What a grading costs the machine, fresh grading sandboxes against sandboxes wiped in place.
     const N = quick ? 8 : 20;
-    const slugAgent = await provider.acquire(taskRequirement(slug));
-    let slugTar: Uint8Array;
-    try {
-      await seedWorkspace(slugAgent, slug);
-      await runScriptedAgent(slugAgent, slug, 'reference');
-      slugTar = await slugAgent.getTar('/workspace');
-    } finally {
-      await provider.release(slugAgent);
-    }
+    const slugTar = await referenceTar(provider, slug);
     const machine: Record<'fresh' | 'wipe', { wall_ms_per_grading: number; cpu_ms_per_grading: number; cores_busy: number }> = {} as never;
     for (const mode of ['fresh', 'wipe'] as const) {
       const req = { ...taskRequirement(slug), ...(mode === 'wipe' ? { reuse: 'wipe' as const } : {}) };

@@ -10,7 +10,8 @@ export const DEFAULT_AGENT_UID_BASE = 2_000_000;
 
 /**
  * Agent uids in use by one driver instance: random in a range (2^20 by default), so other instances rarely
- * pick the same; the Docker driver also asks the daemon whether another instance's live sandbox has it.
+ * pick the same; allocUnless() also asks the runtime (the Docker daemon, the Kubernetes API) whether another
+ * instance's live sandbox has it.
  */
 export class AgentUids {
   private readonly used = new Set<number>();
@@ -36,6 +37,24 @@ export class AgentUids {
 
   free(uid: number): void {
     this.used.delete(uid);
+  }
+
+  /**
+   * A free uid that `takenElsewhere` does not report in use (one query per candidate). Candidates found taken are
+   * kept out of alloc() until the search ends, so the search cannot loop on them; with every uid of the span
+   * taken, alloc() throws ("no free agent uid") rather than share one.
+   */
+  async allocUnless(takenElsewhere: (uid: number) => Promise<boolean>): Promise<number> {
+    const taken: number[] = [];
+    try {
+      for (;;) {
+        const uid = this.alloc();
+        if (!(await takenElsewhere(uid))) return uid;
+        taken.push(uid);
+      }
+    } finally {
+      for (const u of taken) this.free(u);
+    }
   }
 }
 

@@ -480,19 +480,12 @@ export class DockerDriver implements SandboxDriver {
    */
   private async allocAgentUid(): Promise<number> {
     if (this.user !== undefined) return Number(this.user.split(':')[0]);
-    const taken: number[] = [];
-    try {
-      for (;;) {
-        const uid = this.uids.alloc();
-        const others = await this.docker
-          .listContainers({ all: true, filters: { label: [`${LABEL.agentUid}=${uid}`] } })
-          .catch(() => [] as Docker.ContainerInfo[]); // a daemon in trouble fails the creation right after
-        if (!others.some((c) => c.State !== 'exited' && c.State !== 'dead')) return uid;
-        taken.push(uid); // kept out of alloc() until this search ends
-      }
-    } finally {
-      for (const u of taken) this.uids.free(u);
-    }
+    return this.uids.allocUnless(async (uid) => {
+      const others = await this.docker
+        .listContainers({ all: true, filters: { label: [`${LABEL.agentUid}=${uid}`] } })
+        .catch(() => [] as Docker.ContainerInfo[]); // a daemon in trouble fails the creation right after
+      return others.some((c) => c.State !== 'exited' && c.State !== 'dead');
+    });
   }
 
   async create(spec: SandboxSpec): Promise<DockerSandbox> {

@@ -467,20 +467,13 @@ export class KubernetesDriver implements SandboxDriver {
    * to fork. A pod counts until it has ended (a terminating pod's processes still run). One list call per
    * creation; instances in other namespaces are kept apart by their own uid bases (agentUidBase).
    */
-  private async allocAgentUid(): Promise<number> {
-    const taken: number[] = [];
-    try {
-      for (;;) {
-        const uid = this.uids.alloc();
-        const pods = await this.core
-          .listNamespacedPod({ namespace: this.namespace, labelSelector: `${K8S_LABEL.agentUid}=${uid}` })
-          .catch(() => null); // an API server in trouble fails the creation right after
-        if (!pods?.items.some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed')) return uid;
-        taken.push(uid); // kept out of alloc() until this search ends
-      }
-    } finally {
-      for (const u of taken) this.uids.free(u);
-    }
+  private allocAgentUid(): Promise<number> {
+    return this.uids.allocUnless(async (uid) => {
+      const pods = await this.core
+        .listNamespacedPod({ namespace: this.namespace, labelSelector: `${K8S_LABEL.agentUid}=${uid}` })
+        .catch(() => null); // an API server in trouble fails the creation right after
+      return pods?.items.some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') ?? false;
+    });
   }
 
   private async createPod(name: string, spec: SandboxSpec, limits: SandboxLimits): Promise<KubernetesSandbox> {
