@@ -8,13 +8,16 @@
 //  - the agent (the harness worker, during the run) cannot reach the server's request pipe, its status file or
 //    its process, and a forged verdict through any of them scores what the submission earned;
 //  - on a pool that wipes grading sandboxes in place (the mutation gate's), every grading gets a fresh server;
+//  - the server's head start (a warm-up pytest run, the harness compiled ahead) changes no verdict: the warm-up
+//    leaves no module, path or file a grading's tests could meet, and code compiled ahead serves a grading only
+//    when the grading's own harness file holds exactly its source (and names that file in tracebacks);
 //  - the syntax diagnostic, which runs as the agent beside the tests, names nothing of the judge (no nonce in its
 //    cwd, fds, argv or environment), its output cannot be written by the agent's code, and an agent that stops it
 //    delays its own grading by at most the check's deadline and earns what it earned.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applySolution, seedWorkspace } from '../../envs/src/code/agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from '../../envs/src/code/grade.js';
-import { pytestServerDir, pytestServerPrepare } from '../../envs/src/code/grader-plan.js';
+import { PYTEST_SERVER_PY, pytestServerDir, pytestServerPrepare } from '../../envs/src/code/grader-plan.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
@@ -36,6 +39,8 @@ const SERVERS_SCRIPT = `n=0; for f in /proc/[0-9]*/cmdline; do c=$(tr '\\0' ' ' 
 class Probe implements SandboxProvider {
   before: ((sb: Sandbox) => Promise<void>) | null = null;
   seen: number[] = [];
+  /** The server's log (SRV/server.log) of each grading sandbox, read before its release. */
+  logs: string[] = [];
   constructor(private readonly inner: SandboxProvider) {}
   async acquire(req: SandboxRequirement): Promise<Sandbox> {
     const sb = await this.inner.acquire(req);
@@ -45,6 +50,7 @@ class Probe implements SandboxProvider {
   async release(sb: Sandbox): Promise<void> {
     const r = await sb.exec({ script: SERVERS_SCRIPT, identity: 'judge', timeout_ms: 30_000 });
     this.seen.push(Number(r.stdout.trim()));
+    this.logs.push((await sb.exec({ argv: ['cat', `${SRV}/server.log`], identity: 'judge', timeout_ms: 30_000 })).stdout);
     return this.inner.release(sb);
   }
 }
@@ -105,6 +111,55 @@ describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)',
     // The server ran the tests and ended with them: nothing of it is left when the sandbox goes back.
     expect(probe.seen.every((n) => n === 0)).toBe(true);
   }, 300_000);
+
+  it('the warm-up leaves nothing a grading meets: a test module of the same name grades as in a direct run', async () => {
+    // A fresh grading sandbox: the server warmed up (its pytest ran a throw-away test file, one test failing, as
+    // it must) and left no file of that run behind.
+    const fresh = await handle.provider.acquire({ ...taskRequirement(slugify), prepare: pytestServerPrepare() });
+    const look = await fresh.exec({ script: `cat ${SRV}/server.log; ls -A ${SRV}`, identity: 'judge', timeout_ms: 30_000 });
+    await handle.provider.release(fresh);
+    expect(look.stdout).toMatch(/^warm-up: pytest exited 1 in \d+ ms$/m);
+    expect(look.stdout.trim().split('\n').slice(1).sort()).toEqual(['go', 'lock', 'pid', 'server.log']);
+    // The warm-up's test module is test_sandgym_warm_up (prepend import mode): a task whose test file has that
+    // name would meet "import file mismatch" (a collection error: 0 for a correct solution) if the warm-up's
+    // module, or its directory on sys.path, were still there.
+    const same = { ...slugify, tests: slugify.tests.map((f) => ({ ...f, path: 'test_sandgym_warm_up.py' })) } as LoadedTask;
+    probe.logs = [];
+    const g = await both(same, await submission(same, null, same.solution));
+    expect(g.score.total, g.log_tail).toBe(1);
+    expect(g.tests?.passed).toBe(slugify.spec.test.expected_tests);
+    expect(probe.logs[0]).toMatch(/^request: harness precompiled$/m);
+  }, 180_000);
+
+  it("the harness compiled ahead serves only a grading whose harness file holds its source, and names that file", async () => {
+    // A submission whose function raises: the tests' tracebacks pass through the harness's frames, which must
+    // name the grading's harness file (as a fresh import would), not the name the code was compiled under.
+    const raising = await submission(slugify, { 'slug.py': 'def slugify(text):\n    raise ValueError("no")\n' });
+    probe.logs = [];
+    const g = await both(slugify, raising);
+    expect(g.score.total).toBe(0);
+    expect(probe.logs[0]).toMatch(/^request: harness precompiled$/m);
+    expect(g.log_tail).toMatch(/File "\/run\/sandgym\/judge\/grade-[0-9a-f]+\/harness\/sandgym_harness\.py", line \d+/);
+    // A server prepared with other harness source (code that would end every run at import) is handed the
+    // grading: it compiles the grading's own file, and the verdict is the direct run's.
+    const tar = await submission(slugify, null, slugify.solution);
+    probe.before = async (sb) => {
+      const kill = await sb.exec({ script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done`, identity: 'judge', timeout_ms: 30_000 });
+      expect(kill.exit_code).toBe(0);
+      const other = `HARNESS_SOURCE = ${JSON.stringify('raise SystemExit("the code compiled ahead ran")\n')}\n${PYTEST_SERVER_PY}`;
+      const prep = await sb.exec({ ...pytestServerPrepare(), stdin: other });
+      expect(prep.exit_code, prep.stderr).toBe(0);
+    };
+    probe.logs = [];
+    try {
+      const other = await grade(slugify, tar);
+      expect(other.prestarted).toBe(true);
+      expect(other.score.total, other.log_tail).toBe(1);
+      expect(probe.logs[0]).toMatch(/^request: harness compiled from the grading file$/m);
+    } finally {
+      probe.before = null;
+    }
+  }, 180_000);
 
   it('a server gone before the grading starts: the run starts pytest itself, same verdict', async () => {
     const tar = await submission(slugify, null, slugify.solution);
@@ -207,7 +262,7 @@ def syntax_processes():
     out = []
     for p in glob.glob("/proc/[0-9]*"):
         try:
-            if int(p[6:]) != mine and os.stat(p).st_uid == me and b'"ok": ok' in open(p + "/cmdline", "rb").read():
+            if int(p[6:]) != mine and os.stat(p).st_uid == me and b'"ok": %s' in open(p + "/cmdline", "rb").read():
                 out.append(p)
         except (OSError, ValueError):
             pass

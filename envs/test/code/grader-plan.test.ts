@@ -1,5 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { gradingLayout, newGradingNonce, parseRunOutput, planGrading, pytestIni, runnerArgv, shellQuote, tamperedTests } from '../../src/code/grader-plan.js';
+import { SYNTAX_CHECK_PY, gradingLayout, newGradingNonce, parseRunOutput, planGrading, pytestIni, runnerArgv, shellQuote, tamperedTests } from '../../src/code/grader-plan.js';
 import { shippedTask, trustedFixture } from './helpers.js';
 
 const NONCE = '0123456789abcdef0123456789abcdef';
@@ -244,5 +248,41 @@ describe('pre-started pytest (pytest-harness)', async () => {
     expect(parseRunOutput(base + frame('runner:prestarted'), NONCE).prestarted).toBe(true);
     expect(parseRunOutput(base, NONCE).prestarted).toBe(false);
     expect(parseRunOutput(`${base}\nWRONG:runner:prestarted\n`, NONCE).prestarted).toBe(false);
+  });
+});
+
+describe('the syntax diagnostic script (run here with the host python, -I -S -B as in a grading)', () => {
+  test('every line is ASCII JSON whose path is the file checked, whatever its name, and each kind of file is judged', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sandgym-syntax-'));
+    try {
+      const files: Record<string, [string, boolean]> = {
+        'good.py': ['def f():\n    return 1\n', true],
+        'bad.py': ['def f(:\n', false],
+        'q"uote.py': ['x = 1\n', true],
+        'back\\slash.py': ['x = (\n', false],
+        'tab\there.py': ['x = 1\n', true],
+        'caf\u00e9 \u65e5\u672c.py': ['x = "\u00e9"\n', true],
+        'emoji\u{1F600}.py': ['x = 1\n', true],
+        'ok.json': ['{"a": [1, 2]}', true],
+        'bad.json': ['{"a": ', false],
+        'ok.sh': ['echo hi\n', true],
+        'bad.sh': ['if then fi\n', false],
+        'ok.mjs': ['export const x = 1;\n', true],
+        'bad.js': ['function (\n', false],
+        'notes.txt': ['not checked', true],
+      };
+      for (const [name, [content]] of Object.entries(files)) writeFileSync(path.join(dir, name), content);
+      const list = path.join(dir, 'list.txt');
+      writeFileSync(list, `${Object.keys(files).map((n) => path.join(dir, n)).join('\n')}\n`);
+      const r = spawnSync('python3', ['-I', '-S', '-B', '-c', SYNTAX_CHECK_PY, process.execPath, list], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } });
+      expect(r.status, r.stderr).toBe(0);
+      const lines = r.stdout.split('\n').filter(Boolean);
+      for (const l of lines) expect(/^[\x20-\x7e]*$/.test(l), l).toBe(true);
+      const got = Object.fromEntries(lines.map((l) => JSON.parse(l) as { path: string; ok: boolean }).map((v) => [path.relative(dir, v.path), v.ok]));
+      const want = Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'notes.txt').map(([n, [, ok]]) => [n, ok]));
+      expect(got).toEqual(want);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -57,6 +57,73 @@ for name in default_plugins:
     except Exception:  # a plugin this pytest lacks: the run imports what it has, as a direct run would
         pass
 
+# The harness module every grading loads (sandgym_harness.py), compiled now: its compile is ~15-50 ms of the critical
+# path otherwise. The prepare command puts its source before this program (HARNESS_SOURCE); a grading uses this code
+# only when its own harness file holds exactly that source, and compiles that file itself otherwise.
+try:
+    harness_code = compile(HARNESS_SOURCE, "sandgym_harness.py", "exec")  # noqa: F821
+except Exception:  # no source given, or it does not compile: the grading compiles its own file, as before
+    HARNESS_SOURCE = None
+    harness_code = None
+
+
+def with_filename(code, filename):
+    """The code object with every nested code object's file name set to the module's real path (tracebacks)."""
+    consts = tuple(with_filename(c, filename) if isinstance(c, type(code)) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def warm_up():
+    """
+    One pytest run on a throw-away test file of the judge's, shaped like a grading's (an ini, a rootdir, the junit
+    report, native tracebacks, a pass, a failure, a parametrized test), before any submission exists here. pytest
+    imports much of itself only on its first run (argument parsing, the terminal and junit writers, collection,
+    fixtures, failure reports) and fills its caches: 25-30 ms of a paced py-slugify grading here (A/B, BENCHMARKS.md),
+    for 50-100 ms of this process's time before it is ready. Whatever the run added to sys.modules from
+    the throw-away directory, sys.path and the cwd are put back, so the grading's run imports its own files as a
+    fresh pytest would. A failing warm-up changes nothing a grading relies on: it only leaves more to import.
+    """
+    import io
+    import shutil
+    import time
+
+    t0 = time.monotonic()
+    wdir = os.path.join(srv, "warm-up")
+    shutil.rmtree(wdir, ignore_errors=True)
+    os.mkdir(wdir, 0o700)
+    path0, cwd0, mods0 = list(sys.path), os.getcwd(), set(sys.modules)
+    try:
+        with open(os.path.join(wdir, "pytest.ini"), "w") as fh:
+            fh.write("[pytest]\naddopts =\npython_files = test_*.py\njunit_family = xunit2\njunit_logging = no\n")
+        with open(os.path.join(wdir, "test_sandgym_warm_up.py"), "w") as fh:
+            fh.write(
+                "import pytest\n"
+                "@pytest.fixture\ndef v():\n    return 1\n"
+                "@pytest.mark.parametrize('x', [1, 2])\ndef test_pass(v, x):\n    assert v + x > x\n"
+                "def test_fail():\n    assert [1] == [2]\n"
+                "def test_raise():\n    raise ValueError('warm-up')\n"
+            )
+        os.chdir(wdir)
+        args = ["-c", os.path.join(wdir, "pytest.ini"), f"--rootdir={wdir}", f"--confcutdir={wdir}", "-p", "no:cacheprovider"]
+        args += ["-o", "addopts=", f"--basetemp={wdir}/tmp", f"--junitxml={wdir}/report.xml", "--assert=plain", "--tb=native", "-q"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = pytest.main([*args, "test_sandgym_warm_up.py"])
+        # 1: tests failed, as they must here; anything else is worth a line in the log, and nothing more.
+        print(f"warm-up: pytest exited {int(code)} in {(time.monotonic() - t0) * 1000:.0f} ms", file=sys.stderr, flush=True)
+    except BaseException as e:  # noqa: BLE001  (SystemExit included: the server must live on)
+        print(f"warm-up failed: {e!r}", file=sys.stderr, flush=True)
+    finally:
+        os.chdir(cwd0)
+        sys.path[:] = path0
+        for name in set(sys.modules) - mods0:
+            f = getattr(sys.modules.get(name), "__file__", None) or ""
+            if name.startswith("test_sandgym_warm_up") or name == "conftest" or f.startswith(wdir + os.sep):
+                del sys.modules[name]
+        shutil.rmtree(wdir, ignore_errors=True)
+
+
+warm_up()
+
 # The request pipe: opened read-write, so a grading's write lands even before this process reads, and never
 # blocks the writer; created under a temporary name so run.sh never sees a FIFO without a reader.
 go = os.path.join(srv, "go")
@@ -95,6 +162,14 @@ if req.get("agent_uid"):
     if not agent_uid.isdigit() or agent_uid == "0":
         sys.exit(5)
     env["SANDGYM_AGENT_UID"] = agent_uid
+# The grading's harness file: the code compiled ahead serves it only if it holds exactly that source.
+harness_path = os.path.join(root, "harness", "sandgym_harness.py")
+try:
+    with open(harness_path, "rb") as fh:
+        precompiled = harness_code is not None and fh.read() == HARNESS_SOURCE.encode("utf-8")
+except OSError:
+    precompiled = False
+print(f"request: harness {'precompiled' if precompiled else 'compiled from the grading file'}", file=sys.stderr, flush=True)
 started = os.open(os.path.join(root, "out", "started"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 os.close(started)
 
@@ -116,10 +191,13 @@ os.close(out)
 try:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("sandgym_harness", os.path.join(root, "harness", "sandgym_harness.py"))
+    spec = importlib.util.spec_from_file_location("sandgym_harness", harness_path)
     harness = importlib.util.module_from_spec(spec)
     sys.modules["sandgym_harness"] = harness
-    spec.loader.exec_module(harness)
+    if precompiled:
+        exec(with_filename(harness_code, harness_path), harness.__dict__)
+    else:
+        spec.loader.exec_module(harness)
 except BaseException:
     sys.modules.pop("sandgym_harness", None)
 else:
