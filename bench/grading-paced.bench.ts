@@ -22,16 +22,14 @@ import type { LoadedTask } from '../envs/src/code/task-types.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
 import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
 import { referenceTar } from './lib/grading.js';
+import { percentile } from './lib/stats.js';
 
 const quick = process.argv.includes('--quick');
 const GAP_MS = Number(process.argv.find((a) => a.startsWith('--gap-ms='))?.slice(9) ?? 2000);
 const PER_BLOCK = quick ? 6 : 15;
 const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'grading-paced.json');
 
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
-}
+const pct = (xs: number[], p: number) => percentile([...xs].sort((a, b) => a - b), p);
 const r0 = (x: number) => Math.round(x);
 
 async function main() {
