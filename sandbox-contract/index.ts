@@ -107,6 +107,11 @@ export interface ExecResult {
   duration_ms: number;
 }
 
+/** What Sandbox.execBinary returns: an ExecResult whose stdout is kept as bytes. */
+export interface BinaryExecResult extends Omit<ExecResult, 'stdout'> {
+  stdout: Uint8Array;
+}
+
 export interface FileEntry {
   /** Relative to the workspace, or absolute. */
   path: string;
@@ -125,6 +130,13 @@ export interface Sandbox {
   readonly image_id?: string | null;
   /** Never throws on a non-zero exit; throws when the sandbox is gone (SandboxFailure at the env API). */
   exec(req: ExecRequest): Promise<ExecResult>;
+  /**
+   * One agent-uid command whose stdout is binary (e.g. a workspace archive: envs/src/workspace/capture.ts). Its stdout
+   * streams from the command into the channel (no copy in a tmpfs the agent could fill) and is cut at
+   * max_output_bytes (at most the driver's transfer limit, 256 MiB; the command keeps running, so it should bound
+   * its own output). Like exec it never throws for how the command ended; identity 'judge' is refused.
+   */
+  execBinary(req: ExecRequest): Promise<BinaryExecResult>;
   /** Streamed through the command channel (works on tmpfs / read-only root). */
   putFiles(files: FileEntry[], opts?: PutOptions): Promise<void>;
   getFile(path: string): Promise<Uint8Array>;

@@ -2,6 +2,7 @@
 // implement it); re-exported here so the env API is one import. Envs never import driver code and can
 // be tested against a fake provider.
 export type {
+  BinaryExecResult,
   DriverChoice,
   ExecRequest,
   ExecResult,

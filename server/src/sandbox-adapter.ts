@@ -118,6 +118,7 @@ function envSandbox(sb: DriverSandbox): Sandbox {
     id: sb.id,
     image_id: sb.image_id,
     exec: (req) => guard(sb.exec(req)),
+    execBinary: (req) => guard(sb.execBinary(req)),
     putFiles: (files, opts) => guard(sb.putFiles(files, opts)),
     getFile: (path) => guard(sb.getFile(path)),
     getTar: (path) => guard(sb.getTar(path)),

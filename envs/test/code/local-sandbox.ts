@@ -2,11 +2,11 @@
 // the grading pipeline (tar out, filter, plan, run, parse, score) is exercised end to end without
 // Docker. It isolates nothing; phase 2 runs the same tests against real sandboxes.
 import { spawn, execFileSync } from 'node:child_process';
-import { lstat, mkdir, readFile, readdir, readlink, rm, writeFile, chmod } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { extract, pack } from 'tar-stream';
 import { Readable } from 'node:stream';
-import type { ExecRequest, ExecResult, FileEntry, Sandbox, SandboxProvider } from '../../src/sandbox-api.js';
+import type { BinaryExecResult, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxProvider } from '../../src/sandbox-api.js';
 import { SandboxFailure as SandboxFailureError } from '../../src/api.js';
 
 export class LocalSandbox implements Sandbox {
@@ -63,6 +63,44 @@ export class LocalSandbox implements Sandbox {
     });
   }
 
+  /** exec with stdout as bytes (the workspace capture runs its script through it). */
+  async execBinary(req: ExecRequest): Promise<BinaryExecResult> {
+    const argv = req.argv ?? ['sh', '-c', req.script ?? ''];
+    const started = performance.now();
+    return new Promise((resolve, reject) => {
+      const child = spawn(argv[0] as string, argv.slice(1), { cwd: req.cwd ?? this.workspace, env: { ...process.env, ...(req.env ?? {}) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const max = req.max_output_bytes ?? 256 * 1024 * 1024;
+      const out: Buffer[] = [];
+      let n = 0;
+      let truncated = false;
+      let stderr = '';
+      let timedOut = false;
+      child.stdout.on('data', (c: Buffer) => {
+        const room = max - n;
+        if (c.length > room) truncated = true;
+        const part = c.subarray(0, Math.max(0, Math.min(room, c.length)));
+        out.push(part);
+        n += part.length;
+      });
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const timer = req.timeout_ms
+        ? setTimeout(() => {
+            timedOut = true;
+            try {
+              process.kill(-(child.pid as number), 'SIGKILL');
+            } catch {
+              /* already gone */
+            }
+          }, req.timeout_ms)
+        : undefined;
+      child.on('error', reject);
+      child.on('close', (code, signal) => {
+        if (timer) clearTimeout(timer);
+        resolve({ exit_code: code, signal, stdout: new Uint8Array(Buffer.concat(out)), stderr, truncated, timed_out: timedOut, oom_killed: false, duration_ms: performance.now() - started });
+      });
+    });
+  }
+
   async putFiles(files: FileEntry[]): Promise<void> {
     for (const f of files) {
       const p = this.abs(f.path);
@@ -113,8 +151,16 @@ export class LocalSandbox implements Sandbox {
         stream.on('data', (c: unknown) => chunks.push(c as Buffer));
         stream.on('end', () => {
           void (async () => {
-            if (header.type === 'directory') await mkdir(target, { recursive: true });
-            else if (header.type === 'file') {
+            if (header.type === 'directory') {
+              await mkdir(target, { recursive: true });
+              await chmod(target, header.mode ?? 0o755);
+            } else if (header.type === 'symlink') {
+              await mkdir(path.dirname(target), { recursive: true });
+              await symlink(header.linkname ?? '', target);
+            } else if (header.type === 'link') {
+              await mkdir(path.dirname(target), { recursive: true });
+              await link(path.join(root, header.linkname ?? ''), target);
+            } else if (header.type === 'file') {
               await mkdir(path.dirname(target), { recursive: true });
               await writeFile(target, Buffer.concat(chunks));
               await chmod(target, header.mode ?? 0o644);
@@ -207,6 +253,7 @@ export class EnvLocalProvider implements SandboxProvider {
     return {
       id,
       exec: guard(sb.exec.bind(sb)),
+      execBinary: guard(sb.execBinary.bind(sb)),
       putFiles: guard(sb.putFiles.bind(sb)),
       getFile: guard(sb.getFile.bind(sb)),
       getTar: guard(sb.getTar.bind(sb)),

@@ -9,6 +9,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } 
 import { buildTar } from './tar.js';
 import { JUDGE_WORKDIR, type PutOptions } from '../../../sandbox-contract/index.js';
 import type {
+  BinaryExecResult,
   DriverKind,
   DriverSandbox,
   ExecRequest,
@@ -131,6 +132,21 @@ export abstract class ChannelSandbox implements DriverSandbox {
     const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, false, judge), fast, parts);
     if (this.died) throw this.gone();
     return this.toResult(raw, cap);
+  }
+
+  async execBinary(req: ExecRequest): Promise<BinaryExecResult> {
+    if (this.died) throw this.gone();
+    if (req.identity !== undefined && req.identity !== 'agent') throw new SandboxRequestError('execBinary runs as the agent only');
+    const cap = Math.min(Math.max(1, Math.floor(req.max_output_bytes ?? MAX_TRANSFER_BYTES)), MAX_TRANSFER_BYTES);
+    const timeoutMs = req.timeout_ms ?? this.limits.timeout_s * 1000;
+    if (!(timeoutMs > 0)) throw new SandboxRequestError('timeout_ms must be positive');
+    const cwd = req.cwd ? this.resolvePath(req.cwd) : this.workspace;
+    const script = buildCommandScript({ argv: req.argv, script: req.script, cwd, env: { ...this.spec.env, ...req.env } });
+    const stdin = req.stdin === undefined ? undefined : Buffer.from(req.stdin);
+    // `d`: stdout streams straight into the channel, as file transfers do (never a file in the agent's tmpfs).
+    const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, true, false));
+    if (this.died) throw this.gone();
+    return { ...this.toResult({ ...raw, stdout: Buffer.alloc(0) }, cap), stdout: new Uint8Array(raw.stdout.buffer, raw.stdout.byteOffset, raw.stdout.byteLength) };
   }
 
   private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, flags: string, fast?: FastArgv, argv?: FastArgv): Promise<RawResult> {

@@ -3,7 +3,7 @@
 // import envs (dependencies point one way).
 import type { ExecRequest, Sandbox, SandboxLimits } from '../../../sandbox-contract/index.js';
 
-export type { DriverChoice, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '../../../sandbox-contract/index.js';
+export type { DriverChoice, BinaryExecResult, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '../../../sandbox-contract/index.js';
 
 export interface SandboxSpec {
   image: string;
