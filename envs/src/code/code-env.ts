@@ -15,6 +15,7 @@ import { refuseUnknownOptions } from '../options.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';
 import { seedWorkspace } from './agents.js';
+import { CaptureRefused, captureWorkspace, type CapturedWorkspace } from '../workspace/capture.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
@@ -321,6 +322,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(g.failures ? { failures: g.failures } : {}),
       cached: g.cached,
       workspace_hash: g.workspace_hash,
+      // In-process (trusted) formats only: paths the runner got as shipped instead of as written (always 0 for harness tasks).
       dropped: g.dropped.length,
       timings_ms: g.timings_ms,
     };
@@ -328,11 +330,20 @@ class CodeEnvInstance implements EnvInstance {
 
   private async grade(): Promise<GradeResult> {
     const task = this.task as LoadedTask;
-    const tar = await (this.sb as Sandbox).getTar(this.agentRoot);
-    // The workspace exactly as the grader gets it: what `sandgym rescore` re-grades (the agent's files only).
-    this.artifacts?.put('final_workspace', tar);
+    // The one view of the workspace (envs/src/workspace/capture.ts): read as the agent, nothing dropped; what cannot
+    // be carried exactly is a refusal, which grades to 0 with its reason (never a retryable error).
+    let submission: CapturedWorkspace | CaptureRefused;
+    try {
+      submission = await captureWorkspace(this.sb as Sandbox, this.agentRoot);
+    } catch (e) {
+      if (!(e instanceof CaptureRefused)) throw e;
+      submission = e;
+    }
+    // The capture's archive exactly as the grader parsed it: what `sandgym rescore` re-grades (the agent's files only).
+    // A refused capture has none (rescore skips such an episode: its 0 needs no re-grading).
+    if (!(submission instanceof CaptureRefused)) this.artifacts?.put('final_workspace', submission.archive);
     const p = this.opts.paths;
-    return gradeSubmission(task, tar, {
+    return gradeSubmission(task, submission, {
       provider: this.provider,
       requirement: requirementOf(task),
       cache: this.cache,

@@ -1,5 +1,5 @@
-// Grades one submission: filter the agent's workspace tar, then run grader-plan.ts in a fresh
-// grading sandbox and score the structured report with the rubric. Infrastructure failures throw
+// Grades one submission: takes the agent's workspace capture (envs/src/workspace/capture.ts), runs grader-plan.ts in a
+// fresh grading sandbox and scores the structured report with the rubric. Infrastructure failures throw
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
@@ -7,14 +7,29 @@ import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTe
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
 import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
-import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
-import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
+import { changedFiles, runnerView, scanForTampering, type RunnerView, type TamperFinding } from './workspace-filter.js';
+import {
+  CaptureRefused,
+  captureHash,
+  captureTar,
+  parseCapture,
+  submissionEntries,
+  type CaptureLimits,
+  type CapturedWorkspace,
+  type SubmissionEntry,
+  type WorkspaceCapture,
+} from '../workspace/capture.js';
 
 export interface GradeResult {
   task_id: string;
   score: Score;
   tests?: Omit<TestReport, 'cases'>;
-  dropped: FilterResult['dropped'];
+  /**
+   * In-process (trusted) formats only: workspace paths the RUNNER did not get as the agent wrote them (runner
+   * configuration, the agent's own test files, bytecode caches: workspace-filter.ts). Always empty for harness tasks.
+   * Tests and final_state never lose a path: they grade the capture.
+   */
+  dropped: RunnerView['dropped'];
   restored: string[];
   changed: string[];
   tamper: TamperFinding[];
@@ -65,7 +80,9 @@ export function agentFailures(raw: Uint8Array | null): AgentFailure[] | undefine
   return out;
 }
 
-export interface GradeOptions extends RunnerOptions, ReadTarOptions {
+export interface GradeOptions extends RunnerOptions {
+  /** Caps applied when the submission is a raw archive (default: the capture's documented caps; tests shrink them). */
+  captureLimits?: CaptureLimits;
   provider: SandboxProvider;
   /** Requirement for the fresh grading sandbox (the task's image and limits). */
   requirement: SandboxRequirement;
@@ -115,34 +132,45 @@ export function componentNames(task: LoadedTask): RubricComponent[] {
   return rewardComponents(task);
 }
 
-export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array, opts: GradeOptions): Promise<GradeResult> {
+/**
+ * What gradeSubmission grades: a capture taken in the agent's sandbox (captureWorkspace), its refusal (the agent
+ * made a workspace that cannot be graded as it exists: scored 0 with the reason), or the raw capture archive (the
+ * `final_workspace` artifact, re-graded by `sandgym rescore`), parsed here with the same rules.
+ */
+export type Submission = Uint8Array | CapturedWorkspace | CaptureRefused;
+
+/** grader-plan's `submission` option (the helpers branch adds it to its PlanOptions; declared here until then). */
+type SubmissionPlanOption = { submission?: SubmissionEntry[] };
+
+export async function gradeSubmission(task: LoadedTask, submission: Submission, opts: GradeOptions): Promise<GradeResult> {
   const t0 = performance.now();
   const weights = resolveWeights(task, opts.weights ?? DEFAULT_WEIGHTS);
-  // Harness tasks never run workspace code inside the judge: the in-process defences (runner files dropped,
-  // tamper scan) have nothing left to defend and would only punish honest code.
+  // Harness tasks never run workspace code inside the judge: the runner gets the capture unchanged, and the in-process
+  // defences (runner files put back as shipped, tamper scan) have nothing to defend and would only punish honest code.
   const harness = isHarnessFormat(task.spec.test.format);
   const base = { task_id: task.spec.id, dropped: [], restored: [], changed: [], tamper: [], cached: false };
-  let filtered: FilterResult;
+  let capture: WorkspaceCapture;
   try {
-    const entries = await readTar(workspaceTar, opts);
-    filtered = filterWorkspace(entries, {
-      original: task.workspace,
-      ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
-      ...(harness ? { protectRunnerFiles: false } : {}),
-    });
+    if (submission instanceof CaptureRefused) throw submission;
+    capture = submission instanceof Uint8Array ? await parseCapture(submission, opts.captureLimits) : submission.capture;
   } catch (err) {
-    if (!(err instanceof WorkspaceTooLarge)) throw new SandboxFailure(`workspace archive unreadable: ${(err as Error).message}`, { cause: err });
+    // The workspace cannot be graded as it exists (a special file, a cap, an unreadable path...): the agent's, a 0
+    // naming the path and the rule. Never a pass, never a retryable error.
+    if (!(err instanceof CaptureRefused)) throw err;
     const ms = performance.now() - t0;
     return { ...base, score: combine({}, weights, err.message), workspace_hash: '', timings_ms: { filter: ms, acquire: 0, run: 0, total: ms } };
   }
-  const hash = workspaceHash(filtered.files, filtered.dirs);
+  const hash = captureHash(capture);
   const key = GradeCache.key(task.spec.id, hash);
   const hit = opts.cache?.get(key);
   if (hit) return { ...hit, cached: true };
 
+  // In-process formats only: the runner gets its configuration files as the task shipped them (workspace-filter.ts).
+  const view = harness ? null : runnerView(capture, task.workspace);
+  const changed = changedFiles(capture, task.workspace, view?.omit);
   const filterMs = performance.now() - t0;
-  const common = { ...base, dropped: filtered.dropped, restored: filtered.restored, changed: filtered.changed, workspace_hash: hash };
-  const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(filtered.files, filtered.changed);
+  const common = { ...base, dropped: view?.dropped ?? [], restored: view?.restored ?? [], changed, workspace_hash: hash };
+  const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(capture.entries.filter((e) => e.type === 'file'), changed);
   if (tamper.length > 0) {
     const first = tamper[0];
     const reason = first ? `tampering suspected: ${first.path}:${first.line} mentions ${first.pattern}` : 'tampering suspected';
@@ -150,22 +178,29 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     opts.cache?.set(key, result);
     return result;
   }
+  // Constraint gates (issue 30 item 3: checkConstraints, another branch) belong here: decided on `capture`, the tree
+  // that exists, after the tamper scan and before any grading sandbox is acquired.
 
-  const finalState = task.spec.final_state ? checkFinalState(task.spec.final_state, filtered.files, filtered.dirs) : undefined;
+  const finalState = task.spec.final_state ? checkFinalState(task.spec.final_state, capture) : undefined;
   const ta = performance.now();
   const sb = await opts.provider.acquire(gradingRequirement(task, opts));
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
   const pfKey = preflightKey(imageId, task.spec.test.format, opts);
-  const plan = planGrading(task, { ...opts, changed: filtered.changed, preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey) });
+  const planOpts: Parameters<typeof planGrading>[1] & SubmissionPlanOption = {
+    ...opts,
+    changed,
+    preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey),
+    // wired to grader-plan's submission option (helpers branch): the judge answers the harness's read helpers from it.
+    submission: submissionEntries(capture),
+  };
+  const plan = planGrading(task, planOpts);
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   const tr = performance.now();
   try {
-    const tar = await writeTar([
-      ...filtered.dirs.map((d) => ({ path: d, type: 'directory' as const })),
-      ...filtered.files.map((f) => ({ path: f.path, content: f.content, mode: f.mode })),
-    ]);
+    // The workspace as it exists (hard links, symlinks, modes, dependency folders); in-process formats: runner files as shipped.
+    const tar = await captureTar(capture, view ? { omit: view.omit, extra: view.extra } : {});
     await sb.putTar(plan.layout.workspace, tar);
     if (plan.prepare) {
       const prep = await sb.exec(plan.prepare);

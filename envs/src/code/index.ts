@@ -7,6 +7,7 @@ export * from './report.js';
 export * from './rubric.js';
 export * from './workspace-tar.js';
 export * from './workspace-filter.js';
+export * from '../workspace/capture.js';
 export * from './grader-plan.js';
 export * from './grade.js';
 export * from './agents.js';

@@ -7,7 +7,7 @@
 // untouched workspace. The score is a function of (tests, final_state) alone, so an edit that
 // changes neither scores exactly what the untouched workspace scores (docs/TASKS.md, Rewards).
 import type { FinalStateCheck, LoadedTask, RubricComponent } from './task-types.js';
-import type { KeptFile } from './workspace-filter.js';
+import { captureIndex, type WorkspaceCapture } from '../workspace/capture.js';
 
 export type Weights = Record<RubricComponent, number>;
 
@@ -88,25 +88,32 @@ function isExecutable(mode: number): boolean {
   return (mode & 0o111) !== 0;
 }
 
-/** final_state component, evaluated on the filtered workspace in the server (no agent code runs). */
-export function checkFinalState(checks: readonly FinalStateCheck[], files: readonly KeptFile[], dirs: readonly string[] = []): { fraction: number; failed: string[] } {
-  const byPath = new Map(files.map((f) => [f.path, f]));
-  const dirSet = new Set(dirs);
-  for (const f of files) {
-    const segs = f.path.split('/');
-    for (let i = 1; i < segs.length; i++) dirSet.add(segs.slice(0, i).join('/'));
+/**
+ * final_state component, evaluated in the server on the workspace capture (envs/src/workspace/capture.ts: the
+ * workspace as it exists, nothing dropped; no agent code runs and no link is followed). `exists`: any entry at the
+ * path (file, directory, symlink, or a directory implied by an entry below it); `absent`: none. The content checks
+ * (`equals`, `contains`, `matches`) and `executable` need a regular file at the path (every name of a hard link is
+ * one); a symlink there is not the file it points to, so they fail.
+ */
+export function checkFinalState(checks: readonly FinalStateCheck[], capture: WorkspaceCapture): { fraction: number; failed: string[] } {
+  const byPath = captureIndex(capture);
+  const implied = new Set<string>();
+  for (const e of capture.entries) {
+    const segs = e.path.split('/');
+    for (let i = 1; i < segs.length; i++) implied.add(segs.slice(0, i).join('/'));
   }
   const failed: string[] = [];
   checks.forEach((c, i) => {
-    const f = byPath.get(c.path);
+    const e = byPath.get(c.path);
+    const f = e?.type === 'file' ? e : undefined;
     const text = f ? Buffer.from(f.content).toString('utf8') : '';
     let ok: boolean;
     switch (c.check) {
       case 'exists':
-        ok = f !== undefined || dirSet.has(c.path);
+        ok = e !== undefined || implied.has(c.path);
         break;
       case 'absent':
-        ok = f === undefined && !dirSet.has(c.path);
+        ok = e === undefined && !implied.has(c.path);
         break;
       case 'equals':
         ok = f !== undefined && text === c.value;
@@ -159,7 +166,7 @@ export class PotentialShaper {
   }
 }
 
-/** LRU cache of grades keyed by task id + filtered-workspace hash: an unchanged workspace is never re-graded. */
+/** LRU cache of grades keyed by task id + workspace capture hash: an unchanged workspace is never re-graded. */
 export class GradeCache<V> {
   private readonly map = new Map<string, V>();
   hits = 0;

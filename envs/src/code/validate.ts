@@ -4,11 +4,11 @@
 // training (fresh grading sandbox, hidden tests through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
-import { gradeSubmission, type GradeOptions, type GradeResult } from './grade.js';
+import { gradeSubmission, type GradeOptions, type GradeResult, type Submission } from './grade.js';
 import { GRADER_VERSION } from './grader-plan.js';
 import { runMutationGate, type MutationGateOptions, type MutationReport, type VariantGrade } from './mutation/gate.js';
 import type { LoadedTask, TaskSolution } from './task-types.js';
-import { readTar, writeTar } from './workspace-tar.js';
+import { CaptureRefused, captureTar, captureWorkspace, type CapturedEntry } from '../workspace/capture.js';
 
 export interface AgentRun {
   score: number;
@@ -63,7 +63,7 @@ export function taskRequirement(task: LoadedTask): SandboxRequirement {
 }
 
 /** Runs an agent in a fresh agent sandbox (as a trainer's episode would) and returns its workspace. */
-async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<Uint8Array> {
+async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<Submission> {
   const req = (opts.requirement ?? taskRequirement)(task);
   const sb = await opts.provider.acquire(req);
   try {
@@ -71,13 +71,17 @@ async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolut
     const where = { ...(opts.workspace ? { workspace: opts.workspace } : {}), ...(opts.scratch ? { scratch: opts.scratch } : {}) };
     if (typeof agent === 'string') await runScriptedAgent(sb, task, agent, where);
     else await applySolution(sb, agent, where);
-    return await sb.getTar(opts.workspace ?? '/workspace');
+    // The capture, as in training: a workspace that cannot be graded as it exists is a refusal (graded 0 with its reason).
+    return await captureWorkspace(sb, opts.workspace ?? '/workspace').catch((e: unknown) => {
+      if (e instanceof CaptureRefused) return e;
+      throw e;
+    });
   } finally {
     await opts.provider.release(sb);
   }
 }
 
-async function grade(task: LoadedTask, tar: Uint8Array, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
+async function grade(task: LoadedTask, tar: Submission, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
   const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, ...gradeOpts } = opts;
   const req = (opts.requirement ?? taskRequirement)(task);
   return gradeSubmission(task, tar, { ...gradeOpts, requirement: reuse ? { ...req, reuse } : req });
@@ -95,7 +99,7 @@ function toRun(g: GradeResult, agentMs: number, gradeMs: number): AgentRun {
   };
 }
 
-async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Uint8Array }> {
+async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Submission }> {
   const t0 = performance.now();
   const tar = await agentWorkspace(task, agent, opts);
   const t1 = performance.now();
@@ -107,18 +111,16 @@ async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, o
  * The submission of an overlay solution variant: the reference run's workspace with the variant's
  * files in place of the reference's (what the agent sandbox would return, without starting one per mutant).
  */
-async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts: ValidateOptions): Promise<Uint8Array> {
-  const prefix = opts.stripPrefix ? `${opts.stripPrefix.replace(/\/+$/, '')}/` : '';
-  const entries = await readTar(refTar, opts);
+async function patchedWorkspace(ref: Submission, variant: TaskSolution): Promise<Submission> {
+  if (!('capture' in ref)) return ref;
   const files = new Map(variant.files.map((f) => [f.path, f]));
-  return writeTar(
-    entries
-      .filter((e) => e.type === 'file' || e.type === 'directory')
-      .map((e) => {
-        const f = files.get(e.path);
-        return e.type === 'directory' ? { path: prefix + e.path, type: 'directory' as const, mode: e.mode } : { path: prefix + e.path, content: f ? f.content : (e.content ?? new Uint8Array()), mode: e.mode };
-      }),
-  );
+  const entries = ref.capture.entries.map((e): CapturedEntry => {
+    const f = e.type === 'file' ? files.get(e.path) : undefined;
+    // A replaced file is a file of its own (no longer one name of a hard link), as the agent's overwrite would leave it.
+    return f && e.type === 'file' ? { path: e.path, type: 'file', mode: e.mode, content: f.content } : e;
+  });
+  const capture = { entries, bytes: entries.reduce((n, e) => n + (e.type === 'file' ? e.content.byteLength : 0), 0) };
+  return { capture, archive: await captureTar(capture) };
 }
 
 /** The mutant clock (seconds): the test run and each harness call, never more than the task's own. */
@@ -173,7 +175,7 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
         environment: `${GRADER_VERSION}:${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
         onProgress: (d, t) => m.onProgress?.(task.spec.id, d, t),
         grade: async (variant): Promise<VariantGrade> => {
-          const tar = variant.kind === 'overlay' && task.solution.kind === 'overlay' ? await patchedWorkspace(refTar, variant, opts) : await agentWorkspace(task, variant, opts);
+          const tar = variant.kind === 'overlay' && task.solution.kind === 'overlay' ? await patchedWorkspace(refTar, variant) : await agentWorkspace(task, variant, opts);
           // The grading sandbox is wiped in place and reused between mutants (~10 ms instead of a container
           // creation, which caps Docker at 1-3 gradings a second): a mutant of our own reference is not
           // adversarial. Everything else about the grading (harness, judge, limits, rubric) is training's.

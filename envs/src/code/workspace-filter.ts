@@ -1,34 +1,24 @@
-// Decides which of the agent's files reach the grading sandbox. Anything that can change how the
-// test runner behaves (conftest.py, pytest/tox/setup config, site customisation, .pth files,
-// bytecode caches, the agent's own tests) is dropped, or restored to the task's original content
-// when the task shipped it; links, special files and oversized files are dropped too.
+// What the grading sandbox's RUNNER gets of an in-process (trusted) task's workspace, and the static tamper scan of
+// those formats. The judge's view of the workspace is the capture (envs/src/workspace/capture.ts), whole: tests and
+// final_state see it as it exists, and harness tasks (every shipped task) get it unchanged. Only the in-process
+// formats (pytest-junit, node-test-junit: the code under test runs inside the test runner) keep one protection, for
+// the runner and nothing else: the files that configure or hook it (conftest.py, pytest/tox/setup config, site
+// customisation, .pth files, bytecode caches, the agent's own test files) reach the runner as the task shipped them,
+// or not at all when the task shipped none. final_state is still decided on the real capture; the few paths the
+// runner did not get as written are reported (GradeResult.dropped, info.grade.dropped). docs/TASKS.md.
 import { sha256Hex } from './task-hash.js';
 import type { TaskFile } from './task-types.js';
-import { DEFAULT_MAX_FILE_BYTES, type WorkspaceEntry } from './workspace-tar.js';
+import type { WorkspaceCapture } from '../workspace/capture.js';
 
-export type DropReason = 'unsafe_path' | 'symlink' | 'hardlink' | 'special_file' | 'too_large' | 'cache' | 'runner_config' | 'test_file';
+export type RunnerFileKind = 'cache' | 'runner_config' | 'test_file';
 
-export interface KeptFile {
-  path: string;
-  content: Uint8Array;
-  mode: number;
-  sha256: string;
-}
-
-export interface FilterResult {
-  /** Files for the grading sandbox, sorted by path. */
-  files: KeptFile[];
-  /** Ordinary directories (empty ones matter for final_state checks). */
-  dirs: string[];
-  dropped: { path: string; reason: DropReason }[];
-  /** Protected files put back to the task's version (edited or deleted by the agent). */
-  restored: string[];
-  /** Kept files that the agent created or modified (what the syntax component checks). */
-  changed: string[];
-}
-
-/** Directory names whose whole subtree is never graded. */
-const CACHE_DIRS = new Set(['__pycache__', '.pytest_cache', 'node_modules', '.git', '.hg', '.svn', '.tox', '.nox', '.venv', '.mypy_cache']);
+/** Python bytecode caches: a crafted .pyc can stand in for its source in an in-process runner. */
+const CACHE_DIRS = new Set(['__pycache__', '.pytest_cache']);
+/**
+ * Dependency folders: carried like everything else; only the syntax diagnostic skips them (an `npm install` is not
+ * the agent's code to check, and thousands of files would cost the grading run seconds).
+ */
+export const DEPENDENCY_DIRS = new Set(['node_modules', '.git', '.hg', '.svn', '.tox', '.nox', '.venv', '.mypy_cache', '__pycache__', '.pytest_cache']);
 /** Files that configure or hook the runner: Python start-up, pytest, Node. */
 const RUNNER_CONFIG = new Set([
   'conftest.py',
@@ -45,13 +35,6 @@ const RUNNER_CONFIG = new Set([
   '.noderc',
 ]);
 
-function isUnsafePath(p: string): boolean {
-  if (p === '' || p.startsWith('/') || p.includes('\\')) return true;
-  // Control characters would break the line-oriented command output of the grading sandbox.
-  if (/[\u0000-\u001f\u007f]/.test(p)) return true;
-  return p.split('/').some((seg) => seg === '' || seg === '.' || seg === '..');
-}
-
 /** Names of test files for either runner, and anything under a tests/, test/ or __tests__/ directory. */
 export function isTestPath(p: string): boolean {
   const segs = p.split('/');
@@ -67,9 +50,8 @@ export function isTestPath(p: string): boolean {
   );
 }
 
-/** Why a path may not be graded as the agent wrote it (null: an ordinary file). */
-export function classifyPath(p: string): DropReason | null {
-  if (isUnsafePath(p)) return 'unsafe_path';
+/** Whether an in-process runner must get this path as the task shipped it (null: an ordinary path). */
+export function classifyPath(p: string): RunnerFileKind | null {
   const segs = p.split('/');
   if (segs.some((s) => CACHE_DIRS.has(s))) return 'cache';
   const base = segs[segs.length - 1] ?? '';
@@ -79,76 +61,72 @@ export function classifyPath(p: string): DropReason | null {
   return null;
 }
 
-export interface FilterOptions {
-  /** The task's workspace/ as shipped. */
-  original: readonly TaskFile[];
-  maxFileBytes?: number;
-  /**
-   * Drop or restore runner configuration and the agent's own test files (default true). Harness tasks pass
-   * false: their runner never reads the workspace, so these files are ordinary files there.
-   */
-  protectRunnerFiles?: boolean;
+/** Whether a path lies under a dependency folder (see DEPENDENCY_DIRS). */
+export function inDependencyDir(p: string): boolean {
+  return p.split('/').some((s) => DEPENDENCY_DIRS.has(s));
 }
 
-export function filterWorkspace(entries: readonly WorkspaceEntry[], opts: FilterOptions): FilterResult {
-  const maxFile = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-  const original = new Map(opts.original.map((f) => [f.path, f]));
-  const files = new Map<string, KeptFile>();
-  const dirs = new Set<string>();
-  const dropped: FilterResult['dropped'] = [];
+export interface RunnerView {
+  /** Agent paths the runner does not get as written (in-process formats only), with why. */
+  dropped: { path: string; reason: RunnerFileKind }[];
+  /** Shipped runner files put back for the runner (the agent changed, replaced or deleted them). */
+  restored: string[];
+  /** For captureTar: what to leave out, and the shipped files to add. */
+  omit: (path: string) => boolean;
+  extra: { path: string; content: Uint8Array; mode: number }[];
+}
 
-  const protect = opts.protectRunnerFiles !== false;
-  const classify = (p: string): DropReason | null => {
-    const r = classifyPath(p);
-    return !protect && (r === 'runner_config' || r === 'test_file') ? null : r;
-  };
-  for (const e of entries) {
-    const reason = classify(e.path);
-    if (e.type === 'directory') {
-      // Excluded directories are implied by the files dropped under them; listing them adds noise.
-      if (reason === null) dirs.add(e.path);
+/**
+ * The runner's view for an in-process format (see the header). Harness formats never call this: their runner never
+ * reads the workspace, so they get the capture unchanged.
+ */
+export function runnerView(capture: WorkspaceCapture, original: readonly TaskFile[]): RunnerView {
+  const shipped = new Map(original.map((f) => [f.path, f]));
+  const omitted = new Set<string>();
+  const dropped: RunnerView['dropped'] = [];
+  const kept = new Set<string>();
+  for (const e of capture.entries) {
+    const kind = classifyPath(e.path);
+    if (kind === null) continue;
+    const orig = shipped.get(e.path);
+    // The task's own version, untouched (a regular file, same bytes): nothing to protect.
+    if (e.type === 'file' && orig && sha256Hex(e.content) === orig.sha256) {
+      kept.add(e.path);
       continue;
     }
-    if (reason === 'unsafe_path' || reason === 'cache') {
-      dropped.push({ path: e.path, reason });
-      continue;
-    }
-    if (e.type === 'symlink' || e.type === 'hardlink' || e.type === 'other') {
-      dropped.push({ path: e.path, reason: e.type === 'other' ? 'special_file' : e.type });
-      continue;
-    }
-    if (reason === 'runner_config' || reason === 'test_file') {
-      // Protected: only the task's own, unmodified version may be graded (restored below).
-      const orig = original.get(e.path);
-      if (orig && e.content && sha256Hex(e.content) === orig.sha256) files.set(e.path, { path: e.path, content: orig.content, mode: orig.mode, sha256: orig.sha256 });
-      else dropped.push({ path: e.path, reason });
-      continue;
-    }
-    if (e.size > maxFile || !e.content) {
-      dropped.push({ path: e.path, reason: 'too_large' });
-      continue;
-    }
-    files.set(e.path, { path: e.path, content: e.content, mode: e.mode & 0o111 ? 0o755 : 0o644, sha256: sha256Hex(e.content) });
+    omitted.add(e.path);
+    dropped.push({ path: e.path, reason: kind });
   }
-
-  // Protected files the task shipped come back as shipped, whatever the agent did to them.
+  const byPath = new Map(capture.entries.map((e) => [e.path, e]));
+  const extra: RunnerView['extra'] = [];
   const restored: string[] = [];
-  for (const orig of opts.original) {
-    if (classify(orig.path) === null || files.has(orig.path)) continue;
-    files.set(orig.path, { path: orig.path, content: orig.content, mode: orig.mode, sha256: orig.sha256 });
-    restored.push(orig.path);
+  for (const f of original) {
+    if (classifyPath(f.path) === null || kept.has(f.path)) continue;
+    // Nothing the agent made may stand where a restored file goes (a symlink or file in place of a parent).
+    const segs = f.path.split('/');
+    for (let i = 1; i < segs.length; i++) {
+      const anc = segs.slice(0, i).join('/');
+      const e = byPath.get(anc);
+      if (e && e.type !== 'directory' && !omitted.has(anc)) {
+        omitted.add(anc);
+        dropped.push({ path: anc, reason: classifyPath(f.path) ?? 'runner_config' });
+      }
+    }
+    extra.push({ path: f.path, content: f.content, mode: f.mode });
+    restored.push(f.path);
   }
-
-  const sorted = [...files.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const changed = sorted.filter((f) => original.get(f.path)?.sha256 !== f.sha256).map((f) => f.path);
-  return { files: sorted, dirs: [...dirs].sort(), dropped, restored: restored.sort(), changed };
+  return { dropped: dropped.sort((a, b) => (a.path < b.path ? -1 : 1)), restored: restored.sort(), omit: (p) => omitted.has(p), extra };
 }
 
-/** Identity of a filtered workspace (the grading cache key): paths, modes and contents. */
-export function workspaceHash(files: readonly KeptFile[], dirs: readonly string[] = []): string {
-  const lines = files.map((f) => `f ${f.mode.toString(8)} ${f.sha256} ${JSON.stringify(f.path)}`);
-  for (const d of dirs) lines.push(`d ${JSON.stringify(d)}`);
-  return sha256Hex(lines.sort().join('\n'));
+/** Regular files the agent created or modified (by content; dependency folders aside): what the syntax diagnostic checks. */
+export function changedFiles(capture: WorkspaceCapture, original: readonly TaskFile[], omit: (p: string) => boolean = () => false): string[] {
+  const shipped = new Map(original.map((f) => [f.path, f.sha256]));
+  const out: string[] = [];
+  for (const e of capture.entries) {
+    if (e.type !== 'file' || omit(e.path) || inDependencyDir(e.path)) continue;
+    if (shipped.get(e.path) !== sha256Hex(e.content)) out.push(e.path);
+  }
+  return out;
 }
 
 export interface TamperFinding {
@@ -173,7 +151,7 @@ const TAMPER_PATTERNS: { ext: RegExp; re: RegExp; label: string }[] = [
   { ext: /\.(py|[cm]?[jt]s|sh)$/, re: /sandgym-grade/i, label: 'grading directory' },
 ];
 
-export function scanForTampering(files: readonly KeptFile[], changed: readonly string[]): TamperFinding[] {
+export function scanForTampering(files: readonly { path: string; content: Uint8Array }[], changed: readonly string[]): TamperFinding[] {
   const want = new Set(changed);
   const out: TamperFinding[] = [];
   for (const f of files) {

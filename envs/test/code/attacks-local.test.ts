@@ -162,9 +162,9 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
     expect(r.score.zero_reason).toMatch(/test runner exited with status 143/);
   });
 
-  test('symlinks to the tests, solution or outside files are dropped', async () => {
+  test('symlinks to the tests, solution or outside files are carried as symlinks (never followed by the judge), nothing dropped', async () => {
     const r = await gradeLocally(py, { agent: 'reference', commands: ['ln -s /etc/passwd passwd', 'ln -s ../tests tests_link', 'mkdir d && ln -s slug.py d/slug.py'] });
-    expect(r.dropped.filter((d) => d.reason === 'symlink').map((d) => d.path).sort()).toEqual(['d/slug.py', 'passwd', 'tests_link']);
+    expect(r.dropped).toEqual([]);
     expect(r.score.total).toBe(1);
   });
 
@@ -181,7 +181,7 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
     expect(scanned.score.zero_reason).toMatch(/tampering suspected/);
   });
 
-  test('node: agent-created *.test.mjs files and package.json are dropped', async () => {
+  test('node: agent-created *.test.mjs files and package.json are withheld from the in-process runner (node_modules is carried)', async () => {
     const r = await gradeLocally(js, {
       files: [
         { path: 'extra.test.mjs', content: "import { test } from 'node:test';\ntest('x', () => {});\n" },
@@ -190,7 +190,7 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
       ],
     });
     expect(r.score.total).toBe(0);
-    expect(r.dropped.map((d) => d.reason).sort()).toEqual(['cache', 'runner_config', 'test_file']);
+    expect(r.dropped.map((d) => `${d.path}:${d.reason}`).sort()).toEqual(['extra.test.mjs:test_file', 'package.json:runner_config']);
   });
 
   test('an infinite loop is cut by the test timeout and scores 0 (not an infrastructure error)', async () => {

@@ -1,5 +1,6 @@
 // gradeSubmission's decisions with a scripted grading sandbox (no processes): which outcomes are
 // a 0 with a reason, which are infrastructure failures, caching, and sandbox release.
+import { CaptureRefused } from '../../src/workspace/capture.js';
 import { describe, expect, test } from 'vitest';
 import { SandboxFailure } from '../../src/api.js';
 import { gradeSubmission, componentNames } from '../../src/code/grade.js';
@@ -62,6 +63,9 @@ class ScriptedProvider implements SandboxProvider {
       async putFiles() {},
       async getFile() {
         return new Uint8Array();
+      },
+      async execBinary(): Promise<never> {
+        throw new Error('not used: gradeSubmission gets the archive');
       },
       async getTar() {
         return new Uint8Array();
@@ -133,24 +137,31 @@ describe('gradeSubmission decisions', () => {
     const b = new ScriptedProvider({ throwOnRun: true });
     await expect(gradeSubmission(task, await submission(), { provider: b, requirement: { image: 'x' } })).rejects.toBeInstanceOf(SandboxFailure);
     expect(b.released).toBe(1);
-    await expect(gradeSubmission(task, new TextEncoder().encode('x'.repeat(1024)), { provider: b, requirement: { image: 'x' } })).rejects.toBeInstanceOf(SandboxFailure);
+    // An archive that is not one is the agent's (its uid produced it): a 0 with the reason, never a retryable error.
+    const garbage = await gradeSubmission(task, new TextEncoder().encode('x'.repeat(1024)), { provider: b, requirement: { image: 'x' } });
+    expect(garbage.score.zero_reason).toMatch(/^workspace archive unreadable/);
   });
 
   test('an oversized workspace scores 0 without grading', async () => {
     const provider = new ScriptedProvider({});
-    const r = await gradeSubmission(task, await submission({ 'a.txt': 'x'.repeat(5000) }), { provider, requirement: { image: 'x' }, maxTotalBytes: 1000 });
-    expect(r.score.zero_reason).toMatch(/workspace larger than 1000 bytes/);
+    const r = await gradeSubmission(task, await submission({ 'a.txt': 'x'.repeat(5000) }), { provider, requirement: { image: 'x' }, captureLimits: { maxBytes: 1000 } });
+    expect(r.score.zero_reason).toBe('workspace file a.txt is larger than the 1000 bytes workspace cap');
+    const refused = await gradeSubmission(task, new CaptureRefused('special_file', 'p', 'workspace path p is a FIFO: special files cannot be graded'), { provider, requirement: { image: 'x' } });
+    expect(refused.score).toMatchObject({ total: 0, zero_reason: 'workspace path p is a FIFO: special files cannot be graded' });
     expect(provider.acquired).toBe(0);
   });
 
-  test('an unchanged workspace is served from the cache (dropped files do not change the key)', async () => {
+  test('an unchanged workspace is served from the cache; any change to the capture (even a cache file) is graded again', async () => {
     const cache = new GradeCache<Awaited<ReturnType<typeof gradeSubmission>>>();
     const first = await grade({ syntax: [{ path: 'words.py', ok: true }] }, undefined, cache);
     expect(first.r.cached).toBe(false);
-    const again = await grade({}, { 'words.py': 'def top_words(t, k):\n    return []\n', '__pycache__/w.pyc': 'junk', 'conftest.py': 'x' }, cache);
+    const again = await grade({}, { 'words.py': 'def top_words(t, k):\n    return []\n' }, cache);
     expect(again.r.cached).toBe(true);
     expect(again.provider.acquired).toBe(0);
     expect(again.r.score).toEqual(first.r.score);
+    // The judge grades what exists: a file under __pycache__/ is part of the workspace, so part of the key.
+    const pyc = await grade({}, { 'words.py': 'def top_words(t, k):\n    return []\n', '__pycache__/w.pyc': 'junk' }, cache);
+    expect(pyc.r.cached).toBe(false);
     const changed = await grade({}, { 'words.py': 'def top_words(t, k):\n    return [1]\n' }, cache);
     expect(changed.r.cached).toBe(false);
   });

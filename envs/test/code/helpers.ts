@@ -1,4 +1,5 @@
 // Shared test helpers: load the shipped tasks once and grade a submission end to end on the host.
+import { CaptureRefused, captureWorkspace } from '../../src/workspace/capture.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,7 +58,11 @@ export async function gradeLocally(task: LoadedTask, opts: LocalGradeOptions = {
       const r = await agentSb.exec({ argv: ['bash', '-c', cmd], cwd: agentSb.workspace });
       if (r.exit_code !== 0) throw new Error(`agent command failed: ${cmd}: ${r.stderr}`);
     }
-    const tar = await agentSb.getTar(agentSb.workspace);
+    // The capture, as code-v0 takes it (a refusal grades to 0 with its reason).
+    const tar = await captureWorkspace(agentSb, agentSb.workspace).catch((e: unknown) => {
+      if (e instanceof CaptureRefused) return e;
+      throw e;
+    });
     const provider = new LocalProvider(path.join(dir, 'grade'));
     const result = await gradeSubmission(task, tar, {
       provider,

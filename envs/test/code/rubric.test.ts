@@ -2,12 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rewardComponents, rubricSpec, syntaxSummary } from '../../src/code/rubric.js';
 import type { FinalStateCheck, LoadedTask } from '../../src/code/task-types.js';
-import type { KeptFile } from '../../src/code/workspace-filter.js';
+import type { CapturedEntry, WorkspaceCapture } from '../../src/workspace/capture.js';
 
 const spec = (extra: Partial<LoadedTask['spec']> = {}) => ({ spec: { id: 't', ...extra } as LoadedTask['spec'] });
 
-function file(p: string, text: string, mode = 0o644): KeptFile {
-  return { path: p, content: new TextEncoder().encode(text), mode, sha256: '' };
+function file(p: string, text: string, mode = 0o644): CapturedEntry {
+  return { path: p, type: 'file', content: new TextEncoder().encode(text), mode };
+}
+function cap(entries: CapturedEntry[]): WorkspaceCapture {
+  return { entries: [...entries].sort((a, b) => (a.path < b.path ? -1 : 1)), bytes: 0 };
 }
 
 describe('weights', () => {
@@ -67,7 +70,17 @@ describe('combine', () => {
 });
 
 describe('checkFinalState', () => {
-  const files = [file('bin/run.sh', '#!/bin/sh\necho ok\n', 0o755), file('a.txt', 'hello world\n'), file('src/__init__.py', '__version__ = "1"\n')];
+  const hello = file('a.txt', 'hello world\n');
+  const files = [
+    file('bin/run.sh', '#!/bin/sh\necho ok\n', 0o755),
+    { ...hello, link_of: 'a.txt' },
+    file('src/__init__.py', '__version__ = "1"\n'),
+    { path: 'empty', type: 'directory', mode: 0o755 } as CapturedEntry,
+    // A hard link's second name is the file too; a symlink named like a file is not that file (never followed).
+    { ...hello, path: 'second.txt', link_of: 'a.txt' },
+    { path: 'TODO.txt', type: 'symlink', mode: 0o777, target: 'a.txt' } as CapturedEntry,
+    { path: 'node_modules/old/TODO.txt', type: 'file', mode: 0o644, content: new Uint8Array() } as CapturedEntry,
+  ];
   test.each<[FinalStateCheck, boolean]>([
     [{ path: 'a.txt', check: 'exists' }, true],
     [{ path: 'bin', check: 'exists' }, true],
@@ -82,13 +95,20 @@ describe('checkFinalState', () => {
     [{ path: 'src/__init__.py', check: 'matches', value: '^__version__ = "\\d+"$' }, true],
     [{ path: 'bin/run.sh', check: 'executable' }, true],
     [{ path: 'a.txt', check: 'executable' }, false],
+    [{ path: 'second.txt', check: 'absent' }, false],
+    [{ path: 'second.txt', check: 'equals', value: 'hello world\n' }, true],
+    [{ path: 'TODO.txt', check: 'absent' }, false],
+    [{ path: 'TODO.txt', check: 'exists' }, true],
+    [{ path: 'TODO.txt', check: 'equals', value: 'hello world\n' }, false],
+    [{ path: 'node_modules/old/TODO.txt', check: 'absent' }, false],
+    [{ path: 'node_modules', check: 'exists' }, true],
   ])('%j -> %s', (check, ok) => {
-    const r = checkFinalState([check], files, ['empty']);
+    const r = checkFinalState([check], cap(files));
     expect(r.fraction).toBe(ok ? 1 : 0);
     expect(r.failed.length).toBe(ok ? 0 : 1);
   });
   test('fraction over several checks', () => {
-    expect(checkFinalState([{ path: 'a.txt', check: 'exists' }, { path: 'x', check: 'exists' }], files).fraction).toBe(0.5);
+    expect(checkFinalState([{ path: 'a.txt', check: 'exists' }, { path: 'x', check: 'exists' }], cap(files)).fraction).toBe(0.5);
   });
 });
 

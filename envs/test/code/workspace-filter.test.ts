@@ -1,18 +1,16 @@
-import { pack } from 'tar-stream';
 import { describe, expect, test } from 'vitest';
 import { sha256Hex } from '../../src/code/task-hash.js';
 import type { TaskFile } from '../../src/code/task-types.js';
-import { classifyPath, filterWorkspace, isTestPath, scanForTampering, workspaceHash, type KeptFile } from '../../src/code/workspace-filter.js';
-import { readTar, writeTar, WorkspaceTooLarge, type WorkspaceEntry } from '../../src/code/workspace-tar.js';
+import { changedFiles, classifyPath, isTestPath, runnerView, scanForTampering } from '../../src/code/workspace-filter.js';
+import type { CapturedEntry, WorkspaceCapture } from '../../src/workspace/capture.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 function tf(p: string, text: string, mode = 0o644): TaskFile {
   const content = enc(text);
   return { path: p, content, mode, sha256: sha256Hex(content) };
 }
-function ef(p: string, text: string, mode = 0o644): WorkspaceEntry {
-  const content = enc(text);
-  return { path: p, type: 'file', mode, size: content.byteLength, content };
+function cf(p: string, text: string, mode = 0o644): CapturedEntry {
+  return { path: p, type: 'file', mode, content: enc(text) };
 }
 
 describe('classifyPath', () => {
@@ -33,8 +31,9 @@ describe('classifyPath', () => {
     ['__pycache__/x.cpython-311.pyc', 'cache'],
     ['pkg/mod.pyc', 'cache'],
     ['.pytest_cache/v/cache/lastfailed', 'cache'],
-    ['node_modules/x/index.js', 'cache'],
-    ['.git/config', 'cache'],
+    // Dependency folders are ordinary paths now: carried to the judge and the runner.
+    ['node_modules/x/index.js', null],
+    ['.git/config', null],
     ['tests/test_a.py', 'test_file'],
     ['tests/helper.py', 'test_file'],
     ['test/util.js', 'test_file'],
@@ -48,13 +47,6 @@ describe('classifyPath', () => {
     ['contest.py', null],
     ['testing.py', null],
     ['latest.js', null],
-    ['/etc/passwd', 'unsafe_path'],
-    ['../x', 'unsafe_path'],
-    ['a/../../x', 'unsafe_path'],
-    ['a//b', 'unsafe_path'],
-    ['a\nb', 'unsafe_path'],
-    ['a\\b', 'unsafe_path'],
-    ['', 'unsafe_path'],
   ])('%j -> %s', (p, reason) => {
     expect(classifyPath(p)).toBe(reason);
   });
@@ -64,92 +56,65 @@ describe('classifyPath', () => {
   });
 });
 
-describe('filterWorkspace', () => {
+describe('runnerView (in-process formats only)', () => {
   const original = [tf('app.py', 'x = 1\n'), tf('pyproject.toml', '[project]\nname = "a"\n'), tf('tests/test_visible.py', 'def test_v():\n    pass\n'), tf('README.md', 'hi\n')];
+  const cap = (entries: CapturedEntry[]): WorkspaceCapture => ({ entries: [...entries].sort((a, b) => (a.path < b.path ? -1 : 1)), bytes: 0 });
 
-  test('keeps ordinary files, reports changed ones', () => {
-    const r = filterWorkspace([ef('app.py', 'x = 2\n'), ef('README.md', 'hi\n'), ef('new.py', 'y = 1\n'), { path: 'empty', type: 'directory', mode: 0o755, size: 0 }], { original });
-    expect(r.files.map((f) => f.path)).toEqual(['README.md', 'app.py', 'new.py', 'pyproject.toml', 'tests/test_visible.py']);
-    expect(r.changed).toEqual(['app.py', 'new.py']);
-    expect(r.dirs).toEqual(['empty']);
-    // Shipped protected files the agent deleted come back.
-    expect(r.restored).toEqual(['pyproject.toml', 'tests/test_visible.py']);
+  test('ordinary files untouched, shipped runner files the agent deleted come back, changed files listed', () => {
+    const c = cap([cf('app.py', 'x = 2\n'), cf('README.md', 'hi\n'), cf('new.py', 'y = 1\n'), { path: 'empty', type: 'directory', mode: 0o755 }]);
+    const v = runnerView(c, original);
+    expect(v.dropped).toEqual([]);
+    expect(v.restored).toEqual(['pyproject.toml', 'tests/test_visible.py']);
+    expect(v.extra.map((f) => f.path)).toEqual(['pyproject.toml', 'tests/test_visible.py']);
+    expect(changedFiles(c, original, v.omit)).toEqual(['app.py', 'new.py']);
   });
 
-  test('protected files: unmodified originals kept, modified ones restored, new ones dropped', () => {
-    const r = filterWorkspace(
-      [
-        ef('app.py', 'x = 1\n'),
-        ef('pyproject.toml', '[tool.pytest.ini_options]\naddopts = "--co"\n'),
-        ef('tests/test_visible.py', 'def test_v():\n    pass\n'),
-        ef('conftest.py', 'import pytest\n'),
-        ef('tests/test_new.py', 'def test_x():\n    pass\n'),
-        ef('sitecustomize.py', ''),
-        ef('x.pth', 'import os\n'),
-      ],
-      { original },
-    );
-    expect(r.dropped).toEqual([
-      { path: 'pyproject.toml', reason: 'runner_config' },
-      { path: 'conftest.py', reason: 'runner_config' },
-      { path: 'tests/test_new.py', reason: 'test_file' },
-      { path: 'sitecustomize.py', reason: 'runner_config' },
-      { path: 'x.pth', reason: 'runner_config' },
+  test('protected files: unmodified originals kept, modified ones put back as shipped, new ones withheld from the runner', () => {
+    const c = cap([
+      cf('app.py', 'x = 1\n'),
+      cf('pyproject.toml', '[tool.pytest.ini_options]\naddopts = "--co"\n'),
+      cf('tests/test_visible.py', 'def test_v():\n    pass\n'),
+      cf('conftest.py', 'import pytest\n'),
+      cf('tests/test_new.py', 'def test_x():\n    pass\n'),
+      cf('sitecustomize.py', ''),
+      cf('x.pth', 'import os\n'),
+      { path: '__pycache__', type: 'directory', mode: 0o755 },
+      cf('__pycache__/app.cpython-311.pyc', 'junk'),
+      // Dependency folders are the agent's files like any other: the runner gets them.
+      cf('node_modules/x/index.js', 'module.exports = 1;\n'),
     ]);
-    expect(r.restored).toEqual(['pyproject.toml']);
-    const pyproject = r.files.find((f) => f.path === 'pyproject.toml');
-    expect(new TextDecoder().decode(pyproject?.content)).toBe('[project]\nname = "a"\n');
-    expect(r.changed).toEqual([]);
-  });
-
-  test('links, special files, oversized files, caches and unsafe paths are dropped', () => {
-    const r = filterWorkspace(
-      [
-        { path: 'l', type: 'symlink', mode: 0o777, size: 0, linkname: '/etc/passwd' },
-        { path: 'h', type: 'hardlink', mode: 0o644, size: 0, linkname: 'app.py' },
-        { path: 'fifo', type: 'other', mode: 0o644, size: 0 },
-        { path: 'big.bin', type: 'file', mode: 0o644, size: 10_000_000 },
-        ef('small.txt', 'x'.repeat(100)),
-        ef('__pycache__/app.cpython-311.pyc', 'junk'),
-        ef('../escape.py', 'x'),
-      ],
-      { original: [], maxFileBytes: 50 },
-    );
-    expect(r.dropped.map((d) => `${d.path}:${d.reason}`)).toEqual([
-      'l:symlink',
-      'h:hardlink',
-      'fifo:special_file',
-      'big.bin:too_large',
-      'small.txt:too_large',
+    const v = runnerView(c, original);
+    expect(v.dropped.map((d) => `${d.path}:${d.reason}`)).toEqual([
+      '__pycache__:cache',
       '__pycache__/app.cpython-311.pyc:cache',
-      '../escape.py:unsafe_path',
+      'conftest.py:runner_config',
+      'pyproject.toml:runner_config',
+      'sitecustomize.py:runner_config',
+      'tests/test_new.py:test_file',
+      'x.pth:runner_config',
     ]);
-    expect(r.files).toEqual([]);
+    expect(v.restored).toEqual(['pyproject.toml']);
+    expect(new TextDecoder().decode(v.extra[0]?.content)).toBe('[project]\nname = "a"\n');
+    expect(v.omit('node_modules/x/index.js')).toBe(false);
+    expect(v.omit('app.py')).toBe(false);
+    expect(changedFiles(c, original, v.omit)).toEqual([]);
   });
 
-  test('modes: executable bit preserved, everything else normalised', () => {
-    const r = filterWorkspace([ef('run.sh', 'echo\n', 0o4755), ef('a.txt', 'x', 0o600)], { original: [] });
-    expect(r.files.map((f) => [f.path, f.mode])).toEqual([
-      ['a.txt', 0o644],
-      ['run.sh', 0o755],
-    ]);
+  test('a symlink or file standing where a shipped runner file goes is withheld, so the restored file lands in the workspace', () => {
+    const c = cap([{ path: 'tests', type: 'symlink', mode: 0o777, target: '/tmp' }]);
+    const v = runnerView(c, original);
+    expect(v.omit('tests')).toBe(true);
+    expect(v.restored).toContain('tests/test_visible.py');
   });
-});
 
-describe('workspaceHash', () => {
-  const k = (p: string, t: string, mode = 0o644): KeptFile => ({ path: p, content: enc(t), mode, sha256: sha256Hex(t) });
-  test('stable under order, sensitive to content, path, mode and dirs', () => {
-    const h = workspaceHash([k('a', '1'), k('b', '2')]);
-    expect(workspaceHash([k('b', '2'), k('a', '1')])).toBe(h);
-    expect(workspaceHash([k('a', '1'), k('b', '3')])).not.toBe(h);
-    expect(workspaceHash([k('a', '1'), k('c', '2')])).not.toBe(h);
-    expect(workspaceHash([k('a', '1'), k('b', '2', 0o755)])).not.toBe(h);
-    expect(workspaceHash([k('a', '1'), k('b', '2')], ['d'])).not.toBe(h);
+  test('changedFiles skips dependency folders (the syntax diagnostic), never the judge view', () => {
+    const c = cap([cf('node_modules/p/index.js', 'x'), cf('.venv/lib/a.py', 'x'), cf('src/a.py', 'x')]);
+    expect(changedFiles(c, [])).toEqual(['src/a.py']);
   });
 });
 
 describe('scanForTampering', () => {
-  const k = (p: string, t: string): KeptFile => ({ path: p, content: enc(t), mode: 0o644, sha256: '' });
+  const k = (p: string, t: string) => ({ path: p, content: enc(t) });
   test.each([
     ['a.py', 'import pytest\n', 'pytest'],
     ['a.py', 'from _pytest import runner\n', 'pytest'],
@@ -171,57 +136,5 @@ describe('scanForTampering', () => {
   });
   test('findings carry the line number', () => {
     expect(scanForTampering([k('a.py', 'x = 1\n\nimport pytest\n')], ['a.py'])).toEqual([{ path: 'a.py', pattern: 'pytest', line: 3 }]);
-  });
-});
-
-describe('workspace tar', () => {
-  test('round trip with directories, modes and ./ prefixes', async () => {
-    const tar = await writeTar([
-      { path: 'd', type: 'directory' },
-      { path: 'd/a.txt', content: enc('hello') },
-      { path: 'run.sh', content: enc('#!/bin/sh\n'), mode: 0o755 },
-    ]);
-    const entries = await readTar(tar);
-    expect(entries.map((e) => [e.path, e.type, e.mode & 0o777])).toEqual([
-      ['d', 'directory', 0o755],
-      ['d/a.txt', 'file', 0o644],
-      ['run.sh', 'file', 0o755],
-    ]);
-    expect(new TextDecoder().decode(entries[1]?.content)).toBe('hello');
-  });
-
-  async function rawTar(entries: { name: string; type?: 'file' | 'symlink' | 'directory'; body?: string; linkname?: string }[]): Promise<Uint8Array> {
-    const p = pack();
-    const chunks: Buffer[] = [];
-    p.on('data', (c: unknown) => chunks.push(c as Buffer));
-    const done = new Promise<void>((r) => p.on('end', () => r()));
-    for (const e of entries) {
-      if (e.type === 'symlink') p.entry({ name: e.name, type: 'symlink', linkname: e.linkname ?? '' });
-      else if (e.type === 'directory') p.entry({ name: e.name, type: 'directory' });
-      else p.entry({ name: e.name }, e.body ?? '');
-    }
-    p.finalize();
-    await done;
-    return new Uint8Array(Buffer.concat(chunks));
-  }
-
-  test('strips ./ and a driver prefix; symlinks are listed without content', async () => {
-    const tar = await rawTar([{ name: 'workspace/', type: 'directory' }, { name: './workspace/a.py', body: 'x' }, { name: 'workspace/l', type: 'symlink', linkname: '/etc' }]);
-    const entries = await readTar(tar, { stripPrefix: 'workspace' });
-    expect(entries.map((e) => [e.path, e.type, e.linkname ?? null])).toEqual([
-      ['a.py', 'file', null],
-      ['l', 'symlink', '/etc'],
-    ]);
-  });
-
-  test('large files are listed without content; archive caps throw WorkspaceTooLarge', async () => {
-    const tar = await rawTar([{ name: 'big', body: 'x'.repeat(2000) }, { name: 'small', body: 'y' }]);
-    const entries = await readTar(tar, { maxFileBytes: 1000 });
-    expect(entries.map((e) => [e.path, e.size, e.content === undefined])).toEqual([
-      ['big', 2000, true],
-      ['small', 1, false],
-    ]);
-    await expect(readTar(tar, { maxTotalBytes: 1500 })).rejects.toBeInstanceOf(WorkspaceTooLarge);
-    await expect(readTar(tar, { maxEntries: 1 })).rejects.toBeInstanceOf(WorkspaceTooLarge);
   });
 });

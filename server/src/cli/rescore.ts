@@ -10,7 +10,7 @@ import { gradeSubmission } from '../../../envs/src/code/grade.js';
 import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
 import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../../envs/src/code/task-types.js';
-import { readTar, WorkspaceTooLarge } from '../../../envs/src/code/workspace-tar.js';
+import { CaptureRefused, parseCapture } from '../../../envs/src/workspace/capture.js';
 import type { EpisodeRecord } from '../observability/archive/format.js';
 import { loadArchive } from '../observability/archive/reader.js';
 import { choiceValue, intValue, nonEmptyValue, parseCommand, type CommandDef, type OptionDefs } from './args.js';
@@ -98,10 +98,11 @@ export function rescorable(r: EpisodeRecord, tasks: ReadonlyMap<string, LoadedTa
  */
 async function unreadableTar(tar: Uint8Array): Promise<string | null> {
   try {
-    await readTar(tar);
+    await parseCapture(tar);
     return null;
   } catch (e) {
-    return e instanceof WorkspaceTooLarge ? null : `archived workspace is not a readable tar (${(e as Error).message})`;
+    // A capture the grader refuses (a cap, a special file) is readable: the grader scores it 0 with the reason.
+    return e instanceof CaptureRefused && e.rule !== 'bad_archive' ? null : `archived workspace is not a readable tar (${(e as Error).message})`;
   }
 }
 
