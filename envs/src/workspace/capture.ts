@@ -107,31 +107,33 @@ export function archiveCap(limits: CaptureLimits = {}): number {
 }
 
 /**
- * The capture, run as the agent uid in the agent's sandbox: $1 workspace root, $2 max entries, $3 max file bytes,
- * $4 archive cap + 1. A refusal is the last stderr line `sandgym-capture: <kind> <path>` with status 3; tools missing
- * (an image fault) status 5. The checks read metadata only (find), so a huge sparse file costs nothing; tar's output
- * is cut one byte past the cap (it then dies of SIGPIPE) and its own status is reported on stderr.
+ * The capture, run as the agent uid in the agent's sandbox: $1 workspace root, $2 max file bytes, $3 archive cap + 1.
+ * Two walks and one pipe: `find` looks for what cannot be carried from metadata alone (a huge sparse file costs
+ * nothing; the first hit is reported as the last stderr line `sandgym-capture: <kind> <path>`, status 3), then tar's
+ * output is cut one byte past the cap (tar then dies of SIGPIPE) and tar's status follows on stderr
+ * (`sandgym-capture: tar <status>`). Tools missing (an image fault): status 5. The entry cap is the parser's (an
+ * archive of hundreds of thousands of entries meets the archive cap first). About 5 process starts in all: a
+ * capture runs on every graded step.
  */
 export const CAPTURE_SCRIPT = String.raw`
-for t in find tar head wc; do command -v "$t" >/dev/null 2>&1 || { echo "sandgym-capture: tools $t" >&2; exit 5; }; done
+for t in find tar head; do command -v "$t" >/dev/null 2>&1 || { echo "sandgym-capture: tools $t" >&2; exit 5; }; done
 cd -- "$1" 2>/dev/null || { echo "sandgym-capture: unreadable ." >&2; exit 3; }
-r() { printf 'sandgym-capture: %s %s\n' "$1" "$2" >&2; exit 3; }
-# The first entry that cannot be carried (the walk ends when head has its line).
-x=$(find . -mindepth 1 \( -type s -o -type p -o -type b -o -type c -o -type f -size +"$3"c -o ! -type l ! -perm -u+r -o -type d ! -perm -u+x \) -print 2>/dev/null | head -n 1)
+r() { printf 'sandgym-capture: %s %s
+' "$1" "$2" >&2; exit 3; }
+# Every entry that cannot be carried (usually none); the first one is reported.
+x=$(find . -mindepth 1 \( -type s -o -type p -o -type b -o -type c -o -type f -size +"$2"c -o ! -type l ! -perm -u+r -o -type d ! -perm -u+x \) -print 2>/dev/null)
 if [ -n "$x" ]; then
+  x=${'$'}{x%%"
+"*}
   if [ ! -e "$x" ] && [ ! -L "$x" ]; then r name "$x"
   elif [ -S "$x" ]; then r socket "$x"
   elif [ -p "$x" ]; then r fifo "$x"
   elif [ -b "$x" ] || [ -c "$x" ]; then r device "$x"
-  elif [ -n "$(find "$x" -prune -type f -size +"$3"c -perm -u+r 2>/dev/null)" ]; then r big "$x"
+  elif [ -n "$(find "$x" -prune -type f -size +"$2"c -perm -u+r 2>/dev/null)" ]; then r big "$x"
   else r unreadable "$x"; fi
 fi
-n=$(find . 2>/dev/null | head -n $(($2 + 2)) | wc -l)
-[ "$n" -le $(($2 + 1)) ] || r entries "$2"
-exec 4>&1
-s=$( { { tar -cf - . 4>&-; echo "$?" >&3; } | head -c "$4" >&4; } 3>&1 )
-echo "sandgym-capture: tar $s" >&2
-[ "$s" = 0 ] || exit 4
+# tar's own status goes to stderr; head ends the stream one byte past the cap (tar then dies of SIGPIPE).
+{ tar -cf - .; echo "sandgym-capture: tar $?" >&2; } | head -c "$3"
 `;
 
 const REFUSAL = /^sandgym-capture: (\S+) ?(.*)$/;
@@ -143,10 +145,9 @@ function relOf(found: string): string {
 /** Runs the capture in `sb` as the agent and parses it. Throws CaptureRefused (the agent's) or SandboxFailure (infrastructure). */
 export async function captureWorkspace(sb: Sandbox, root: string, limits: CaptureLimits = {}): Promise<CapturedWorkspace> {
   const maxBytes = limits.maxBytes ?? MAX_WORKSPACE_BYTES;
-  const maxEntries = limits.maxEntries ?? MAX_ENTRIES;
   const cap = archiveCap(limits);
   const r = await sb.execBinary({
-    argv: ['sh', '-c', CAPTURE_SCRIPT, 'sandgym-capture', root, String(maxEntries), String(maxBytes), String(cap + 1)],
+    argv: ['sh', '-c', CAPTURE_SCRIPT, 'sandgym-capture', root, String(maxBytes), String(cap + 1)],
     timeout_ms: CAPTURE_TIMEOUT_MS,
     max_output_bytes: cap + 1,
   });
@@ -157,7 +158,7 @@ export async function captureWorkspace(sb: Sandbox, root: string, limits: Captur
   const kind = m?.[1];
   const arg = m?.[2] ?? '';
   if (r.exit_code === 5 && kind === 'tools') throw new SandboxFailure(`workspace capture: the sandbox image has no working ${arg}`);
-  if (r.exit_code === 3 && kind) throw refusalOf(kind, relOf(arg), maxBytes, maxEntries);
+  if (r.exit_code === 3 && kind) throw refusalOf(kind, relOf(arg), maxBytes);
   if (r.stdout.byteLength > cap) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
   // GNU tar skips sockets with a warning and status 0: one made after the check is still refused.
   const sock = lines.find((l) => /: socket ignored$/.test(l));
@@ -174,7 +175,7 @@ export async function captureWorkspace(sb: Sandbox, root: string, limits: Captur
   return { capture, archive: r.stdout };
 }
 
-function refusalOf(kind: string, p: string, maxBytes: number, maxEntries: number): CaptureRefused {
+function refusalOf(kind: string, p: string, maxBytes: number): CaptureRefused {
   const sp = showPath(p);
   switch (kind) {
     case 'socket':
@@ -185,8 +186,6 @@ function refusalOf(kind: string, p: string, maxBytes: number, maxEntries: number
       return new CaptureRefused('special_file', p, `workspace path ${sp} is a device: special files cannot be graded`);
     case 'big':
       return new CaptureRefused('too_large', p, `workspace file ${sp} is larger than the ${mib(maxBytes)} workspace cap`);
-    case 'entries':
-      return new CaptureRefused('too_many_entries', null, `workspace has more than ${maxEntries} entries (the workspace entry cap)`);
     case 'name':
       return new CaptureRefused('bad_name', p, `workspace path ${sp} has a control character in its name: such names cannot be graded`);
     default:

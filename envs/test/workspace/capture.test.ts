@@ -263,7 +263,7 @@ describe('captureWorkspace: the in-sandbox script (host stand-in, the tools the 
     expect((await refused()).message).toMatch(/^workspace path locked is unreadable by the agent/);
   });
 
-  test('too many entries are refused before tar runs', async () => {
+  test('too many entries are refused (by the parser, from the real archive)', async () => {
     for (let i = 0; i < 30; i++) await writeFile(path.join(dir, `f${i}`), '');
     expect((await refused({ maxEntries: 20 })).message).toBe('workspace has more than 20 entries (the workspace entry cap)');
   });
