@@ -85,7 +85,10 @@ export type CaptureRule =
   | 'path_too_long'
   | 'capture_failed'
   | 'capture_timeout'
-  | 'bad_archive';
+  /** The archive holds something no plain tree has (traversal, duplicates, a link out, an entry under a symlink). */
+  | 'bad_archive'
+  /** The bytes are not a (complete) tar archive at all. */
+  | 'unreadable_archive';
 
 /** What `captureWorkspace` returns: the parsed capture and the raw archive (the `final_workspace` artifact). */
 export interface CapturedWorkspace {
@@ -236,6 +239,7 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
   // filenameEncoding is a real option of tar-stream's extract (extract.js) that its bundled types do not list.
   const ex = extract({ filenameEncoding: 'latin1' } as Parameters<typeof extract>[0]);
   let failure: Error | null = null;
+  let deferred: CaptureRefused | null = null;
   const done = new Promise<void>((resolve, reject) => {
     const fail = (err: Error) => {
       if (failure) return;
@@ -243,8 +247,20 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
       reject(err);
       ex.destroy();
     };
+    const unreadable = (e: Error) => fail(e instanceof CaptureRefused ? e : new CaptureRefused('unreadable_archive', null, `workspace archive unreadable: ${e.message}`));
     ex.on('entry', (header, stream, next) => {
       if (failure) return;
+      /** Reads this entry's data without keeping it (a truncated archive errors here). */
+      const skip = () => {
+        stream.on('error', unreadable);
+        stream.on('end', () => next());
+        stream.resume();
+      };
+      if (deferred) {
+        // Already refused: read on without keeping anything, so an archive that is also cut short says so.
+        skip();
+        return;
+      }
       try {
         const pax = (header.pax ?? null) as { path?: string; linkpath?: string } | null;
         // Pax names and targets arrive as real strings already; ustar / GNU long names as latin1 bytes.
@@ -255,8 +271,7 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
         const type = header.type;
         if (path === '') {
           if (type !== 'directory') throw new CaptureRefused('bad_archive', null, 'workspace archive root is not a directory');
-          stream.resume();
-          stream.on('end', next);
+          skip();
           return;
         }
         if (byPath.has(path)) throw new CaptureRefused('bad_archive', path, `workspace archive names ${showPath(path)} twice`);
@@ -303,7 +318,7 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
             if (bytes > maxBytes) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap`);
             const chunks: Buffer[] = [];
             stream.on('data', (c: unknown) => chunks.push(c as Buffer));
-            stream.on('error', fail);
+            stream.on('error', unreadable);
             stream.on('end', () => {
               if (failure) return;
               byPath.set(path, { path, type: 'file', mode, content: new Uint8Array(Buffer.concat(chunks)) });
@@ -320,14 +335,18 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
             throw new CaptureRefused('special_file', path, `workspace path ${showPath(path)} has an archive type (${String(type)}) that cannot be graded`);
         }
         byPath.set(path, entry);
-        stream.resume();
-        stream.on('end', next);
+        skip();
       } catch (e) {
-        fail(e as Error);
+        // Caps stop the parse at once (memory and time); what an entry is (a FIFO, a traversal, a bad name) is
+        // reported once the whole archive has been read, so a truncated archive is `unreadable_archive` first.
+        if (e instanceof CaptureRefused && e.rule !== 'too_large' && e.rule !== 'too_many_entries') {
+          deferred = e;
+          skip();
+        } else fail(e as Error);
       }
     });
-    ex.on('finish', resolve);
-    ex.on('error', (e: Error) => fail(e instanceof CaptureRefused ? e : new CaptureRefused('bad_archive', null, `workspace archive unreadable: ${e.message}`)));
+    ex.on('finish', () => (deferred ? fail(deferred) : resolve()));
+    ex.on('error', unreadable);
   });
   ex.end(Buffer.from(tar.buffer, tar.byteOffset, tar.byteLength));
   await done;

@@ -87,9 +87,15 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
   });
 
   test('garbage and truncated archives are refused as unreadable (a 0, never a crash or a retryable error)', async () => {
-    expect((await refusal(parseCapture(new Uint8Array(Buffer.from('x'.repeat(1024)))))).rule).toBe('bad_archive');
+    expect((await refusal(parseCapture(new Uint8Array(Buffer.from('x'.repeat(1024)))))).rule).toBe('unreadable_archive');
     const tar = await rawTar([{ name: 'a.txt', body: 'x'.repeat(5000) }]);
-    expect((await refusal(parseCapture(tar.subarray(0, 2048)))).rule).toBe('bad_archive');
+    expect((await refusal(parseCapture(tar.subarray(0, 2048)))).rule).toBe('unreadable_archive');
+  });
+
+  test('an archive both hostile and cut short is unreadable first (rescore skips it as edited), a whole hostile one is refused', async () => {
+    const hostile = await rawTar([{ name: '../x', body: 'x'.repeat(2000) }, { name: 'b', body: 'y'.repeat(2000) }]);
+    expect((await refusal(parseCapture(hostile.subarray(0, 1024)))).rule).toBe('unreadable_archive');
+    expect((await refusal(parseCapture(hostile))).rule).toBe('bad_archive');
   });
 
   test('caps: a file over the workspace cap, a workspace over it, too many entries, an archive over its cap', async () => {

@@ -101,8 +101,8 @@ async function unreadableTar(tar: Uint8Array): Promise<string | null> {
     await parseCapture(tar);
     return null;
   } catch (e) {
-    // A capture the grader refuses (a cap, a special file) is readable: the grader scores it 0 with the reason.
-    return e instanceof CaptureRefused && e.rule !== 'bad_archive' ? null : `archived workspace is not a readable tar (${(e as Error).message})`;
+    // A capture the grader refuses (a cap, a special file, a hostile entry) is readable: the grader scores it 0 with the reason.
+    return e instanceof CaptureRefused && e.rule !== 'unreadable_archive' ? null : `archived workspace is not a readable tar (${(e as Error).message})`;
   }
 }
 

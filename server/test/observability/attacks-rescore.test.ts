@@ -1,7 +1,7 @@
 // Attacks on `sandgym rescore` through an archived workspace tar (issue 15): the tar an archive holds is
 // the agent's (and an archive file may be edited by anyone who can write the bucket). Rescore must grade
-// it exactly as training does: read in memory, filtered (no `..`, absolute paths, links, devices), packed
-// again and graded in a fresh sandbox; never extracted on the host. A tar that cannot be read is that
+// it exactly as training does: read in memory as a workspace capture (a `..`, an absolute path, a link out or a
+// device is refused: a score of 0) and graded in a fresh sandbox; never extracted on the host. A tar that cannot be read is that
 // episode's typed failure, not the end of the whole re-grade.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
