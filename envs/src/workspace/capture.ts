@@ -235,6 +235,8 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
   const cap = archiveCap(limits);
   if (tar.byteLength > cap) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
   const byPath = new Map<string, CapturedEntry>();
+  /** Every proper prefix of a path seen so far: directories the archive implies. */
+  const parents = new Set<string>();
   let bytes = 0;
   // filenameEncoding is a real option of tar-stream's extract (extract.js) that its bundled types do not list.
   const ex = extract({ filenameEncoding: 'latin1' } as Parameters<typeof extract>[0]);
@@ -283,6 +285,9 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
           const anc = byPath.get(segs.slice(0, i).join('/'));
           if (anc && anc.type !== 'directory') throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} lies under ${showPath(anc.path)}, which is not a directory`);
         }
+        // The same, in the other order: no non-directory where earlier entries implied a directory.
+        if (type !== 'directory' && parents.has(path)) throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} is not a directory, but entries lie under it`);
+        for (let i = 1; i < segs.length; i++) parents.add(segs.slice(0, i).join('/'));
         let entry: CapturedEntry;
         switch (type) {
           case 'directory':

@@ -57,6 +57,7 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
     ['a hard link to a directory', [{ name: 'd', type: 'directory' }, { name: 'h', type: 'link', linkname: 'd' }], /not an earlier file/],
     ['an entry under a symlink', [{ name: 'l', type: 'symlink', linkname: '/etc' }, { name: 'l/passwd', body: 'x' }], /lies under l, which is not a directory/],
     ['an entry under a file', [{ name: 'f', body: 'x' }, { name: 'f/x', body: 'y' }], /lies under f/],
+    ['a symlink listed after entries under its name', [{ name: 'l/passwd', body: 'x' }, { name: 'l', type: 'symlink', linkname: '/etc' }], /l is not a directory, but entries lie under it/],
     ['a FIFO', [{ name: 'pipe', type: 'fifo' }], /workspace path pipe is a FIFO: special files cannot be graded/],
     ['a character device', [{ name: 'null', type: 'character-device' }], /workspace path null is a device/],
     ['a block device', [{ name: 'sda', type: 'block-device' }], /is a device/],
