@@ -157,7 +157,10 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
   const pfKey = preflightKey(imageId, task.spec.test.format, opts);
-  const plan = planGrading(task, { ...opts, changed: filtered.changed, preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey) });
+  // TEMPORARY (issue 30 item 2, until the workspace capture of item 1 is merged): the submission the harnesses' read
+  // helpers answer from, built from the filtered tree the sandbox gets. The lead replaces it with that capture's list.
+  const submission = harness ? [...filtered.dirs.map((d) => ({ path: d, type: 'directory' as const, mode: 0o755 })), ...filtered.files.map((f) => ({ path: f.path, type: 'file' as const, mode: f.mode, content: f.content }))] : undefined;
+  const plan = planGrading(task, { ...opts, changed: filtered.changed, ...(submission ? { submission } : {}), preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey) });
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   const tr = performance.now();
