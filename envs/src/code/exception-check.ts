@@ -17,6 +17,7 @@ const PY_BASES = new Set([
 ]);
 const JS_BASES = new Set(['Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'EvalError', 'URIError', 'AggregateError']);
 
+const EXCEPTION_NAME = /(Error|Exception)$/;
 const PY_MODULE_VAR = /^\s*([A-Za-z_]\w*)\s*=\s*workspace\.module\(\s*["'][^"']+["']\s*\)/gm;
 const JS_MODULE_VAR = /(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:await\s+)?workspace(?:\.sync)?\.module\(/g;
 const JS_DESTRUCTURED = /(?:const|let|var)\s*\{([^}]*)\}\s*=\s*(?:await\s+)?workspace(?:\.sync)?\.module\(/g;
@@ -61,7 +62,8 @@ export function pythonUses(src: string): Use[] {
   for (const [re, how] of sites) {
     for (const m of src.matchAll(re)) {
       for (const a of (m[1] as string).matchAll(/\b([A-Za-z_]\w*)\.([A-Za-z_]\w*)\b/g)) {
-        if (mods.has(a[1] as string)) out.push({ name: a[2] as string, how });
+        // isinstance() also checks ordinary classes: only names that read as exception classes count there.
+        if (mods.has(a[1] as string) && (how !== 'isinstance' || EXCEPTION_NAME.test(a[2] as string))) out.push({ name: a[2] as string, how });
       }
     }
   }
@@ -90,7 +92,10 @@ export function jsUses(src: string): Use[] {
     const args = topLevelArgs(src, (m.index ?? 0) + m[0].length);
     if (args.length >= 2) check(args[1] as string, `assert.${m[1]}`);
   }
-  for (const m of src.matchAll(/instanceof\s+((?:\(\s*await\s+)?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?\s*\)?)/g)) check(m[1] as string, 'instanceof');
+  // instanceof also checks ordinary classes: only names that read as error classes count there.
+  for (const m of src.matchAll(/instanceof\s+((?:\(\s*await\s+)?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?\s*\)?)/g)) {
+    if (EXCEPTION_NAME.test((m[1] as string).replace(/[\s)]+$/, ''))) check(m[1] as string, 'instanceof');
+  }
   return out;
 }
 

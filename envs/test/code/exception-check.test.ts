@@ -25,7 +25,7 @@ def test_c():
     try:
         p.parse("")
     except p.OtherError as e:
-        assert isinstance(e, p.FourthError)
+        assert isinstance(e, p.FourthError) and not isinstance(e, p.Parser)
 def test_builtin():
     with pytest.raises(ValueError):
         p.parse("y")
@@ -38,7 +38,7 @@ const { ParseError: PE, parse } = await workspace.module('parse.mjs');
 test('a', () => { assert.throws(() => m.parse('x'), m.ParseError); });
 test('b', async () => { await assert.rejects(parse(''), PE); });
 test('c', () => { assert.throws(() => m.parse('x'), RangeError); assert.throws(() => m.parse('x'), /bad/); });
-test('d', () => { try { m.parse('') } catch (e) { assert.equal(e instanceof m.LexError, true); } });
+test('d', () => { try { m.parse('') } catch (e) { assert.equal(e instanceof m.LexError, true); assert.equal(e instanceof m.Parser, false); } });
 `;
 
 describe('exception declaration check (tasks validate)', () => {
