@@ -798,7 +798,8 @@ process.on('exit', () => client.stop());
 // that rewrites its files at import or patches the worker does not change it. The CURRENT view (what programs
 // produced, `workspace.current`) is read by a FRESH reader process per read: no workspace code in it, file access as
 // the agent uid (setpriv: effective uid the agent's, no capabilities), real uid the judge's so that the kernel makes
-// it non-dumpable (no ptrace, /proc fds or memory for the agent) and the agent cannot signal it.
+// it non-dumpable (no ptrace, /proc fds or memory for the agent). The agent can still kill or stop it: the read then
+// fails (WorkspaceError / WorkspaceTimeout) and so does the test, never a pass.
 const READER_SOURCE = `
 const fs = require('node:fs');
 const path = require('node:path');

@@ -916,8 +916,9 @@ class _Client:
 # workspace code can rewrite its files at import or patch the worker, the capture does not change. The CURRENT view
 # (what programs produced, the test's own fixtures, tmpdirs) is read by a FRESH reader process started for each read:
 # no workspace code in it, file access as the agent uid (the judge never follows an agent-made path with its own
-# privileges), real uid the judge's so that the kernel makes it non-dumpable: no agent process can ptrace it, open
-# its /proc fds or memory, or signal it with anything but the judge's privileges.
+# privileges), real uid the judge's so that the kernel makes it non-dumpable: no agent process can ptrace it or open
+# its /proc fds or memory, and its pipes are the judge's. The agent can still kill or stop it (its saved uid is the
+# agent's): the read then fails (WorkspaceError / WorkspaceTimeout) and so does the test, never a pass.
 _READER_SOURCE = r'''
 import base64, json, os, stat, sys
 req = json.loads(sys.stdin.buffer.read(1 << 20).decode("utf-8"))
@@ -1173,7 +1174,7 @@ class _Views:
 
             def pre():
                 # File access as the agent (fsuid = euid = agent, no capabilities); real uid the judge's, so the exec
-                # makes the reader non-dumpable and the agent uid cannot signal it.
+                # makes the reader non-dumpable (no ptrace, no /proc fds or memory for the agent).
                 os.setgroups([])
                 os.setresgid(agent, agent, agent)
                 os.setresuid(judge, agent, judge)
