@@ -336,7 +336,7 @@ export interface PlanOptions extends RunnerOptions {
   nonce?: string;
   /**
    * Harness formats: the submission as captured before any workspace code ran. Written into the judge's grading dir
-   * (submission.json, 0444 inside the 0700 judge dir); the harnesses' read helpers answer from it. Without it they
+   * (submission.json, 0400 inside the 0700 judge dir); the harnesses' read helpers answer from it. Without it they
    * read the current files through a fresh reader (host stand-ins and direct uses only: the grader always gives it).
    */
   submission?: readonly SubmissionEntry[];
