@@ -16,7 +16,6 @@ import {
   submissionEntries,
   type CaptureLimits,
   type CapturedWorkspace,
-  type SubmissionEntry,
   type WorkspaceCapture,
 } from '../workspace/capture.js';
 
@@ -139,9 +138,6 @@ export function componentNames(task: LoadedTask): RubricComponent[] {
  */
 export type Submission = Uint8Array | CapturedWorkspace | CaptureRefused;
 
-/** grader-plan's `submission` option (the helpers branch adds it to its PlanOptions; declared here until then). */
-type SubmissionPlanOption = { submission?: SubmissionEntry[] };
-
 export async function gradeSubmission(task: LoadedTask, submission: Submission, opts: GradeOptions): Promise<GradeResult> {
   const t0 = performance.now();
   const weights = resolveWeights(task, opts.weights ?? DEFAULT_WEIGHTS);
@@ -187,11 +183,11 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
   const pfKey = preflightKey(imageId, task.spec.test.format, opts);
-  const planOpts: Parameters<typeof planGrading>[1] & SubmissionPlanOption = {
+  const planOpts: Parameters<typeof planGrading>[1] = {
     ...opts,
     changed,
     preflight: opts.preflightCache === false || pfKey === null || !preflightPassed.has(pfKey),
-    // wired to grader-plan's submission option (helpers branch): the judge answers the harness's read helpers from it.
+    // The judge answers the harnesses' read helpers from it (docs/TASKS.md, "Reading files: two views").
     submission: submissionEntries(capture),
   };
   const plan = planGrading(task, planOpts);

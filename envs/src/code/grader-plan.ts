@@ -22,6 +22,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { JUDGE_WORKDIR } from '../../../sandbox-contract/index.js';
 import type { ExecRequest, FileEntry } from '../sandbox-api.js';
+import type { SubmissionEntry } from '../workspace/capture.js';
 import { isHarnessFormat, type LoadedTask } from './task-types.js';
 import { NODE_HARNESS_FILES, NODE_HARNESS_PACKAGE } from './harness/node/files.js';
 
@@ -308,8 +309,30 @@ export interface GradingPlan {
   testHashes: Record<string, string>;
 }
 
+// One entry of the submission as captured before any workspace code ran (issue 30): what the harnesses' read helpers
+// answer from (docs/TASKS.md, "Reading files: two views"). Declared once, by the workspace capture.
+export type { SubmissionEntry };
+
+/** The capture as the harnesses read it: a judge-only JSON file (base64 contents), loaded lazily by the tests. */
+export function submissionJson(entries: readonly SubmissionEntry[]): string {
+  const out = entries.map((e) => ({
+    path: e.path,
+    type: e.type,
+    mode: e.mode,
+    ...(e.type === 'file' ? { content: Buffer.from(e.content ?? new Uint8Array()).toString('base64') } : {}),
+    ...(e.type === 'symlink' ? { target: e.target ?? '' } : {}),
+  }));
+  return JSON.stringify({ version: 1, entries: out });
+}
+
 export interface PlanOptions extends RunnerOptions {
   nonce?: string;
+  /**
+   * Harness formats: the submission as captured before any workspace code ran. Written into the judge's grading dir
+   * (submission.json, 0400 inside the 0700 judge dir); the harnesses' read helpers answer from it. Without it they
+   * read the current files through a fresh reader (host stand-ins and direct uses only: the grader always gives it).
+   */
+  submission?: readonly SubmissionEntry[];
   workspace?: string;
   scratch?: string;
   /** Changed files (relative to the workspace) for the syntax component. */
@@ -575,6 +598,10 @@ export interface HarnessConfig {
   nofile: number;
   /** Spawn the worker at pytest_configure, so its start overlaps collection (RunnerOptions.prestartWorker). */
   prestart: boolean;
+  /** The submission capture (PlanOptions.submission), when given. */
+  submission?: string;
+  /** task.json `exceptions`: the builtin base each workspace exception class must have. */
+  exceptions: Record<string, string>;
 }
 
 export function harnessLayout(nonce: string, opts: { workspace?: string; judgeDir?: string } = {}): GradingLayout {
@@ -744,6 +771,8 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
     nproc: limits.pids,
     nofile: limits.nofile,
     prestart: opts.prestartWorker !== false,
+    ...(opts.submission ? { submission: `${layout.root}/submission.json` } : {}),
+    exceptions: task.spec.exceptions ?? {},
   };
   // The agent uid comes from the judge's environment at run time, so this line is not fully quoted.
   const uidVar = sameUid ? [] : ['"SANDGYM_AGENT_UID=$SANDGYM_AGENT_UID"'];
@@ -766,9 +795,15 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
     { path: `${layout.root}/conftest.py`, content: HARNESS_CONFTEST, mode: 0o444 },
     { path: layout.ini, content: harnessPytestIni(layout), mode: 0o444 },
     { path: `${layout.root}/harness.json`, content: JSON.stringify(config), mode: 0o444 },
+    ...submissionFiles(layout, opts),
     ...(server ? [{ path: `${layout.root}/server-request.json`, content: JSON.stringify(request), mode: 0o444 }] : []),
   ];
   return finishHarnessPlan(task, nonce, layout, opts, files, { changed, agentEnv: agentEnv.join(' '), node: opts.node ?? 'node', preflight, runLine, testLimitS, runTimeoutMs, sameUid });
+}
+
+/** The submission capture as a judge file (0400: only the judge's test processes read it). */
+function submissionFiles(layout: GradingLayout, opts: PlanOptions): FileEntry[] {
+  return opts.submission ? [{ path: `${layout.root}/submission.json`, content: submissionJson(opts.submission), mode: 0o400 }] : [];
 }
 
 /**
@@ -839,14 +874,25 @@ function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPla
   const limits = { ...WORKER_DEFAULT_LIMITS, ...(task.spec.limits ?? {}) };
   const node = opts.node ?? 'node';
   const path = opts.path ?? DEFAULT_RUNNER_PATH;
-  const config = { workspace: layout.workspace, node, path, call_timeout_s: task.spec.test.call_timeout_s, same_uid: sameUid, data_mb: limits.memory_mb, nproc: limits.pids, nofile: limits.nofile };
+  const config = {
+    workspace: layout.workspace,
+    node,
+    path,
+    call_timeout_s: task.spec.test.call_timeout_s,
+    same_uid: sameUid,
+    data_mb: limits.memory_mb,
+    nproc: limits.pids,
+    nofile: limits.nofile,
+    ...(opts.submission ? { submission: `${layout.root}/submission.json` } : {}),
+    exceptions: task.spec.exceptions ?? {},
+  };
   const env = [`PATH=${path}`, `HOME=${layout.home}`, `TMPDIR=${layout.tmp}`, 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'NODE_OPTIONS=', 'NO_COLOR=1', `SANDGYM_NODE_HARNESS_CONFIG=${layout.root}/node-harness.json`];
   // The agent uid comes from the judge's environment at run time, so this line is not fully quoted.
   const uidVar = sameUid ? '' : ' "SANDGYM_AGENT_UID=$SANDGYM_AGENT_UID"';
   const runLine = `cd ${shellQuote(layout.root)} && exec env -i ${env.map(shellQuote).join(' ')}${uidVar} ${nodeHarnessRunnerArgv(task, layout, opts).map(shellQuote).join(' ')}\n`;
   const preflight = [
     `${['env', '-i', `PATH=${path}`, node, '-e', NODE_PREFLIGHT].map(shellQuote).join(' ')} || exit 1`,
-    `[ "$1" = 1 ] || for c in nsenter prlimit choom; do command -v $c >/dev/null || { echo "$c is not installed (the node harness starts its worker with it)"; exit 1; }; done`,
+    `[ "$1" = 1 ] || for c in nsenter prlimit choom setpriv; do command -v $c >/dev/null || { echo "$c is not installed (the node harness starts its worker and file reader with it)"; exit 1; }; done`,
     '',
   ].join('\n');
   const changed = (opts.changed ?? []).filter((p) => SYNTAX_EXT.test(p)).map((p) => `${layout.workspace}/${p}`);
@@ -858,6 +904,7 @@ function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPla
     { path: layout.reporter, content: NODE_JUNIT_REPORTER, mode: 0o444 },
     { path: `${layout.root}/agent-reporter.mjs`, content: NODE_HARNESS_FILES['agent-reporter.mjs'], mode: 0o444 },
     { path: `${layout.root}/node-harness.json`, content: JSON.stringify(config), mode: 0o444 },
+    ...submissionFiles(layout, opts),
   ];
   const agentEnv = [`PATH=${path}`, 'HOME=/tmp', 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'PYTHONDONTWRITEBYTECODE=1'].join(' ');
   return finishHarnessPlan(task, nonce, layout, opts, files, { changed, agentEnv, node, preflight, runLine, testLimitS, runTimeoutMs, sameUid });

@@ -43,6 +43,11 @@ export interface TaskSpec {
   trusted?: boolean;
   test: { format: TestFormat; command?: string[]; expected_tests: number; timeout_s?: number; call_timeout_s?: number };
   final_state?: FinalStateCheck[];
+  /**
+   * Harness formats (issue 30): the workspace exception classes the hidden tests name (`pytest.raises(m.ParseError)`,
+   * `assert.throws(f, m.ParseError)`), each with the builtin base it must have ("ValueError", "RangeError").
+   */
+  exceptions?: Record<string, string>;
 }
 
 /** One file of a task directory, read into memory (task sets are small and read once at startup). */

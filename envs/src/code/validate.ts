@@ -4,6 +4,7 @@
 // training (fresh grading sandbox, hidden tests through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
+import { exceptionDeclarationProblems } from './exception-check.js';
 import { gradeSubmission, type GradeOptions, type GradeResult, type Submission } from './grade.js';
 import { GRADER_VERSION } from './grader-plan.js';
 import { runMutationGate, type MutationGateOptions, type MutationReport, type VariantGrade } from './mutation/gate.js';
@@ -141,7 +142,7 @@ export function mutantClock(task: LoadedTask): LoadedTask {
 }
 
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
-  const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
+  const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [...exceptionDeclarationProblems(task)] };
   try {
     const { tar: refTar, ...refRun } = await runAgent(task, 'reference', opts);
     out.reference = refRun;

@@ -12,8 +12,10 @@
 // objects arrive as opaque handles whose valueOf/toString/toJSON/Symbol.toPrimitive, keys, prototype and `in`
 // throw, so "equal to everything" has nothing to attach to. A crash, hang, OOM or kill -1 of the worker fails the
 // test that was using it (a WorkspaceError) and the next use starts a fresh worker.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import { inspect } from 'node:util';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
 
@@ -93,6 +95,8 @@ function loadConfig() {
     data_mb: cfg.data_mb,
     nproc: cfg.nproc,
     nofile: cfg.nofile,
+    submission: cfg.submission,
+    exceptions: cfg.exceptions ?? {},
   };
 }
 
@@ -502,8 +506,12 @@ class Client {
     this.send({ op: 'return', id: cid, value });
   }
 
-  result(reply, mode, childPath) {
-    if (reply.op === 'return') return this.dec(reply.value, mode, childPath);
+  result(reply, mode, childPath, attr) {
+    if (reply.op === 'return') {
+      const v = reply.value;
+      if (attr !== undefined && v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 1 && 'x' in v) return this.excAttr(v.x, attr, mode, childPath);
+      return this.dec(v, mode, childPath);
+    }
     if (reply.harness === 'unencodable') throw new WorkspaceError(`the workspace result cannot cross: ${typeof reply.str === 'string' ? reply.str.slice(0, 300) : '?'}`);
     throw this.exception(reply.exc, mode);
   }
@@ -512,7 +520,32 @@ class Client {
     fields.op = name;
     fields.obj = this.hid(state);
     const childPath = child !== undefined && state.path ? [...state.path, child] : undefined;
-    return this.result(this.request(fields, mode), mode, childPath);
+    // A member read (h.X, `await m.X`) that yields an error class: checked (excAttr) under the member's name.
+    const attr = name === 'get' ? fields.name : name === 'getpath' && Array.isArray(fields.path) ? fields.path[fields.path.length - 1] : undefined;
+    return this.result(this.request(fields, mode), mode, childPath, typeof attr === 'string' ? attr : undefined);
+  }
+
+  /**
+   * A workspace member that is an error class (`m.ParseError`, what `assert.throws` gets): the submission must not
+   * choose what the test accepts (issue 30). It must be a class the workspace defines under that name, never a
+   * builtin (`export const ParseError = Error`), and its builtin base must be the one the task declares (task.json
+   * `exceptions`, e.g. {"ParseError": "RangeError"}).
+   */
+  excAttr(desc, attr, mode, path) {
+    const where = path ? path.join('.') : attr;
+    if (desc !== null && typeof desc === 'object' && 'b' in desc) {
+      throw new WorkspaceError(`workspace member ${where} is the builtin ${safeName(desc.b, 'Error')}, not an error class the workspace defines`);
+    }
+    const Cls = this.excClass(desc, 0, path);
+    if (desc.n !== attr) throw new WorkspaceError(`workspace member ${where} is the error class ${Cls.name}: a task's error class must be defined under its own name`);
+    const declared = (this.config().exceptions ?? {})[attr];
+    if (declared !== undefined) {
+      let d = desc;
+      for (let i = 0; i < 20 && d && !('b' in d); i++) d = d.base;
+      const base = d && typeof d.b === 'string' && BUILTIN_ERRORS.has(d.b) ? d.b : 'Error';
+      if (base !== declared) throw new WorkspaceError(`workspace error class ${where} derives from ${base}; the task declares it a ${declared}`);
+    }
+    return Cls;
   }
 
   hid(state) {
@@ -539,7 +572,7 @@ class Client {
       }
     } else {
       const parent = this.resolvePath(path.slice(0, -1));
-      value = this.result(this.request({ op: 'get', obj: parent, name: path[path.length - 1] }, 'sync'), 'sync');
+      value = this.result(this.request({ op: 'get', obj: parent, name: path[path.length - 1] }, 'sync'), 'sync', undefined, path[path.length - 1]);
     }
     let id;
     const st = value !== null && (typeof value === 'object' || typeof value === 'function') ? PROXY_STATE.get(value) : undefined;
@@ -759,6 +792,270 @@ const MANY = Symbol('many');
 const client = new Client();
 process.on('exit', () => client.stop());
 
+// ---- the two views of the workspace's files (issue 30 item 2; docs/TASKS.md "Reading files: two views") --------
+// Nothing the worker says is used to read a file. The SUBMISSION view is the judge's capture of the submitted tree,
+// taken before any workspace code ran (a judge-only JSON file the grader writes; `submission` in the config): code
+// that rewrites its files at import or patches the worker does not change it. The CURRENT view (what programs
+// produced, `workspace.current`) is read by a FRESH reader process per read: no workspace code in it, file access as
+// the agent uid (setpriv: effective uid the agent's, no capabilities), real uid the judge's so that the kernel makes
+// it non-dumpable (no ptrace, /proc fds or memory for the agent). The agent can still kill or stop it: the read then
+// fails (WorkspaceError / WorkspaceTimeout) and so does the test, never a pass.
+const READER_SOURCE = `
+const fs = require('node:fs');
+const path = require('node:path');
+let out;
+const req = JSON.parse(fs.readFileSync(0, 'utf8'));
+const ws = req.workspace, fn = req.fn, a = req.args;
+const p = (x) => path.resolve(ws, x);
+const uid = process.geteuid(), gid = process.getegid();
+function executable(q) {
+  const st = fs.statSync(q);
+  if (!st.isFile()) return false;
+  const bit = st.uid === uid ? 0o100 : st.gid === gid ? 0o010 : 0o001;
+  return (st.mode & bit) !== 0;
+}
+function tree(root) {
+  const res = [];
+  const walk = (dir, prefix) => {
+    for (const d of fs.readdirSync(dir, { withFileTypes: true })) {
+      let isDir = d.isDirectory();
+      if (d.isSymbolicLink()) { try { isDir = fs.statSync(path.join(dir, d.name)).isDirectory(); } catch { isDir = false; } }
+      res.push(prefix + d.name + (isDir ? '/' : ''));
+      if (res.length > 100000) throw Object.assign(new Error('more than 100000 entries'), { code: 'E2BIG' });
+      if (d.isDirectory()) walk(path.join(dir, d.name), prefix + d.name + '/');
+    }
+  };
+  walk(root, '');
+  return res.sort();
+}
+function exists(q) { try { fs.statSync(q); return true; } catch { return false; } }
+try {
+  let v;
+  if (fn === 'readFile') {
+    const fd = fs.openSync(p(a[0]), 'r');
+    try {
+      const buf = Buffer.alloc(Number(a[1]) + 1);
+      let n = 0;
+      for (;;) { const k = fs.readSync(fd, buf, n, buf.length - n, null); if (k === 0 || (n += k) >= buf.length) break; }
+      v = { b: buf.subarray(0, n).toString('base64') };
+    } finally { fs.closeSync(fd); }
+  } else if (fn === 'exists') v = exists(p(a[0]));
+  else if (fn === 'isFile') v = exists(p(a[0])) && fs.statSync(p(a[0])).isFile();
+  else if (fn === 'isDir') v = exists(p(a[0])) && fs.statSync(p(a[0])).isDirectory();
+  else if (fn === 'listdir') v = fs.readdirSync(p(a[0])).sort();
+  else if (fn === 'tree') v = tree(p(a[0]));
+  else if (fn === 'stat') {
+    const st = fs.lstatSync(p(a[0]));
+    v = { size: st.size, mode: st.mode & 0o7777, mtime: st.mtimeMs / 1000, isFile: st.isFile(), isDir: st.isDirectory(), isSymlink: st.isSymbolicLink(),
+      isExecutable: !st.isDirectory() && exists(p(a[0])) && executable(p(a[0])) };
+  } else throw new Error('unknown reader op');
+  out = { v };
+} catch (e) {
+  out = { e: typeof e?.code === 'string' ? e.code : 'EIO', m: String(e?.code ?? 'error') + ': ' + String(a[0]) };
+}
+process.stdout.write(JSON.stringify(out));
+`;
+
+/** A read the submission cannot answer: the path is absent, not a directory, a directory... (code like fs's). */
+export class WorkspaceFileError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'WorkspaceFileError';
+    this.code = code;
+  }
+}
+
+const MAX_READER_OUTPUT = 64 << 20;
+
+class Capture {
+  /** The submission as captured before any workspace code ran: Map(relative path -> {type, mode, data}). */
+  constructor(file, root) {
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    this.root = root;
+    const entries = new Map([['', { type: 'directory', mode: 0o755 }]]);
+    for (const e of doc.entries) {
+      const rel = String(e.path).replace(/^\/+|\/+$/g, '');
+      if (e.type === 'file') entries.set(rel, { type: 'file', mode: e.mode & 0o7777, data: Buffer.from(e.content ?? '', 'base64') });
+      else if (e.type === 'symlink') entries.set(rel, { type: 'symlink', mode: e.mode & 0o7777, target: String(e.target ?? '') });
+      else if (e.type === 'directory') entries.set(rel, { type: 'directory', mode: e.mode & 0o7777 });
+      else throw new WorkspaceError(`submission capture: unknown entry type ${JSON.stringify(e.type)}`);
+      const parts = rel.split('/');
+      for (let i = 1; i < parts.length; i++) {
+        const d = parts.slice(0, i).join('/');
+        if (!entries.has(d)) entries.set(d, { type: 'directory', mode: 0o755 });
+      }
+    }
+    this.entries = entries;
+    this.children = new Map();
+    for (const rel of entries.keys()) {
+      if (rel === '') continue;
+      const i = rel.lastIndexOf('/');
+      const parent = i < 0 ? '' : rel.slice(0, i);
+      if (!this.children.has(parent)) this.children.set(parent, []);
+      this.children.get(parent).push(i < 0 ? rel : rel.slice(i + 1));
+    }
+    for (const v of this.children.values()) v.sort();
+  }
+
+  /** [relative path, entry] the path names in the submission, or [null, code] (a symlink leaving the workspace dangles). */
+  resolve(rel, followLast = true) {
+    const todo = rel.split('/').filter((x) => x && x !== '.');
+    let done = [];
+    let hops = 0;
+    while (todo.length) {
+      const name = todo.shift();
+      if (name === '..') {
+        if (!done.length) return [null, 'ENOENT'];
+        done.pop();
+        continue;
+      }
+      const parent = this.entries.get(done.join('/'));
+      if (!parent || parent.type !== 'directory') return [null, 'ENOTDIR'];
+      const cur = [...done, name].join('/');
+      const e = this.entries.get(cur);
+      if (!e) return [null, 'ENOENT'];
+      if (e.type === 'symlink' && (todo.length || followLast)) {
+        if (++hops > 40) return [null, 'ELOOP'];
+        let t = e.target;
+        if (t.startsWith('/')) {
+          if (t !== this.root && !t.startsWith(`${this.root}/`)) return [null, 'ENOENT'];
+          done = [];
+          t = t.slice(this.root.length);
+        }
+        todo.unshift(...t.split('/').filter((x) => x && x !== '.'));
+        continue;
+      }
+      done.push(name);
+    }
+    const r = done.join('/');
+    const e = this.entries.get(r);
+    return e ? [r, e] : [null, 'ENOENT'];
+  }
+
+  call(fn, rel, extra) {
+    const fail = (code) => {
+      throw new WorkspaceFileError(code, `${code}: ${rel}`);
+    };
+    if (fn === 'exists') return this.resolve(rel)[0] !== null;
+    if (fn === 'isFile' || fn === 'isDir') {
+      const [r, e] = this.resolve(rel);
+      return r !== null && e.type === (fn === 'isFile' ? 'file' : 'directory');
+    }
+    if (fn === 'stat') {
+      const [r, e] = this.resolve(rel, false);
+      if (r === null) fail(e);
+      const [t, te] = this.resolve(rel);
+      return {
+        size: e.type === 'file' ? e.data.length : e.type === 'symlink' ? Buffer.byteLength(e.target) : 0,
+        mode: e.type === 'symlink' ? 0o777 : e.mode,
+        // Modification times are not part of the submission (the grading copy does not keep them).
+        mtime: 0,
+        isFile: e.type === 'file',
+        isDir: e.type === 'directory',
+        isSymlink: e.type === 'symlink',
+        isExecutable: t !== null && te.type === 'file' && (te.mode & 0o100) !== 0,
+      };
+    }
+    const [r, e] = this.resolve(rel);
+    if (r === null) fail(e);
+    if (fn === 'readFile') {
+      if (e.type === 'directory') fail('EISDIR');
+      return new Uint8Array(e.data.subarray(0, Number(extra) + 1));
+    }
+    if (e.type !== 'directory') fail('ENOTDIR');
+    if (fn === 'listdir') return [...(this.children.get(r) ?? [])];
+    if (fn === 'tree') {
+      const out = [];
+      const stack = [[r, '']];
+      while (stack.length) {
+        const [d, prefix] = stack.pop();
+        for (const name of this.children.get(d) ?? []) {
+          const child = d ? `${d}/${name}` : name;
+          const [cr, ce] = this.resolve(child);
+          if (cr !== null && ce.type === 'directory') {
+            out.push(`${prefix}${name}/`);
+            // Like the reader's walk: symlinks to directories are listed, not entered.
+            if (this.entries.get(child).type === 'directory') stack.push([child, `${prefix}${name}/`]);
+          } else out.push(prefix + name);
+        }
+      }
+      return out.sort();
+    }
+    throw new TypeError(fn);
+  }
+}
+
+let capture;
+function loadCapture() {
+  if (capture === undefined) {
+    const cfg = client.config();
+    // No capture configured: only host stand-ins and direct uses of the harness (the grader always hands one).
+    capture = cfg.submission ? new Capture(cfg.submission, cfg.workspace.replace(/\/+$/, '')) : null;
+  }
+  return capture;
+}
+
+/** The path relative to the workspace root when it names something inside it (lexically), else null. */
+function workspaceRel(p) {
+  const root = client.config().workspace.replace(/\/+$/, '');
+  const full = posix.normalize(String(p).startsWith('/') ? String(p) : `${root}/${p}`).replace(/\/+$/, '');
+  if (full === root) return '';
+  return full.startsWith(`${root}/`) ? full.slice(root.length + 1) : null;
+}
+
+function freshRead(fn, p, extra) {
+  const cfg = client.config();
+  const req = JSON.stringify({ workspace: cfg.workspace, fn, args: extra === undefined ? [String(p)] : [String(p), Number(extra)] });
+  let argv = [cfg.node, '-e', READER_SOURCE];
+  if (!cfg.same_uid) {
+    const uid = process.env.SANDGYM_AGENT_UID ?? '';
+    if (!/^[0-9]+$/.test(uid) || Number(uid) === 0) throw new WorkspaceError('SANDGYM_AGENT_UID is not set: refusing to read workspace files as the judge');
+    argv = ['setpriv', `--ruid=${process.getuid()}`, `--euid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', ...argv];
+  }
+  const timeout = Math.max(client.callTimeoutS(), 30) * 1000;
+  const env = { PATH: cfg.path, LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', NODE_OPTIONS: '', OPENSSL_CONF: '/dev/null' };
+  const r = spawnSync(argv[0], argv.slice(1), { input: req, cwd: '/', env, timeout, maxBuffer: MAX_READER_OUTPUT, stdio: ['pipe', 'pipe', 'ignore'], killSignal: 'SIGKILL' });
+  if (r.error && r.error.code === 'ETIMEDOUT') throw new WorkspaceTimeout(`reading ${p} took longer than ${timeout / 1000} s`);
+  if (r.error || r.status !== 0) throw new WorkspaceError(`the file reader failed (${r.error ? r.error.message : `status ${r.status}`}) reading ${p}`);
+  let msg;
+  try {
+    msg = JSON.parse(r.stdout.toString('utf8'));
+  } catch {
+    throw new WorkspaceError('the file reader sent a malformed answer');
+  }
+  if (msg.e !== undefined) throw new WorkspaceFileError(String(msg.e).slice(0, 40), String(msg.m).slice(0, 500));
+  return fn === 'readFile' ? new Uint8Array(Buffer.from(msg.v.b, 'base64')) : msg.v;
+}
+
+/** Which view answers (docs/TASKS.md): the capture for paths inside the workspace, unless `current`; else a fresh reader. */
+function readView(fn, p, extra, current) {
+  const rel = current ? null : workspaceRel(p);
+  if (rel !== null) {
+    const cap = loadCapture();
+    if (cap) return cap.call(fn, rel, extra);
+  }
+  return freshRead(fn, p, extra);
+}
+
+function fileApi(current) {
+  const readFile = (p, maxBytes = 1 << 20) => {
+    const data = readView('readFile', p, maxBytes, current);
+    if (data.length > maxBytes) throw new WorkspaceError(`${p} is larger than ${maxBytes} bytes`);
+    return data;
+  };
+  return {
+    readFile,
+    readText: (p, maxBytes = 1 << 20) => Buffer.from(readFile(p, maxBytes)).toString('utf8'),
+    exists: (p) => readView('exists', p, undefined, current),
+    isFile: (p) => readView('isFile', p, undefined, current),
+    isDir: (p) => readView('isDir', p, undefined, current),
+    listdir: (p = '.') => readView('listdir', p, undefined, current),
+    tree: (p = '.') => readView('tree', p, undefined, current),
+    stat: (p) => readView('stat', p, undefined, current),
+  };
+}
+
+
 // ---- the API tests use ----------------------------------------------------------------------------------------------
 function checkModulePath(p) {
   if (typeof p !== 'string' || !MODULE_PATH.test(p) || p.startsWith('/') || p.split('/').some((s) => s === '..' || s === '.' || s === '')) {
@@ -826,6 +1123,10 @@ function makeApi(mode) {
     keys: wrap((h) => valueOp(mode, 'keys', { value: client.enc(h) }, (v) => Array.isArray(v) && v.every((k) => typeof k === 'string'), 'keys')),
     /** One empty round trip (benchmarks). */
     ping: wrap(() => valueOp(mode, 'ping', {}, (v) => v === null, 'ping')),
+    // File reads (docs/TASKS.md "Reading files: two views"): the submission as captured for workspace paths, a fresh
+    // reader for others; `current`: the state now, always by a fresh reader. Never answered by the worker.
+    ...Object.fromEntries(Object.entries(fileApi(false)).map(([k, f]) => [k, wrap(f)])),
+    current: Object.fromEntries(Object.entries(fileApi(true)).map(([k, f]) => [k, wrap(f)])),
   };
 }
 

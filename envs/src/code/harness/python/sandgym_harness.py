@@ -100,6 +100,11 @@ def _sanitize(name, default):
     return s
 
 
+def _builtin_ancestry(cls):
+    """The builtin exception classes a (judge-side) class derives from."""
+    return frozenset(c for c in cls.__mro__ if builtins.__dict__.get(c.__name__) is c)
+
+
 def _remote_str(self):
     s = self.__dict__.get("_sandgym_str")
     return s if isinstance(s, str) else Exception.__str__(self)
@@ -588,10 +593,13 @@ class _Client:
             return {"op": "stop"}
         return {"op": "return", "value": self.enc(v)}
 
-    def result(self, reply, child_path=None):
+    def result(self, reply, child_path=None, attr=None):
         op = reply["op"]
         if op == "return":
-            return self.dec(reply.get("value"), path=child_path)
+            v = reply.get("value")
+            if attr is not None and type(v) is dict and list(v) == ["x"]:
+                return self.exc_attr(v["x"], attr, child_path)
+            return self.dec(v, path=child_path)
         if op == "stop":
             raise StopIteration
         if reply.get("harness") == "unencodable":
@@ -606,7 +614,7 @@ class _Client:
         reply = self.request(fields)
         if name != "next" and reply["op"] == "stop":
             self._fail(WorkspaceProtocolError, "workspace worker ended an iteration that was not one")
-        return self.result(reply, child_path)
+        return self.result(reply, child_path, attr=child if name == "getattr" else None)
 
     def resolve_path(self, path):
         hid = self.paths.get(path)
@@ -625,7 +633,7 @@ class _Client:
             value = self.result(reply)
         else:
             parent = self.resolve_path(path[:-1])
-            value = self.result(self.request({"op": "getattr", "obj": parent, "name": path[-1]}))
+            value = self.result(self.request({"op": "getattr", "obj": parent, "name": path[-1]}), attr=path[-1])
         if isinstance(value, Handle):
             hid = value._id
             object.__setattr__(value, "_path", path)  # kept by self.paths: never released
@@ -849,6 +857,35 @@ class _Client:
             cls._sandgym_path = path
         return cls
 
+    def exc_attr(self, desc, attr, path):
+        """
+        A workspace attribute that is an exception class (`m.ParseError`, what `pytest.raises` gets): the submission
+        must not choose what the test accepts (issue 30). It must be a class the workspace defines under that name,
+        never a builtin (`ParseError = Exception`) or a standard-library class, never outside Exception
+        (`class ParseError(BaseException)`), and with exactly the builtin ancestry the task declares for it
+        (task.json `exceptions`, e.g. {"ParseError": "ValueError"}): no widened or narrowed bases.
+        """
+        where = ".".join(path) if path else attr
+        if type(desc) is dict and "b" in desc:
+            raise WorkspaceError("workspace attribute %s is the builtin %s, not an exception class the workspace defines" % (where, _sanitize(desc.get("b"), "exception")))
+        cls = self.exc_class(desc, 0, path)
+        if type(desc) is not dict or desc.get("n") != attr:
+            raise WorkspaceError("workspace attribute %s is the exception class %s: a task's exception class must be defined under its own name" % (where, cls.__name__))
+        m = desc.get("m")
+        stdlib = getattr(sys, "stdlib_module_names", frozenset())
+        if isinstance(m, str) and (m.split(".")[0] in stdlib or m == "builtins"):
+            raise WorkspaceError("workspace attribute %s is %s.%s from the standard library, not an exception class the workspace defines" % (where, _sanitize(m, "module"), cls.__name__))
+        if not issubclass(cls, Exception) or issubclass(cls, WorkspaceControlFlow):
+            raise WorkspaceError("workspace exception class %s does not derive from Exception" % where)
+        declared = (self.config().get("exceptions") or {}).get(attr)
+        if declared is not None:
+            want = _BUILTIN_EXC.get(declared, Exception)
+            got = _builtin_ancestry(cls)
+            if got != _builtin_ancestry(want):
+                have = sorted(c.__name__ for c in got if c not in (Exception, BaseException)) or ["Exception"]
+                raise WorkspaceError("workspace exception class %s derives from %s; the task declares it a %s" % (where, ", ".join(have), declared))
+        return cls
+
     def exception(self, desc):
         if type(desc) is not dict:
             self._bad("a malformed exception")
@@ -873,11 +910,340 @@ class _Client:
         return e
 
 
+# ---- the two views of the workspace's files (issue 30 item 2; docs/TASKS.md "Reading files: two views") --------
+# Nothing the worker says is used to read a file. The SUBMISSION view is the judge's capture of the submitted tree,
+# taken before any workspace code ran (the grader writes it as a judge-only JSON file; `submission` in the config):
+# workspace code can rewrite its files at import or patch the worker, the capture does not change. The CURRENT view
+# (what programs produced, the test's own fixtures, tmpdirs) is read by a FRESH reader process started for each read:
+# no workspace code in it, file access as the agent uid (the judge never follows an agent-made path with its own
+# privileges), real uid the judge's so that the kernel makes it non-dumpable: no agent process can ptrace it or open
+# its /proc fds or memory, and its pipes are the judge's. The agent can still kill or stop it (its saved uid is the
+# agent's): the read then fails (WorkspaceError / WorkspaceTimeout) and so does the test, never a pass.
+_READER_SOURCE = r'''
+import os, stat, sys
+# argv: workspace, op, path[, max bytes]. Answer on stdout: b"V" + value, or b"E" + class name + NUL + message.
+# Imports only os and stat (json, base64 and re would double the start: ~60 ms at a load of 20): values are raw.
+ws, fn, a = sys.argv[1], sys.argv[2], sys.argv[3:]
+uid, gid = os.geteuid(), os.getegid()
+p = os.path.join(ws, a[0])
+def executable(path):
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
+    return bool(st.st_mode & bit)
+def names(v):
+    if len(v) > 100000:
+        raise OSError("more than 100000 entries")
+    return b"\0".join(os.fsencode(x) for x in sorted(v))
+def tree(root):
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        for n in dirnames:
+            out.append((n if rel == "." else rel + "/" + n) + "/")
+        for n in filenames:
+            out.append(n if rel == "." else rel + "/" + n)
+        if len(out) > 100000:
+            raise OSError("more than 100000 entries")
+    return names(out)
+try:
+    if fn == "read_file":
+        with open(p, "rb") as fh:
+            v = fh.read(int(a[1]) + 1)
+    elif fn in ("exists", "isfile", "isdir"):
+        v = b"1" if getattr(os.path, fn)(p) else b"0"
+    elif fn == "listdir":
+        v = names(os.listdir(p))
+    elif fn == "tree":
+        v = tree(p)
+    elif fn == "stat":
+        st = os.lstat(p)
+        m = st.st_mode
+        flags = (stat.S_ISREG(m), stat.S_ISDIR(m), stat.S_ISLNK(m), (not stat.S_ISDIR(m)) and os.path.exists(p) and executable(p))
+        v = ("%d %d %r " % (st.st_size, stat.S_IMODE(m), st.st_mtime) + " ".join("1" if f else "0" for f in flags)).encode()
+    else:
+        raise ValueError("unknown reader op")
+    out = b"V" + v
+except OSError as e:
+    out = b"E" + type(e).__name__.encode() + b"\0" + ("%s: %s" % (e.strerror or type(e).__name__, a[0])).encode("utf-8", "replace")
+except Exception as e:
+    out = b"E" + b"OSError\0" + type(e).__name__.encode()
+view = memoryview(out)
+while view:
+    view = view[os.write(1, view):]
+'''
+
+# OSError classes a read may raise (by name from the reader: a fixed table, like the worker's builtin exceptions).
+_READ_ERRORS = {c.__name__: c for c in (OSError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError)}
+_MAX_READER_OUTPUT = 64 << 20
+
+
+class _Capture:
+    """The submission as captured before any workspace code ran: {relative path: (type, mode, bytes or target)}."""
+
+    def __init__(self, path):
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+        entries = {"": ("directory", 0o755, None)}
+        for e in doc["entries"]:
+            rel = e["path"].strip("/")
+            kind = e["type"]
+            if kind == "file":
+                data = base64.b64decode(e.get("content") or "")
+            elif kind == "symlink":
+                data = str(e.get("target") or "")
+            elif kind == "directory":
+                data = None
+            else:
+                raise WorkspaceError("submission capture: unknown entry type %r" % (kind,))
+            entries[rel] = (kind, int(e["mode"]) & 0o7777, data)
+            # Parents of every entry are directories of the submission (a capture may list files only).
+            parts = rel.split("/")
+            for i in range(1, len(parts)):
+                entries.setdefault("/".join(parts[:i]), ("directory", 0o755, None))
+        self.entries = entries
+        children = {}
+        for rel in entries:
+            if rel:
+                parent, _, name = rel.rpartition("/")
+                children.setdefault(parent, []).append(name)
+        self.children = {k: sorted(v) for k, v in children.items()}
+
+    def _resolve(self, rel, follow_last=True):
+        """(relative path, entry) the path names in the submission, or (None, error class) (a symlink leaving the
+        workspace reaches nothing of the submission: dangling)."""
+        todo = [x for x in rel.split("/") if x and x != "."]
+        done = []
+        hops = 0
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                if not done:
+                    return None, FileNotFoundError
+                done.pop()
+                continue
+            cur = "/".join(done + [name])
+            e = self.entries.get(cur)
+            parent = self.entries.get("/".join(done))
+            if parent is None or parent[0] != "directory":
+                return None, NotADirectoryError
+            if e is None:
+                return None, FileNotFoundError
+            if e[0] == "symlink" and (todo or follow_last):
+                hops += 1
+                if hops > 40:
+                    return None, OSError
+                target = e[2]
+                if target.startswith("/"):
+                    root = _Views.workspace_root
+                    if target != root and not target.startswith(root + "/"):
+                        return None, FileNotFoundError
+                    done = []
+                    target = target[len(root):]
+                todo = [x for x in target.split("/") if x and x != "."] + todo
+                continue
+            done.append(name)
+        rel = "/".join(done)
+        e = self.entries.get(rel)
+        if e is None:
+            return None, FileNotFoundError
+        return rel, e
+
+    def call(self, fn, rel, extra):
+        if fn == "exists":
+            return self._resolve(rel)[0] is not None
+        if fn in ("isfile", "isdir"):
+            r, e = self._resolve(rel)
+            return r is not None and e[0] == ("file" if fn == "isfile" else "directory")
+        if fn == "stat":
+            r, e = self._resolve(rel, follow_last=False)
+            if r is None:
+                raise e("%s: %s" % (e.__name__, rel))
+            kind, mode, data = e
+            t, te = self._resolve(rel)
+            return {
+                "size": len(data) if kind == "file" else len(data.encode("utf-8", "surrogateescape")) if kind == "symlink" else 0,
+                "mode": 0o777 if kind == "symlink" else mode,
+                # Modification times are not part of the submission (the grading copy does not keep them).
+                "mtime": 0.0,
+                "is_file": kind == "file",
+                "is_dir": kind == "directory",
+                "is_symlink": kind == "symlink",
+                "is_executable": t is not None and te[0] == "file" and bool(te[1] & 0o100),
+            }
+        r, e = self._resolve(rel)
+        if r is None:
+            raise e("%s: %s" % (e.__name__, rel))
+        if fn == "read_file":
+            if e[0] == "directory":
+                raise IsADirectoryError("Is a directory: %s" % rel)
+            return e[2][: int(extra) + 1]
+        if e[0] != "directory":
+            raise NotADirectoryError("Not a directory: %s" % rel)
+        if fn == "listdir":
+            return list(self.children.get(r, []))
+        if fn == "tree":
+            out = []
+            stack = [(r, "")]
+            while stack:
+                d, prefix = stack.pop()
+                for name in self.children.get(d, []):
+                    child = d + "/" + name if d else name
+                    cr, ce = self._resolve(child)
+                    if cr is not None and ce[0] == "directory":
+                        out.append(prefix + name + "/")
+                        if self.entries[child][0] == "directory":  # like os.walk: symlinks to directories are listed, not entered
+                            stack.append((child, prefix + name + "/"))
+                    else:
+                        out.append(prefix + name)
+            return sorted(out)
+        raise ValueError(fn)
+
+
+class _Views:
+    """Which view answers a read (docs/TASKS.md): the submission capture for paths inside the workspace that the test's
+    own write helpers have not touched; the fresh reader for everything else, and always for `workspace.current`."""
+
+    workspace_root = "/workspace"
+
+    def __init__(self, client):
+        self._c = client
+        self.capture = None
+        self.loaded = False
+        self.dirty = set()
+
+    def _cfg(self):
+        cfg = self._c.config()
+        _Views.workspace_root = cfg["workspace"].rstrip("/") or "/"
+        return cfg
+
+    def rel(self, path):
+        """The path relative to the workspace root when it names something inside it (lexically), else None."""
+        root = self._cfg()["workspace"].rstrip("/")
+        p = str(path)
+        full = p if p.startswith("/") else root + "/" + p
+        norm = os.path.normpath(full)
+        if norm == root:
+            return ""
+        if norm.startswith(root + "/"):
+            return norm[len(root) + 1 :]
+        return None
+
+    def touch(self, path):
+        """The test's own write helper changed this path: reads at, above or under it see the current state."""
+        r = self.rel(path)
+        if r is not None:
+            self.dirty.add(r)
+
+    def _is_dirty(self, r):
+        for d in self.dirty:
+            if d == r or r == "" or d == "" or r.startswith(d + "/") or d.startswith(r + "/"):
+                return True
+        return False
+
+    def _load(self):
+        if not self.loaded:
+            path = self._cfg().get("submission")
+            # No capture configured: only host stand-ins and direct uses of the harness (the grader always hands one).
+            self.capture = _Capture(path) if path else None
+            self.loaded = True
+        return self.capture
+
+    def read(self, fn, path, extra=None, current=False):
+        r = None if current else self.rel(path)
+        if r is not None and not self._is_dirty(r):
+            cap = self._load()
+            if cap is not None:
+                return cap.call(fn, r, extra)
+        return self.fresh(fn, path, extra)
+
+    def fresh(self, fn, path, extra=None):
+        cfg = self._cfg()
+        argv = [cfg["python"], "-I", "-S", "-B", "-c", _READER_SOURCE, cfg["workspace"], fn, str(path)] + ([str(int(extra))] if extra is not None else [])
+        if any("\0" in x for x in argv):
+            raise ValueError("a path cannot contain NUL")
+        pre = None
+        if not cfg.get("same_uid"):
+            uid = os.environ.get("SANDGYM_AGENT_UID", "")
+            if not uid.isdigit() or int(uid) == 0:
+                raise WorkspaceError("SANDGYM_AGENT_UID is not set: refusing to read workspace files as the judge")
+            agent, judge = int(uid), os.getuid()
+
+            def pre():
+                # File access as the agent (fsuid = euid = agent, no capabilities); real uid the judge's, so the exec
+                # makes the reader non-dumpable (no ptrace, no /proc fds or memory for the agent).
+                os.setgroups([])
+                os.setresgid(agent, agent, agent)
+                os.setresuid(judge, agent, judge)
+
+        env = {"PATH": cfg.get("path", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        timeout = max(self._c.call_timeout(), 30.0)
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, cwd="/", env=env, preexec_fn=pre)
+        except OSError as e:
+            raise WorkspaceError("cannot start the file reader: %s" % e) from None
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise WorkspaceTimeout("reading %s took longer than %g s" % (path, timeout)) from None
+        if p.returncode != 0 or len(out) > _MAX_READER_OUTPUT or not out[:1] in (b"V", b"E"):
+            raise WorkspaceError("the file reader failed (status %s) reading %s" % (p.returncode, path))
+        body = out[1:]
+        if out[:1] == b"E":
+            name, _, msg = body.partition(b"\0")
+            raise _READ_ERRORS.get(name.decode("ascii", "replace"), OSError)(msg.decode("utf-8", "replace")[:500])
+        if fn == "read_file":
+            return body
+        if fn in ("exists", "isfile", "isdir"):
+            return body == b"1"
+        if fn in ("listdir", "tree"):
+            return [os.fsdecode(x) for x in body.split(b"\0")] if body else []
+        size, mode, mtime, f1, f2, f3, f4 = body.decode("ascii").split(" ")
+        return {"size": int(size), "mode": int(mode), "mtime": float(mtime), "is_file": f1 == "1", "is_dir": f2 == "1", "is_symlink": f3 == "1", "is_executable": f4 == "1"}
+
+
+class _CurrentView:
+    """`workspace.current`: the state NOW, read by a fresh reader (a submitted file after a program rewrote it)."""
+
+    def __init__(self, ws):
+        self._ws = ws
+
+    def read_file(self, path, max_bytes=1 << 20):
+        return self._ws._read_file(path, max_bytes, current=True)
+
+    def read_text(self, path, max_bytes=1 << 20):
+        return self.read_file(path, max_bytes).decode("utf-8", "replace")
+
+    def exists(self, path):
+        return self._ws._views.read("exists", path, current=True)
+
+    def isfile(self, path):
+        return self._ws._views.read("isfile", path, current=True)
+
+    def isdir(self, path):
+        return self._ws._views.read("isdir", path, current=True)
+
+    def listdir(self, path="."):
+        return self._ws._views.read("listdir", path, current=True)
+
+    def tree(self, path="."):
+        return self._ws._views.read("tree", path, current=True)
+
+    def stat(self, path):
+        return self._ws._views.read("stat", path, current=True)
+
+
 class _Workspace:
     """The object tests use: `from sandgym_harness import workspace`."""
 
     def __init__(self):
         self._c = _Client()
+        self._views = _Views(self._c)
+        #: The current state of workspace files (a fresh reader, never the capture): see _CurrentView.
+        self.current = _CurrentView(self)
 
     def module(self, name):
         if not isinstance(name, str) or not _MODULE_NAME.match(name) or len(name) > 200:
@@ -1004,52 +1370,65 @@ class _Workspace:
         return v
 
     def tmpdir(self):
-        return self._fs("tmpdir", [], lambda v: type(v) is str and v.startswith("/"))
+        d = self._fs("tmpdir", [], lambda v: type(v) is str and v.startswith("/"))
+        # The worker made it: a directory inside the workspace would make later reads there look like the submission.
+        if self._views.rel(d) is not None:
+            self._c._bad("a tmpdir inside the workspace")
+        return d
 
-    def read_file(self, path, max_bytes=1 << 20):
-        data = self._fs("read_file", [str(path), int(max_bytes)], lambda v: type(v) is bytes and len(v) <= max_bytes + 1)
+    # Reads: the submission capture or a fresh reader (_Views), never the worker.
+    def _read_file(self, path, max_bytes, current=False):
+        data = self._views.read("read_file", path, int(max_bytes), current=current)
         if len(data) > max_bytes:
             raise WorkspaceError("%s is larger than %d bytes" % (path, max_bytes))
         return data
 
+    def read_file(self, path, max_bytes=1 << 20):
+        return self._read_file(path, max_bytes)
+
     def read_text(self, path, max_bytes=1 << 20):
         return self.read_file(path, max_bytes).decode("utf-8", "replace")
 
+    def exists(self, path):
+        return self._views.read("exists", path)
+
+    def isfile(self, path):
+        return self._views.read("isfile", path)
+
+    def isdir(self, path):
+        return self._views.read("isdir", path)
+
+    def listdir(self, path="."):
+        return self._views.read("listdir", path)
+
+    def tree(self, path="."):
+        return self._views.read("tree", path)
+
+    def stat(self, path):
+        return self._views.read("stat", path)
+
+    # Writes go through the worker (they set up what a program will see); each marks its path as the test's own.
     def write_file(self, path, data, mode=None):
         if not isinstance(data, (str, bytes)):
             raise TypeError("data must be str or bytes")
+        self._views.touch(path)
         self._fs("write_file", [str(path), data, mode], lambda v: v is None)
 
-    def exists(self, path):
-        return self._fs("exists", [str(path)], lambda v: type(v) is bool)
-
-    def isfile(self, path):
-        return self._fs("isfile", [str(path)], lambda v: type(v) is bool)
-
-    def isdir(self, path):
-        return self._fs("isdir", [str(path)], lambda v: type(v) is bool)
-
-    def listdir(self, path="."):
-        return self._fs("listdir", [str(path)], lambda v: type(v) is list and all(type(x) is str for x in v))
-
-    def tree(self, path="."):
-        return self._fs("tree", [str(path)], lambda v: type(v) is list and all(type(x) is str for x in v))
-
     def mkdir(self, path, parents=True):
+        self._views.touch(path)
         self._fs("mkdir", [str(path), bool(parents)], lambda v: v is None)
 
     def remove(self, path):
+        self._views.touch(path)
         self._fs("remove", [str(path)], lambda v: v is None)
 
     def chmod(self, path, mode):
+        self._views.touch(path)
         self._fs("chmod", [str(path), int(mode)], lambda v: v is None)
 
     def utime(self, path, times):
+        self._views.touch(path)
         self._fs("utime", [str(path), [float(times[0]), float(times[1])]], lambda v: v is None)
-
-    def stat(self, path):
-        keys = {"size": int, "mode": int, "mtime": float, "is_file": bool, "is_dir": bool, "is_symlink": bool, "is_executable": bool}
-        return self._fs("stat", [str(path)], lambda v: type(v) is dict and set(v) == set(keys) and all(type(v[k]) is t for k, t in keys.items()))
 
     @contextlib.contextmanager
     def timeout(self, seconds):
