@@ -8,7 +8,7 @@
 //
 // Trusted (in-process) formats, the rest of this file: the agent controls every byte of its workspace
 // and the code under test runs inside the test process. So:
-//  - the workspace is filtered first (workspace-filter.ts): no conftest/ini/site hooks/own tests;
+//  - the runner gets a runner-only view (workspace-filter.ts runnerView): runner files as the task shipped them, no conftest/ini/site hooks/own tests of the agent;
 //  - hidden tests and the report live in a fresh directory with a random name outside the
 //    workspace, created 0700 just before the run; tests are made read-only and re-hashed after;
 //  - the runner starts from an empty environment (env -i), python -I -B (no cwd/PYTHONPATH/user
