@@ -2,6 +2,7 @@
 // grading sandbox and score the structured report with the rubric. Infrastructure failures throw
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
+import { checkConstraints } from './constraints.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
@@ -142,6 +143,14 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
 
   const filterMs = performance.now() - t0;
   const common = { ...base, dropped: filtered.dropped, restored: filtered.restored, changed: filtered.changed, workspace_hash: hash };
+  // >>> constraints (issue 30 item 3): the task's declared constraints, checked on the captured files before any workspace code runs.
+  const violation = checkConstraints(task, filtered.files);
+  if (violation) {
+    const result: GradeResult = { ...common, score: combine({}, weights, violation.zero_reason), timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs } };
+    opts.cache?.set(key, result);
+    return result;
+  }
+  // <<< constraints
   const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(filtered.files, filtered.changed);
   if (tamper.length > 0) {
     const first = tamper[0];
