@@ -11,7 +11,7 @@
 // violation, with a reason naming the construct. Strings and comments are never read as code: each language is
 // tokenized as its interpreter tokenizes it (source-lexers.ts).
 import type { LoadedTask, TaskConstraints, TaskLanguage } from './task-types.js';
-import { lexJs, lexPython, lexShell, type ShellCommand, type Tok } from './source-lexers.js';
+import { lexJsReadings, lexPython, lexShell, type ShellCommand, type Tok } from './source-lexers.js';
 
 export interface SubmittedFile {
   path: string;
@@ -114,6 +114,13 @@ const SHEBANG: Record<'python' | 'js' | 'shell', RegExp> = {
   shell: /^#!.*\b(?:sh|bash|dash|ash|ksh|zsh|busybox)\b/,
 };
 /** Files the gate cannot read as source but an interpreter could load as code: refused when calls or modules are forbidden. */
+/**
+ * The gate runs on the server's event loop (~0.5 µs per source byte on a loaded machine): more source than this in
+ * one submission of a task that forbids something is refused rather than read (honest task sources are a few KiB).
+ */
+export const MAX_SCANNED_SOURCE_BYTES = 2 * 1024 * 1024;
+/** JS: at most this many bytes lexed over all readings of one file (each ambiguous `/` after `}` is one more reading). */
+const MAX_JS_READING_BYTES = 8 * 1024 * 1024;
 const OPAQUE_CODE = /\.(?:so|pyd|dylib|node|wasm|jsx|tsx|pyc|pyo|zip|egg|whl)$/;
 
 function fail(path: string, f: Found): ConstraintViolation {
@@ -199,15 +206,30 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     }
     sources.push({ file: f, fam: famOf, text });
   }
+  const scanned = sources.reduce((n, x) => n + x.file.content.length, 0);
+  if (scanned > MAX_SCANNED_SOURCE_BYTES) return fail('.', { line: 0, what: `${scanned} bytes of source, more than the gate reads (${MAX_SCANNED_SOURCE_BYTES})`, rule: anyRule(rules) });
   // Pass 1: which modules are imported anywhere ("re.sub" is also reached as a method of what re returns).
-  const lexed = sources.map((s) => ({ ...s, toks: s.fam === 'python' ? lexPython(s.text) : s.fam === 'js' ? lexJs(s.text) : null }));
-  for (const s of lexed) if (s.toks) for (const m of importsOf(s.toks, s.fam as 'python' | 'js')) rules.importedAnywhere.add(m);
+  // JS: every reading of an ambiguous `/` (lexJsReadings); Python and shell have one reading.
+  const lexed: { file: SubmittedFile; fam: 'python' | 'js' | 'shell'; text: string; readings: Tok[][] }[] = [];
+  for (const s of sources) {
+    const readings = s.fam === 'python' ? [lexPython(s.text)] : s.fam === 'js' ? lexJsReadings(s.text, Math.min(64, Math.floor(MAX_JS_READING_BYTES / Math.max(1, s.text.length)) - 1)) : [];
+    if (readings === null) return fail(s.file.path, { line: 0, what: 'too many places where a "/" could start a regular expression or divide to check every reading', rule: anyRule(rules) });
+    lexed.push({ ...s, readings });
+  }
+  for (const s of lexed) for (const toks of s.readings) for (const m of importsOf(toks, s.fam as 'python' | 'js')) rules.importedAnywhere.add(m);
   for (const s of lexed) {
-    let found: Found | null;
-    if (s.fam === 'shell') found = checkShell(s.text, rules);
-    else if (fam === 'shell') found = checkSpawns(s.toks as Tok[], s.fam, rules);
-    else found = s.fam === 'python' ? checkPython(s.toks as Tok[], s.text, rules) : checkJs(s.toks as Tok[], rules);
-    if (found) return fail(s.file.path, found);
+    if (s.fam === 'shell') {
+      const found = checkShell(s.text, rules);
+      if (found) return fail(s.file.path, found);
+      continue;
+    }
+    const strict = /\.m[jt]s$/.test(s.file.path);
+    for (const toks of s.readings) {
+      let found: Found | null;
+      if (fam === 'shell') found = checkSpawns(toks, s.fam, rules, strict);
+      else found = s.fam === 'python' ? checkPython(toks, s.text, rules) : checkJs(toks, rules, strict);
+      if (found) return fail(s.file.path, found);
+    }
   }
   return null;
 }
@@ -577,7 +599,12 @@ function endsExpr(t: Tok | undefined): boolean {
   return t.value === ')' || t.value === ']' || t.value === '?.';
 }
 
-function checkJs(toks: readonly Tok[], r: Rules): Found | null {
+/** `strict`: an ES module by its extension (no sloppy-mode `this` reaching the global object). */
+function checkJs(toks: readonly Tok[], r: Rules, strict: boolean): Found | null {
+  // ES module syntax makes a .js file strict too (no package.json reaches the judge to say otherwise, so .js
+  // without import/export is CommonJS, sloppy unless it says "use strict").
+  const esm = strict || toks.some((t, k) => t.kind === 'name' && (t.value === 'import' || t.value === 'export') && !t.respelled && toks[k + 1]?.value !== '(' && toks[k + 1]?.value !== '.' && toks[k - 1]?.value !== '.');
+  const useStrict = toks[0]?.kind === 'str' && toks[0].value === 'use strict';
   const bare = r.calls.filter((c) => !c.includes('.'));
   const methods = r.calls.filter((c) => c.startsWith('.')).map((c) => c.slice(1));
   const dotted = r.calls.filter((c) => !c.startsWith('.') && c.includes('.')).map((c) => ({ obj: c.slice(0, c.lastIndexOf('.')), name: c.slice(c.lastIndexOf('.') + 1), rule: `forbidden_calls ${JSON.stringify(c)}` }));
@@ -629,6 +656,8 @@ function checkJs(toks: readonly Tok[], r: Rules): Found | null {
       return { line: t.line, what: `destructures ${shown}`, rule: memberNames.get(name) as string };
     }
     if (JS_DYNAMIC_GLOBALS.has(name)) return dynamic(t.line, shown, r);
+    // Sloppy-mode code: `this` in a plain function call is the global object (`(function () { return this })()`).
+    if (name === 'this' && !esm && !useStrict && next?.value !== '.' && next?.value !== '?.') return dynamic(t.line, '`this` as a value in sloppy-mode code (can be the global object)', r);
     if (name === 'require' && next?.value !== '(') return dynamic(t.line, 'require used as a value', r);
     if (JS_TIMERS.has(name) && next?.value === '(') {
       const first = callArgs(toks, k + 2)[0];
@@ -661,8 +690,14 @@ function checkShell(text: string, r: Rules, depth = 0): Found | null {
   return null;
 }
 
+/** The command substitutions inside an arithmetic or array body (bash runs those; the rest is values). */
+function substitutionsIn(body: string, depth: number): string[] {
+  if (depth > 8) return [body];
+  return lexShell(body).flatMap((c) => [...c.nested, ...c.exprs.flatMap((e) => substitutionsIn(e, depth + 1))]);
+}
+
 function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | null {
-  for (const n of cmd.nested) {
+  for (const n of [...cmd.nested, ...cmd.exprs.flatMap((e) => substitutionsIn(e, depth + 1))]) {
     const f = checkShell(n, r, depth + 1);
     if (f) return { ...f, line: f.line > 0 ? cmd.line + f.line - 1 : cmd.line };
   }
@@ -731,11 +766,17 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
       return null;
     }
     if (SH_AWKS.has(name)) {
-      for (const x of rest) {
-        if (x.text === null) return dynamic(w.line, `${name} with a program given by an expansion`, r);
-        if (x.text === '-f') return dynamic(w.line, `${name} -f (program file)`, r);
-        if (/\bsystem\s*\(|\|/.test(x.text)) return dynamic(w.line, `${name} program running commands (system() or a pipe)`, r);
+      // Options (-F sep, -v var=value, attached or not), then the program; the rest are input files.
+      let j = 0;
+      while (j < rest.length && rest[j]?.text?.startsWith('-') && rest[j]?.text !== '--') {
+        const o = rest[j]?.text as string;
+        if (/^-(?:f|-file)/.test(o)) return dynamic(w.line, `${name} -f (a program file the gate does not read)`, r);
+        j += o === '-F' || o === '-v' ? 2 : 1;
       }
+      if (rest[j]?.text === '--') j++;
+      const prog = rest[j];
+      if (prog && prog.text === null) return dynamic(w.line, `${name} with a program given by an expansion`, r);
+      if (prog && /\bsystem\s*\(|\|/.test(prog.text as string)) return dynamic(w.line, `${name} program running commands (system() or a pipe)`, r);
       return null;
     }
     if (name === 'sed' || name === 'gsed') {
@@ -771,8 +812,8 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
 }
 
 /** Shell tasks: a Python or JS helper could run a forbidden command for the script; anything that spawns is refused. */
-function checkSpawns(toks: readonly Tok[], fam: 'python' | 'js', r: Rules): Found | null {
+function checkSpawns(toks: readonly Tok[], fam: 'python' | 'js', r: Rules, strict: boolean): Found | null {
   const noCalls: Rules = { calls: [], modules: [], importedAnywhere: r.importedAnywhere };
-  const f = fam === 'python' ? checkPython(toks, '', noCalls) : checkJs(toks, noCalls);
+  const f = fam === 'python' ? checkPython(toks, '', noCalls) : checkJs(toks, noCalls, strict);
   return f ? { ...f, rule: anyRule(r) } : null;
 }

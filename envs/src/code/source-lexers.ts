@@ -17,9 +17,27 @@ export interface Tok {
   respelled?: boolean;
   /** op: inserted around f-string fields / template substitutions (not in the source). */
   virtual?: boolean;
+  /** JS `)`: closes the header of if/while/for/with (a `/` after it starts a regular expression). */
+  ctl?: boolean;
+  /** JS `}`: closes a block, not an object literal (a `/` after it starts a regular expression). */
+  block?: boolean;
 }
 
 const ID_START = /[\p{ID_Start}_]/u;
+/** ASCII identifiers (the common case) are scanned with one sticky match instead of a code point at a time. */
+const ASCII_ID = /[A-Za-z_$][A-Za-z0-9_$]*/y;
+function asciiIdentEnd(s: string, i: number): number {
+  ASCII_ID.lastIndex = i;
+  return ASCII_ID.exec(s) ? ASCII_ID.lastIndex : i;
+}
+function isAsciiIdStart(cc: number): boolean {
+  return (cc >= 97 && cc <= 122) || (cc >= 65 && cc <= 90) || cc === 95;
+}
+/** Runs a sticky regex at i; the match or null. */
+function stickyAt(re: RegExp, s: string, i: number): string | null {
+  re.lastIndex = i;
+  return re.exec(s)?.[0] ?? null;
+}
 const ID_CONT = /[\p{ID_Continue}\u00b7\u200c\u200d]/u;
 
 function cpAt(s: string, i: number): string {
@@ -29,9 +47,9 @@ function cpAt(s: string, i: number): string {
 
 // ---------------------------------------------------------------------------------------------------- Python
 
-const PY_OPS = /^(?:\*\*=|\/\/=|>>=|<<=|\.\.\.|->|:=|==|!=|<=|>=|\*\*|\/\/|<<|>>|[-+*/%&|^@]=|[-+*/%&|^~<>()[\]{},:;.=@!])/;
+const PY_OPS = /(?:\*\*=|\/\/=|>>=|<<=|\.\.\.|->|:=|==|!=|<=|>=|\*\*|\/\/|<<|>>|[-+*/%&|^@]=|[-+*/%&|^~<>()[\]{},:;.=@!])/y;
 const PY_PREFIX = /^(?:[rRuUbBfFtT]|[rR][bBfFtT]|[bBfFtT][rR])$/;
-const PY_NUM = /^(?:0[xXoObB][0-9a-fA-F_]*|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)/;
+const PY_NUM = /(?:0[xXoObB][0-9a-fA-F_]*|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)/y;
 const PY_SIMPLE_ESC: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\n': '' };
 
 /** Decodes a Python (non-raw) string body; null when an escape's value is not known here (\N{...}). */
@@ -115,6 +133,18 @@ class PyLexer {
         this.string('');
         continue;
       }
+      const cc = c.charCodeAt(0);
+      if (isAsciiIdStart(cc)) {
+        // ASCII identifiers are already NFKC; a non-ASCII continuation takes the general path below.
+        const j = asciiIdentEnd(s, this.i);
+        if (s[j - 1] !== '$' && !s.slice(this.i, j).includes('$') && (j >= s.length || s.charCodeAt(j) < 0x80)) {
+          const raw = s.slice(this.i, j);
+          this.i = j;
+          if ((s[j] === '"' || s[j] === "'") && PY_PREFIX.test(raw)) this.string(raw.toLowerCase());
+          else this.push('name', raw);
+          continue;
+        }
+      }
       const ch = cpAt(s, this.i);
       if (ID_START.test(ch) || (ch.codePointAt(0) ?? 0) > 0x7f) {
         let j = this.i + ch.length;
@@ -141,12 +171,12 @@ class PyLexer {
         continue;
       }
       if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(s[this.i + 1] ?? ''))) {
-        const m = PY_NUM.exec(s.slice(this.i, this.i + 200))?.[0] ?? c;
+        const m = stickyAt(PY_NUM, s, this.i) || c;
         this.push('num', m);
         this.i += m.length;
         continue;
       }
-      const op = PY_OPS.exec(s.slice(this.i, this.i + 3))?.[0] ?? c;
+      const op = stickyAt(PY_OPS, s, this.i) ?? ch;
       if (op === '(' || op === '[' || op === '{') {
         this.depth++;
         local++;
@@ -254,8 +284,8 @@ export function lexPython(src: string): Tok[] {
 // ---------------------------------------------------------------------------------------------------- JS / TS
 
 const JS_OPS =
-  /^(?:>>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|&&=|\|\|=|\?\?=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?![0-9])|\+\+|--|\*\*|<<|>>|[-+*/%&|^]=|[-+*/%&|^~!<>=?:;,.()[\]{}@#])/;
-const JS_NUM = /^(?:0[xXoObB][0-9a-fA-F_]*n?|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?n?)/;
+  /(?:>>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|&&=|\|\|=|\?\?=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?![0-9])|\+\+|--|\*\*|<<|>>|[-+*/%&|^]=|[-+*/%&|^~!<>=?:;,.()[\]{}@#])/y;
+const JS_NUM = /(?:0[xXoObB][0-9a-fA-F_]*n?|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?n?)/y;
 /** After these keywords a `/` starts a regular expression. */
 const JS_REGEX_AFTER_KW = new Set(['return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await']);
 const JS_LINE_TERM = /[\n\r\u2028\u2029]/;
@@ -275,25 +305,64 @@ function jsUnicodeEscape(s: string, i: number): { cp: number; len: number } | nu
   return /^[0-9a-fA-F]{4}$/.test(hex) ? { cp: Number.parseInt(hex, 16), len: 6 } : null;
 }
 
+/** After these keywords a `{` opens a block. */
+const JS_BLOCK_AFTER_KW = new Set(['else', 'do', 'try', 'finally', 'static']);
+const JS_CONTROL_KW = new Set(['if', 'while', 'for', 'with']);
+
 class JsLexer {
   private i = 0;
   private line = 1;
   readonly out: Tok[] = [];
-  constructor(private readonly s: string) {}
+  /** Source offsets of a `/` after a `}`: block or object literal is a guess there (see lexJsReadings). */
+  readonly ambiguous: number[] = [];
+  private readonly parens: boolean[] = [];
+  private readonly braces: boolean[] = [];
+  constructor(
+    private readonly s: string,
+    private readonly flip: ReadonlySet<number> = new Set(),
+  ) {}
+
+  private last(): Tok | undefined {
+    return this.out[this.out.length - 1];
+  }
 
   private push(kind: TokKind, value: string, extra: Partial<Tok> = {}): void {
+    if (kind === 'op' && !extra.virtual) {
+      const prev = this.last();
+      if (value === '(') {
+        this.parens.push(prev?.kind === 'name' && !prev.respelled && (JS_CONTROL_KW.has(prev.value) || (prev.value === 'await' && this.out[this.out.length - 2]?.value === 'for')));
+      } else if (value === ')') {
+        extra = { ...extra, ctl: this.parens.pop() === true };
+      } else if (value === '{') {
+        this.braces.push(this.opensBlock(prev));
+      } else if (value === '}') {
+        extra = { ...extra, block: this.braces.pop() !== false };
+      }
+    }
     this.out.push({ kind, value, line: this.line, ...extra });
   }
 
+  private opensBlock(prev: Tok | undefined): boolean {
+    if (!prev) return true;
+    if (prev.kind === 'op') return prev.virtual !== true && [';', '{', '}', ')', '=>'].includes(prev.value);
+    if (prev.kind === 'name') return prev.respelled === true || JS_BLOCK_AFTER_KW.has(prev.value) || !JS_REGEX_AFTER_KW.has(prev.value);
+    return false;
+  }
+
   private regexAllowed(): boolean {
-    for (let k = this.out.length - 1; k >= 0; k--) {
-      const t = this.out[k] as Tok;
-      if (t.kind === 'nl') continue;
-      if (t.kind === 'op') return !(t.value === ')' || t.value === ']' || t.value === '}' || t.value === '++' || t.value === '--') || t.virtual === true;
-      if (t.kind === 'name') return JS_REGEX_AFTER_KW.has(t.value) && t.respelled !== true;
-      return false;
+    const t = this.last();
+    if (!t) return true;
+    if (t.kind === 'op') {
+      if (t.virtual) return true;
+      if (t.value === ')') return t.ctl === true;
+      if (t.value === '}') {
+        this.ambiguous.push(this.i);
+        return (t.block === true) !== this.flip.has(this.i);
+      }
+      return !(t.value === ']' || t.value === '++' || t.value === '--');
     }
-    return true;
+    if (t.kind === 'name') return JS_REGEX_AFTER_KW.has(t.value) && t.respelled !== true;
+    return false;
   }
 
   /** Lexes code; in a template substitution (sub = true) returns at the `}` closing it. */
@@ -341,12 +410,12 @@ class JsLexer {
         continue;
       }
       if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(s[this.i + 1] ?? ''))) {
-        const m = JS_NUM.exec(s.slice(this.i, this.i + 200))?.[0] ?? c;
+        const m = stickyAt(JS_NUM, s, this.i) || c;
         this.push('num', m);
         this.i += m.length;
         continue;
       }
-      const op = JS_OPS.exec(s.slice(this.i, this.i + 4))?.[0] ?? ch;
+      const op = stickyAt(JS_OPS, s, this.i) ?? ch;
       if (sub) {
         if (op === '{') braces++;
         else if (op === '}') {
@@ -364,6 +433,12 @@ class JsLexer {
 
   private ident(): void {
     const s = this.s;
+    const end = s[this.i] === '#' ? this.i : asciiIdentEnd(s, this.i);
+    if (end > this.i && (end >= s.length || (s.charCodeAt(end) < 0x80 && s[end] !== '\\'))) {
+      this.push('name', s.slice(this.i, end));
+      this.i = end;
+      return;
+    }
     let name = '';
     let respelled = false;
     if (s[this.i] === '#') {
@@ -503,6 +578,25 @@ export function lexJs(src: string): Tok[] {
   return lx.out;
 }
 
+/**
+ * Every reading of a JS source the gate must check: the lexer's, plus, for each `/` after a `}` (a block's end,
+ * where it starts a regular expression, or an object literal's, where it divides: the lexer's guess could hide
+ * code inside what it takes for a regex or a string), the reading with that one choice flipped. null when there
+ * are more such places than `cap` (the caller fails closed).
+ */
+export function lexJsReadings(src: string, cap = 64): Tok[][] | null {
+  const lx = new JsLexer(src);
+  lx.lex(false);
+  if (lx.ambiguous.length > cap) return null;
+  const out = [lx.out];
+  for (const at of new Set(lx.ambiguous)) {
+    const alt = new JsLexer(src, new Set([at]));
+    alt.lex(false);
+    out.push(alt.out);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------------- shell
 
 /** One simple command of a shell script: its words after quote removal (null: a word with an expansion). */
@@ -521,6 +615,8 @@ export interface ShellCommand {
   heredocs: string[];
   /** Command substitutions / subshells found inside this command's words ($(...), `...`, <(...)): scanned too. */
   nested: string[];
+  /** Arithmetic ($((...)), ((...))) and array assignment bodies (a=(...)): data, except the substitutions in them. */
+  exprs: string[];
 }
 
 const SH_CONTROL = new Set([';', '&', '|', '&&', '||', ';;', '(', ')', '{', '}', '\n', '|&', ';&', ';;&']);
@@ -534,11 +630,11 @@ export function lexShell(src: string): ShellCommand[] {
   const cmds: ShellCommand[] = [];
   let i = 0;
   let line = 1;
-  let cur: ShellCommand = { words: [], line, heredocs: [], nested: [] };
+  let cur: ShellCommand = { words: [], line, heredocs: [], nested: [], exprs: [] };
   const pendingHeredocs: { delim: string; strip: boolean; cmd: ShellCommand }[] = [];
   const flush = () => {
-    if (cur.words.length > 0 || cur.heredocs.length > 0 || cur.nested.length > 0) cmds.push(cur);
-    cur = { words: [], line, heredocs: [], nested: [] };
+    if (cur.words.length > 0 || cur.heredocs.length > 0 || cur.nested.length > 0 || cur.exprs.length > 0) cmds.push(cur);
+    cur = { words: [], line, heredocs: [], nested: [], exprs: [] };
   };
   /** Reads a balanced $( ... ) / ( ... ) body starting after the opening paren; returns the body. */
   const balanced = (open: string, closeCh: string): string => {
@@ -605,6 +701,12 @@ export function lexShell(src: string): ShellCommand[] {
       }
       continue;
     }
+    if (c === '(' && s[i + 1] === '(') {
+      // ((arithmetic)): no command runs in it, except its substitutions.
+      i++;
+      cur.exprs.push(balanced('(', ')'));
+      continue;
+    }
     const two = s.slice(i, i + 3);
     const ctl = ['|&', '&&', '||', ';;&', ';;', ';&'].find((o) => two.startsWith(o)) ?? (SH_CONTROL.has(c) ? c : null);
     if (ctl !== null) {
@@ -641,6 +743,12 @@ export function lexShell(src: string): ShellCommand[] {
     const wordLine = line;
     while (i < s.length) {
       const d = s[i] as string;
+      if (d === '(' && /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=$/.test(s.slice(start, i))) {
+        // name=( ... ): an array assignment; its words are values.
+        i++;
+        cur.exprs.push(balanced('(', ')'));
+        continue;
+      }
       if (/[\s;&|()]/.test(d) && d !== '\u00a0') {
         if ((d === '(' || d === ')') && /^[<>]$/.test(s[i - 1] ?? '') ) {
           // <( ... ) process substitution
@@ -690,6 +798,11 @@ export function lexShell(src: string): ShellCommand[] {
           }
           if (e === '$' || e === '`') {
             text = null;
+            if (e === '$' && s[i + 1] === '(' && s[i + 2] === '(') {
+              i += 2;
+              cur.exprs.push(balanced('(', ')'));
+              continue;
+            }
             if (e === '$' && s[i + 1] === '(') {
               i += 2;
               cur.nested.push(balanced('(', ')'));
@@ -711,6 +824,11 @@ export function lexShell(src: string): ShellCommand[] {
       }
       if (d === '$' || d === '`') {
         text = null;
+        if (d === '$' && s[i + 1] === '(' && s[i + 2] === '(') {
+          i += 2;
+          cur.exprs.push(balanced('(', ')'));
+          continue;
+        }
         if (d === '$' && s[i + 1] === '(') {
           i += 2;
           cur.nested.push(balanced('(', ')'));

@@ -79,6 +79,12 @@ describe('JS tokenizer', () => {
     expect(names(lexJs('if (x) return /eval/.test(y)'))).toEqual(['if', 'x', 'return', 'test', 'y']);
     expect(names(lexJs('x = a[0] / 2 / eval'))).toEqual(['x', 'a', 'eval']);
   });
+  test('a `/` after the `)` of an if/while/for header starts a regex; after other `)` it divides', () => {
+    expect(names(lexJs('if (x) /"/.test(y); eval(1); //"'))).toEqual(['if', 'x', 'test', 'y', 'eval']);
+    expect(names(lexJs('for (;;) /a/g; z'))).toEqual(['for', 'z']);
+    expect(names(lexJs('const h = (a + b) / 2 / c;'))).toEqual(['const', 'h', 'a', 'b', 'c']);
+    expect(names(lexJs('function f() {} /"/.test(s); eval(1); //"'))).toEqual(['function', 'f', 'test', 's', 'eval']);
+  });
   test('template literals with nested ${} and nested templates', () => {
     const toks = lexJs('const s = `eval ${a + `x${eval}y` + {b: 1}.b} \\${c} done`; d;');
     expect(names(toks)).toEqual(['const', 's', 'a', 'eval', 'b', 'b', 'd']);
@@ -223,6 +229,13 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
     expect(checkConstraints(t, files({ 'fast.cpython-311-x86_64-linux-gnu.so': '\x7fELF' }))?.zero_reason).toMatch(/cannot read/);
     expect(checkConstraints(t, files({ 'data.txt': 'eval(1)', 'README.md': 'eval' }))).toBeNull();
   });
+  test('more source than the gate reads fails closed; so does a JS file with too many ambiguous readings', () => {
+    const big = 'x = 1\n'.repeat(400_000);
+    expect(checkConstraints(taskWith({ forbidden_calls: ['eval'] }), files({ 'a.py': big }))?.zero_reason).toMatch(/^constraint violated: \.: 2400000 bytes of source, more than the gate reads/);
+    const t = taskWith({ forbidden_calls: ['eval'] }, 'javascript');
+    expect(checkConstraints(t, files({ 'a.mjs': 'function f() {} / 2;\n'.repeat(65) }))?.zero_reason).toMatch(/too many places where a "\/" could start a regular expression/);
+    expect(checkConstraints(t, files({ 'a.mjs': 'function f() {} / 2;\n'.repeat(64) }))).toBeNull();
+  });
   test('a python file without the extension is recognised by its shebang', () => {
     expect(checkConstraints(taskWith({ forbidden_calls: ['eval'] }), files({ 'bin/tool': '#!/usr/bin/env python3\neval("1")\n' }))).not.toBeNull();
   });
@@ -265,6 +278,19 @@ describe('forbidden calls in JS / TS', () => {
       expect(v?.rule).toMatch(/forbidden_calls "eval"/);
     });
   }
+  test('a `/` after `}` is read both ways (block: regex, object literal: division): code hidden by either reading is found', () => {
+    expect(js('function f() {} /"/.test(s); eval(1); //"')).not.toBeNull();
+    expect(js('const o = {} /"/; eval(1); //"')).not.toBeNull();
+    expect(js('const o = {} / 2;\nconst s = "eval";\n')).toBeNull();
+  });
+  test('sloppy-mode `this` as a value (the global object) in a CommonJS file; fine in ES modules and with "use strict"', () => {
+    const t = taskWith({ forbidden_calls: ['eval'] }, 'javascript');
+    const src = 'module.exports = function () { const g = this; return g; };\n';
+    expect(checkConstraints(t, files({ 'sol.js': src }))?.zero_reason).toMatch(/`this` as a value in sloppy-mode code/);
+    expect(checkConstraints(t, files({ 'sol.js': `"use strict";\n${src}` }))).toBeNull();
+    expect(checkConstraints(t, files({ 'sol.mjs': 'export class E { on() { return this; } }\n' }))).toBeNull();
+    expect(checkConstraints(t, files({ 'sol.js': 'export class E { on() { this.x = 1; return this; } }\n' }))).toBeNull();
+  });
   test('methods: .sort forbids o.sort, o?.sort, o["sort"], o[k], destructuring; not toSorted or arr[0]', () => {
     const c = { forbidden_calls: ['.sort'] };
     for (const src of ['a.sort();', 'a?.sort();', 'a["sort"]();', 'a[`sort`]();', 'a[k]();', 'const { sort } = Array.prototype;', 'a.so\\u0072t();']) expect(js(src, c), src).not.toBeNull();
@@ -316,6 +342,9 @@ describe('forbidden commands in shell', () => {
     'trap': "trap 'sed x' EXIT\n",
     'process substitution': 'cat <(sed x)\n',
     'ANSI-C quoting': "$'\\x73ed' x\n",
+    'substitution inside arithmetic': 'n=$(( $(sed -n 1p f) + 1 ))\n',
+    'substitution inside an array assignment': 'a=( $(sed -n 1p f) )\n',
+    'substitution inside ((...))': '(( $(sed -n 1p f) > 0 ))\n',
   };
   for (const [name, src] of Object.entries(attacks)) {
     test(name, () => {
@@ -332,6 +361,8 @@ describe('forbidden commands in shell', () => {
       'for f in *.txt; do mv "$f" "${f%.txt}.md"; done\n',
       'awk \'{ n += 1 } END { print n }\' f\nset -eu\nx=$(wc -l < f)\n',
       'python3 helper.py\n',
+      'lines=()\nlines+=("$n ${f#"$dir"/}")\nexcess=$(( ${#lines[@]} - keep ))\nfor ((i = 0; i < excess; i++)); do echo "${lines[$i]}"; done\n',
+      'n=$(awk -F, -v x=1 \'END { print NR }\' "$f")\nif (( ${#a[@]} > 0 )); then :; fi\n',
     ];
     for (const src of honest) expect(sh(src), src).toBeNull();
   });
