@@ -90,6 +90,22 @@ const ATTACKS: Record<string, Attack> = {
     honest: { 'order.py': HONEST },
     reason: /^constraint violated: order\.py:2: uses sorted \(forbidden_calls "sorted"\)$/,
   },
+  'a module the submission writes at import time and then imports (the gate never sees its text)': {
+    files: {
+      'order.py': [
+        'import os',
+        'with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_helper.py"), "w") as _f:',
+        '    _f.write("from builtins import sor" + "ted as arrange\\n")',
+        'import gen_helper',
+        '',
+        '',
+        'def order_words(words):',
+        '    return gen_helper.arrange(words, key=lambda w: (len(w), w))',
+      ].join('\n'),
+    },
+    honest: { 'order.py': `import os\n${HONEST}` },
+    reason: /^constraint violated: order\.py:4: dynamic spelling import of gen_helper, which is neither the standard library nor a submitted file/,
+  },
   'list.sort through a literal getattr': {
     files: { 'order.py': 'def order_words(words):\n    out = list(words)\n    getattr(out, "sort")(key=lambda w: (len(w), w))\n    return out\n' },
     honest: { 'order.py': HONEST },

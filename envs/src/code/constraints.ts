@@ -11,6 +11,9 @@
 // violation, with a reason naming the construct. Strings and comments are never read as code: each language is
 // tokenized as its interpreter tokenizes it (source-lexers.ts).
 import type { LoadedTask, TaskConstraints, TaskLanguage } from './task-types.js';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { PY_STDLIB_MODULES } from './python-stdlib.js';
 import { lexJsReadings, lexPython, lexShell, type ShellCommand, type Tok } from './source-lexers.js';
 
 export interface SubmittedFile {
@@ -149,6 +152,7 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
   const c = task.spec.constraints;
   if (!c) return null;
   const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const allPaths = new Set(sorted.map((f) => f.path));
   const byPath = new Map(sorted.map((f) => [f.path, f]));
 
   for (const g of c.unchanged ?? []) {
@@ -217,6 +221,19 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     lexed.push({ ...s, readings });
   }
   for (const s of lexed) for (const toks of s.readings) for (const m of importsOf(toks, s.fam as 'python' | 'js')) rules.importedAnywhere.add(m);
+  // Python: the submission's modules (every .py file and the directories above it), for the import rule.
+  const pyModules = new Set<string>();
+  const initNames = new Map<string, Set<string>>();
+  const pyModuleOf = (p: string) => p.replace(/\.pyw?$/, '').replace(/\/__init__$/, '').split('/').join('.');
+  for (const f of sorted) {
+    if (!/\.py$/.test(f.path)) continue;
+    const segs = f.path.replace(/\.py$/, '').split('/');
+    for (let n = 1; n < segs.length; n++) pyModules.add(segs.slice(0, n).join('.'));
+    if (segs[segs.length - 1] !== '__init__') pyModules.add(segs.join('.'));
+  }
+  for (const s of lexed) {
+    if (s.fam === 'python' && /\.py$/.test(s.file.path)) initNames.set(pyModuleOf(s.file.path), new Set((s.readings[0] ?? []).filter((t) => t.kind === 'name').map((t) => t.value)));
+  }
   for (const s of lexed) {
     if (s.fam === 'shell') {
       const found = checkShell(s.text, rules);
@@ -227,7 +244,10 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     for (const toks of s.readings) {
       let found: Found | null;
       if (fam === 'shell') found = checkSpawns(toks, s.fam, rules, strict);
-      else found = s.fam === 'python' ? checkPython(toks, s.text, rules) : checkJs(toks, rules, strict);
+      else {
+        const ctx: PyContext = { self: pyModuleOf(s.file.path), isPackage: /(^|\/)__init__\.py$/.test(s.file.path), modules: pyModules, initNames };
+        found = s.fam === 'python' ? checkPython(toks, s.text, rules, /\.py$/.test(s.file.path) ? ctx : undefined) : checkJs(toks, rules, strict, { path: s.file.path, paths: allPaths });
+      }
       if (found) return fail(s.file.path, found);
     }
   }
@@ -298,13 +318,15 @@ interface PyImport {
   bound: string;
   line: number;
   star: boolean;
+  /** Leading dots of a relative import (0: absolute); `module` is then the part after the dots. */
+  relative: number;
 }
 
 function pyImports(toks: readonly Tok[]): PyImport[] {
   const out: PyImport[] = [];
   const dotted = (k: number): { name: string; next: number } => {
     let name = '';
-    while (toks[k]?.kind === 'name' || (toks[k]?.kind === 'op' && toks[k]?.value === '.')) {
+    while ((toks[k]?.kind === 'name' && toks[k]?.value !== 'import') || (toks[k]?.kind === 'op' && (toks[k]?.value === '.' || toks[k]?.value === '...'))) {
       name += (toks[k] as Tok).value;
       k++;
       if (toks[k - 1]?.kind === 'name' && toks[k]?.value !== '.') break;
@@ -329,7 +351,7 @@ function pyImports(toks: readonly Tok[]): PyImport[] {
           bound = (toks[j + 1] as Tok).value;
           j += 2;
         }
-        out.push({ module: d.name, name: null, bound, line: t.line, star: false });
+        out.push({ module: d.name, name: null, bound, line: t.line, star: false, relative: 0 });
         if (toks[j]?.value !== ',') break;
         j++;
       }
@@ -338,12 +360,13 @@ function pyImports(toks: readonly Tok[]): PyImport[] {
       let j = d.next;
       if (toks[j]?.value !== 'import') continue;
       j++;
-      const relative = d.name.startsWith('.');
+      const level = /^\.*/.exec(d.name)?.[0].length ?? 0;
+      const module = d.name.slice(level);
       if (toks[j]?.value === '(') j++;
       for (;;) {
         const n = toks[j];
         if (n?.value === '*') {
-          if (!relative) out.push({ module: d.name, name: '*', bound: '*', line: t.line, star: true });
+          out.push({ module, name: '*', bound: '*', line: t.line, star: true, relative: level });
           break;
         }
         if (n?.kind !== 'name') break;
@@ -353,7 +376,7 @@ function pyImports(toks: readonly Tok[]): PyImport[] {
           bound = (toks[j + 1] as Tok).value;
           j += 2;
         }
-        if (!relative) out.push({ module: d.name, name: n.value, bound, line: t.line, star: false });
+        out.push({ module, name: n.value, bound, line: t.line, star: false, relative: level });
         if (toks[j]?.value !== ',') break;
         j++;
         if (toks[j]?.value === ')') break;
@@ -365,7 +388,7 @@ function pyImports(toks: readonly Tok[]): PyImport[] {
 
 function importsOf(toks: readonly Tok[], fam: 'python' | 'js'): string[] {
   if (fam === 'python') {
-    return pyImports(toks).flatMap((i) => {
+    return pyImports(toks).filter((i) => i.relative === 0).flatMap((i) => {
       const parts = i.module.split('.');
       return parts.map((_, n) => parts.slice(0, n + 1).join('.'));
     });
@@ -408,13 +431,50 @@ function isDunder(n: string): boolean {
   return n.length > 4 && n.startsWith('__') && n.endsWith('__');
 }
 
-function checkPython(toks: readonly Tok[], text: string, r: Rules): Found | null {
+/** Where a Python file sits among the submission's modules (for the import rule: see unreadableImport). */
+interface PyContext {
+  /** The file's own dotted module name ("pkg.mod"; a package's __init__.py is "pkg"). */
+  self: string;
+  isPackage: boolean;
+  /** Every module and package the submission holds (dotted names, directories included). */
+  modules: ReadonlySet<string>;
+  /** Names each submitted module (a package: its __init__.py) spells: what `from m import name` can find there. */
+  initNames: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/**
+ * An import the gate cannot follow: neither the standard library nor a submitted file (a module the program
+ * writes at run time and then imports would run code the gate never read). Relative imports resolve against
+ * the file's package; `from pkg import name` of a submitted package needs pkg/name.py or the name in its __init__.py.
+ */
+function unreadableImport(imports: readonly PyImport[], ctx: PyContext): { line: number; what: string } | null {
+  for (const im of imports) {
+    let mod = im.module;
+    if (im.relative > 0) {
+      const base = (ctx.isPackage ? ctx.self : ctx.self.split('.').slice(0, -1).join('.')).split('.').filter(Boolean);
+      const up = base.slice(0, base.length - (im.relative - 1));
+      mod = [...up, ...(mod ? mod.split('.') : [])].join('.');
+    } else if (PY_STDLIB_MODULES.has(mod.split('.')[0] as string)) continue;
+    const shown = `${'.'.repeat(im.relative)}${im.module}`;
+    if (mod === '' || !ctx.modules.has(mod)) return { line: im.line, what: `import of ${shown || '.'}, which is neither the standard library nor a submitted file` };
+    if (im.name !== null && !im.star && !ctx.modules.has(`${mod}.${im.name}`)) {
+      const names = ctx.initNames.get(mod);
+      if (names === undefined || !names.has(im.name)) return { line: im.line, what: `from ${shown || '.'} import ${im.name}: neither a submitted module nor a name its __init__.py defines` };
+    }
+  }
+  return null;
+}
+
+function checkPython(toks: readonly Tok[], text: string, r: Rules, py?: PyContext): Found | null {
   // Python honours a coding declaration on line 1 or 2: utf-7 and friends can spell `eval` as other bytes.
   const coding = /^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)/m.exec(text.split('\n').slice(0, 2).join('\n'));
   if (coding && !/^(?:utf-?8(?:-sig)?|ascii|us-ascii|latin-?1|iso-?8859-?1)$/i.test(coding[1] ?? '')) {
     return dynamic(text.slice(0, coding.index).split('\n').length, `source encoding ${JSON.stringify(coding[1])}`, r);
   }
-  const imports = pyImports(toks);
+  const allImports = pyImports(toks);
+  const imports = allImports.filter((i) => i.relative === 0);
+  const unknown = py && unreadableImport(allImports, py);
+  if (unknown) return dynamic(unknown.line, unknown.what, r);
   // Local name -> what it is bound to: `import a.b` binds a to a, `import a.b as c` binds c to a.b,
   // `from a import b as c` binds c to a.b (a function or a submodule).
   const aliases = new Map<string, string>();
@@ -599,8 +659,25 @@ function endsExpr(t: Tok | undefined): boolean {
   return t.value === ')' || t.value === ']' || t.value === '?.';
 }
 
+const NODE_BUILTINS: ReadonlySet<string> = new Set(builtinModules.map((m) => normSpec(m)));
+const JS_RESOLVE_SUFFIXES = ['', '.js', '.mjs', '.cjs', '.json', '.ts', '.mts', '.cts', '/index.js', '/index.mjs', '/index.cjs', '/index.json'];
+
+/**
+ * A JS import the gate cannot follow: a relative specifier that resolves to no submitted file, an absolute path,
+ * or a bare name that is not a Node builtin (no node_modules reaches the judge): a file written at run time.
+ */
+function unreadableJsImport(spec: string, fromFile: string, paths: ReadonlySet<string>): string | null {
+  if (spec.startsWith('./') || spec.startsWith('../') || spec === '.' || spec === '..') {
+    const p = path.posix.normalize(path.posix.join(path.posix.dirname(fromFile), spec));
+    if (p.startsWith('../') || p === '..') return `import of ${spec}, outside the workspace`;
+    return JS_RESOLVE_SUFFIXES.some((x) => paths.has(`${p}${x}`.replace(/^\.\//, ''))) ? null : `import of ${spec}, which is not a submitted file`;
+  }
+  if (spec.startsWith('/') || spec.startsWith('file:') || spec.startsWith('data:') || spec.startsWith('http')) return `import of ${spec.slice(0, 60)}, outside the submission`;
+  return NODE_BUILTINS.has(spec) ? null : `import of ${spec}, which is neither a Node builtin nor a submitted file`;
+}
+
 /** `strict`: an ES module by its extension (no sloppy-mode `this` reaching the global object). */
-function checkJs(toks: readonly Tok[], r: Rules, strict: boolean): Found | null {
+function checkJs(toks: readonly Tok[], r: Rules, strict: boolean, file?: { path: string; paths: ReadonlySet<string> }): Found | null {
   // ES module syntax makes a .js file strict too (no package.json reaches the judge to say otherwise, so .js
   // without import/export is CommonJS, sloppy unless it says "use strict").
   const esm = strict || toks.some((t, k) => t.kind === 'name' && (t.value === 'import' || t.value === 'export') && !t.respelled && toks[k + 1]?.value !== '(' && toks[k + 1]?.value !== '.' && toks[k - 1]?.value !== '.');
@@ -616,6 +693,8 @@ function checkJs(toks: readonly Tok[], r: Rules, strict: boolean): Found | null 
     if (im.spec === null) return dynamic(im.line, `${im.construct} with a specifier that is not a string literal`, r);
     for (const f of r.modules) if (covers(normSpec(f), im.spec)) return { line: im.line, what: `imports ${im.spec}`, rule: `forbidden_modules ${JSON.stringify(f)}` };
     if (JS_DYNAMIC_MODULES.has(im.spec.split('/')[0] as string)) return dynamic(im.line, `import of ${im.spec}`, r);
+    const unknown = file && unreadableJsImport(im.spec, file.path, file.paths);
+    if (unknown) return dynamic(im.line, unknown, r);
     for (const d of dotted) if (normSpec(d.obj) === im.spec && im.names.includes(d.name)) return { line: im.line, what: `imports ${d.name} from ${im.spec}`, rule: d.rule };
   }
 
