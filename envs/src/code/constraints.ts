@@ -192,7 +192,7 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
   const modules = c.forbidden_modules ?? [];
   if (calls.length === 0 && modules.length === 0) return null;
   const fam = family(task.spec.language);
-  const rules: Rules = { calls, modules, importedAnywhere: new Set() };
+  const rules: Rules = { calls, modules, importedAnywhere: new Set(), paths: new Set(sorted.map((f) => f.path)) };
   const sources: { file: SubmittedFile; fam: 'python' | 'js' | 'shell'; text: string }[] = [];
   for (const f of sorted) {
     const base = f.path.slice(f.path.lastIndexOf('/') + 1);
@@ -265,6 +265,8 @@ interface Rules {
   modules: readonly string[];
   /** Top-level and full module names imported by any scanned file (normalised: no "node:"). */
   importedAnywhere: Set<string>;
+  /** Every submitted path (shell: a command run by a relative path must be one of them). */
+  paths?: ReadonlySet<string>;
 }
 
 /** The rule a dynamic spelling violates: every declared call and module it could reach. */
@@ -804,7 +806,23 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
     if (['for', 'select', 'case', 'function'].includes(name)) return null;
     if (r.calls.includes(name)) return { line: w.line, what: `runs ${name}${w.text !== w.raw ? ` (written ${w.raw.slice(0, 40)})` : ''}`, rule: `forbidden_calls ${JSON.stringify(name)}` };
     const rest = words.slice(k + 1);
-    if (SH_NOT_CALLS.has(name) || (name === 'command' && rest.some((x) => x.text === '-v' || x.text === '-V'))) return null;
+    // A program is its file, not its name: a forbidden command copied or linked elsewhere (cp /bin/sed /tmp/s)
+    // runs under any name. So a path to a forbidden command anywhere, locating one, or running a program by a
+    // path that is neither a system directory nor a submitted file, is refused.
+    for (const x of rest) {
+      const base = x.text?.slice(x.text.lastIndexOf('/') + 1);
+      if (x.text && x.text.includes('/') && base && r.calls.includes(base)) return { line: x.line, what: `names ${base} by path (${x.text.slice(0, 40)})`, rule: `forbidden_calls ${JSON.stringify(base)}` };
+    }
+    const locates = SH_NOT_CALLS.has(name) || name === 'whereis' || (name === 'command' && rest.some((x) => x.text === '-v' || x.text === '-V'));
+    if (locates) {
+      const named = rest.find((x) => x.text !== null && r.calls.includes(x.text));
+      return named ? { line: w.line, what: `locates ${named.text} (${name})`, rule: `forbidden_calls ${JSON.stringify(named.text)}` } : null;
+    }
+    if (w.text.includes('/')) {
+      const dir = w.text.slice(0, w.text.lastIndexOf('/'));
+      const rel = w.text.replace(/^(?:\.\/)+/, '');
+      if (w.text.startsWith('/') ? !/^\/(?:usr\/(?:local\/)?)?s?bin$/.test(dir) : !r.paths?.has(rel)) return dynamic(w.line, `program run by a path that is neither a system directory nor a submitted file (${w.text.slice(0, 40)})`, r);
+    }
     if (name === 'eval' || name === 'trap' || name === 'alias') {
       if (rest.some((x) => x.text === null)) return dynamic(w.line, `${name} of an expansion`, r);
       const code = name === 'alias' ? rest.map((x) => (x.text ?? '').replace(/^[^=]*=/, '')).join('\n') : name === 'trap' ? (rest[0]?.text ?? '') : rest.map((x) => x.text).join(' ');

@@ -362,6 +362,11 @@ describe('forbidden commands in shell', () => {
     'trap': "trap 'sed x' EXIT\n",
     'process substitution': 'cat <(sed x)\n',
     'ANSI-C quoting': "$'\\x73ed' x\n",
+    'copied under another name': 'cp /bin/sed /tmp/s\n/tmp/s -n 1p f\n',
+    'linked into the workspace': 'ln -s "$(command -v sed)" ./s\n./s -n 1p f\n',
+    'located by which': 'p=$(which sed)\n',
+    'located by command -v': 'if command -v sed >/dev/null; then echo yes; fi\n',
+    'a program by a path outside the submission': '/tmp/s -n 1p f\n',
     'substitution inside arithmetic': 'n=$(( $(sed -n 1p f) + 1 ))\n',
     'substitution inside an array assignment': 'a=( $(sed -n 1p f) )\n',
     'substitution inside ((...))': '(( $(sed -n 1p f) > 0 ))\n',
@@ -373,18 +378,24 @@ describe('forbidden commands in shell', () => {
       expect(v?.rule).toMatch(/forbidden_calls "sed"/);
     });
   }
-  test('honest scripts: the word as an argument, in strings, heredoc data, comments, command -v', () => {
+  test('honest scripts: the word as an argument, in strings, heredoc data, comments; programs from system directories', () => {
     const honest = [
       'echo "use sed here" # sed\nprintf \'%s\\n\' sed\n',
       'cat <<EOF\nsed x\nEOF\necho done\n',
-      'if command -v sed >/dev/null; then echo yes; fi\n',
+      'if command -v grep >/dev/null; then echo yes; fi\n',
       'for f in *.txt; do mv "$f" "${f%.txt}.md"; done\n',
       'awk \'{ n += 1 } END { print n }\' f\nset -eu\nx=$(wc -l < f)\n',
       'python3 helper.py\n',
+      '#!/usr/bin/env bash\n/usr/bin/env true\n/bin/echo ok\n',
       'lines=()\nlines+=("$n ${f#"$dir"/}")\nexcess=$(( ${#lines[@]} - keep ))\nfor ((i = 0; i < excess; i++)); do echo "${lines[$i]}"; done\n',
       'n=$(awk -F, -v x=1 \'END { print NR }\' "$f")\nif (( ${#a[@]} > 0 )); then :; fi\n',
     ];
     for (const src of honest) expect(sh(src), src).toBeNull();
+  });
+  test('a program run by a relative path must be a submitted file', () => {
+    const t = taskWith({ forbidden_calls: ['sed'] }, 'shell');
+    expect(checkConstraints(t, files({ 'run.sh': './bin/tool x\n', 'bin/tool': '#!/bin/sh\necho\n' }))).toBeNull();
+    expect(checkConstraints(t, files({ 'run.sh': './bin/tool x\n' }))?.zero_reason).toMatch(/neither a system directory nor a submitted file/);
   });
   test('a Python helper of a shell task that spawns processes is refused; one that does not is fine', () => {
     const t = taskWith({ forbidden_calls: ['sed'] }, 'shell');
