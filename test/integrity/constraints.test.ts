@@ -9,6 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 
@@ -18,6 +20,11 @@ const HAS_BWRAP = gate('bwrap', await bwrapFacility());
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../envs/test/code/fixtures/constraints');
 const TASK = 'py-order-words';
 const STEP_TIMEOUT_MS = 60_000;
+/** A shipped task with an `unchanged` declaration ("fix algo.py"): graph.py must stay as shipped. */
+const GRAPH = (await loadTaskSets([SHIPPED_TASKS_DIR])).find((t) => t.spec.id === 'py-fix-graph-paths');
+const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const GRAPH_FIX = text(GRAPH?.solution.files.find((f) => f.path === 'graphs/algo.py')?.content ?? new Uint8Array());
+const GRAPH_EDITED = text(GRAPH?.wrong.find((w) => w.name === 'also-edits-graph-py')?.solution.files.find((f) => f.path === 'graphs/graph.py')?.content ?? new Uint8Array());
 
 /** Honest: insertion by (length, word), no sorted/.sort/heapq anywhere. */
 const HONEST = `def order_words(words):
@@ -134,7 +141,7 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, tasks: [FIXTURES], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 4 } });
+      server = await startServer({ driver: drv.name, fixtures: false, tasks: [FIXTURES, SHIPPED_TASKS_DIR], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 4 } });
       client = await connect(server.url);
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
     }, 120_000);
@@ -144,8 +151,8 @@ for (const drv of DRIVERS) {
     }, 60_000);
 
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
-    async function submit(files: Record<string, string>): Promise<{ reward: number; grade: Grade }> {
-      await env.reset({ seed: 0, options: { task_id: TASK } });
+    async function submit(files: Record<string, string>, taskId = TASK): Promise<{ reward: number; grade: Grade }> {
+      await env.reset({ seed: 0, options: { task_id: taskId } });
       submission += 1;
       for (const [p, content] of Object.entries(files)) {
         // A distinct trailing comment per submission: never answered from the grade cache.
@@ -169,6 +176,16 @@ for (const drv of DRIVERS) {
       const untouched = await submit({ 'order.py': 'def order_words(words):\n    raise NotImplementedError\n' });
       expect(untouched.reward).toBeCloseTo(1 / 8, 9);
       expect(untouched.grade.zero_reason).toBeUndefined();
+    }, 180_000);
+
+    it('a file the task declares unchanged, edited next to a correct fix (py-fix-graph-paths): the fix alone 1.0, with graph.py edited 0', async () => {
+      expect(GRAPH_FIX).toContain('def shortest_path');
+      expect(GRAPH_EDITED).toContain('class Graph');
+      const honest = await submit({ 'graphs/algo.py': GRAPH_FIX }, 'py-fix-graph-paths');
+      expect(honest.reward, JSON.stringify(honest.grade)).toBeCloseTo(1, 9);
+      const attack = await submit({ 'graphs/algo.py': GRAPH_FIX, 'graphs/graph.py': GRAPH_EDITED }, 'py-fix-graph-paths');
+      expect(attack.reward, JSON.stringify(attack.grade)).toBe(0);
+      expect(attack.grade.zero_reason).toBe('constraint violated: graphs/graph.py: modified (unchanged "graphs/graph.py")');
     }, 180_000);
 
     for (const [name, a] of Object.entries(ATTACKS)) {
