@@ -2,6 +2,7 @@
 // fresh grading sandbox and scores the structured report with the rubric. Infrastructure failures throw
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
+import { checkConstraints } from './constraints.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
@@ -166,7 +167,15 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   const changed = changedFiles(capture, task.workspace, view?.omit);
   const filterMs = performance.now() - t0;
   const common = { ...base, dropped: view?.dropped ?? [], restored: view?.restored ?? [], changed, workspace_hash: hash };
-  const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(capture.entries.filter((e) => e.type === 'file'), changed);
+  const files = capture.entries.filter((e) => e.type === 'file');
+  // The task's declared constraints (issue 30 item 3), checked on the captured files before any workspace code runs.
+  const violation = checkConstraints(task, files);
+  if (violation) {
+    const result: GradeResult = { ...common, score: combine({}, weights, violation.zero_reason), timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs } };
+    opts.cache?.set(key, result);
+    return result;
+  }
+  const tamper = harness || opts.tamperScan === false ? [] : scanForTampering(files, changed);
   if (tamper.length > 0) {
     const first = tamper[0];
     const reason = first ? `tampering suspected: ${first.path}:${first.line} mentions ${first.pattern}` : 'tampering suspected';

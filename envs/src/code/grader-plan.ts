@@ -914,7 +914,7 @@ function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPla
  * Identifies the judge: bumped by hand when grading semantics change, plus a digest of every script and
  * harness file the grader ships, so rewards of different judges never look alike (info.grade.grader.version).
  */
-export const GRADER_VERSION = `2+${createHash('sha256')
+export const GRADER_VERSION = `3+${createHash('sha256')
   .update(
     [
       HARNESS_PY,

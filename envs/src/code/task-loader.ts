@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Rng } from '../rng.js';
+import { constraintsProblem } from './constraints.js';
 import { sha256Hex, taskContentHash } from './task-hash.js';
 import { isHarnessFormat, type EquivalentMutant, type LoadedTask, type Split, type TaskFile, type TaskSolution, type TaskSpec, type WrongSolution } from './task-types.js';
 
@@ -91,6 +92,11 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
   if (spec.rubric?.final_state !== undefined && spec.rubric.final_state > 0 && !spec.final_state) {
     throw new TaskLoadError(`${file}: /rubric/final_state is set but the task defines no final_state checks`, file);
   }
+  // constraints: forms that depend on the language (the globs are checked against workspace/ in loadTask).
+  if (spec.constraints) {
+    const problem = constraintsProblem(spec.constraints, spec.language, null);
+    if (problem) throw new TaskLoadError(`${file}: ${problem}`, file);
+  }
   return {
     ...spec,
     max_steps: spec.max_steps ?? 30,
@@ -169,6 +175,10 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   const workspace = await readTree(path.join(dir, 'workspace'));
   const tests = await readTree(path.join(dir, 'tests'));
   const solutionFiles = await readTree(path.join(dir, 'solution'));
+  if (spec.constraints?.unchanged) {
+    const problem = constraintsProblem(spec.constraints, spec.language, workspace.map((f) => f.path));
+    if (problem) throw new TaskLoadError(`${file}: ${problem}`, file);
+  }
   const testDir = rel(path.join(dir, 'tests'));
   if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
     throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' || spec.test.format === 'node-harness' ? '*.test.mjs' : 'test_*.py'})`, file);

@@ -26,6 +26,33 @@ export interface FinalStateCheck {
   value?: string;
 }
 
+/**
+ * Requirements whose violation zeroes the score (docs/TASKS.md, "Constraints"). Checked by the judge on the
+ * submitted files before any workspace code runs (constraints.ts), never by a test the submission can answer.
+ */
+export interface TaskConstraints {
+  /**
+   * Python / JS: "name" (a builtin or global function, any reference), "module.name" (a module's function, also
+   * reached as a method of what the module returns), ".name" (a method or attribute by name). Shell: command names.
+   * Declaring one also forbids the dynamic spellings that could reach it (getattr with a built name, eval, ...).
+   */
+  forbidden_calls?: string[];
+  /** Modules the submission may not import, in any spelling (Python dotted names, JS/TS module specifiers). */
+  forbidden_modules?: string[];
+  /** Paths or globs ("*" within a segment, "**" across) of files that must stay as the task shipped them. */
+  unchanged?: string[];
+  limits?: ConstraintLimits;
+}
+
+export interface ConstraintLimits {
+  /** Regular files in the submitted workspace. */
+  max_files?: number;
+  /** Bytes over all submitted files. */
+  max_total_bytes?: number;
+  /** Per-file caps for files matching a path or glob. */
+  files?: { path: string; max_lines?: number; max_bytes?: number }[];
+}
+
 /** task.json as written (optional fields may be absent). */
 export interface TaskSpec {
   id: string;
@@ -48,6 +75,8 @@ export interface TaskSpec {
    * `assert.throws(f, m.ParseError)`), each with the builtin base it must have ("ValueError", "RangeError").
    */
   exceptions?: Record<string, string>;
+  /** Gates: a violation zeroes the score with a zero_reason (constraints.ts). */
+  constraints?: TaskConstraints;
 }
 
 /** One file of a task directory, read into memory (task sets are small and read once at startup). */
