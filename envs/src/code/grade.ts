@@ -5,7 +5,7 @@ import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
-import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
+import { checkFinalState, combine, gatedTestsFraction, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
 import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
 import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
@@ -206,7 +206,8 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
   // (a signal, an internal error) means the run was interrupted and its report cannot be trusted.
   else if (out.status !== 0 && out.status !== 1) zero = `test runner exited with status ${out.status ?? 'unknown'}`;
 
-  const components: Partial<Record<RubricComponent, number>> = { tests: scored.fraction };
+  // Gated tests (task.json gated_tests) count only as far as the core tests pass; without gates, scored.fraction.
+  const components: Partial<Record<RubricComponent, number>> = { tests: scored.ok ? gatedTestsFraction(task.spec.gated_tests, scored.report.cases, task.spec.test.expected_tests) : 0 };
   if (finalState) components.final_state = finalState.fraction;
   const result: GradeResult = {
     ...common,

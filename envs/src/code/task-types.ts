@@ -1,5 +1,6 @@
 // Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
 import type { SandboxLimits } from '../sandbox-api.js';
+import type { TestGate } from './rubric.js';
 
 export type Split = 'train' | 'eval';
 export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
@@ -43,6 +44,8 @@ export interface TaskSpec {
   trusted?: boolean;
   test: { format: TestFormat; command?: string[]; expected_tests: number; timeout_s?: number; call_timeout_s?: number };
   final_state?: FinalStateCheck[];
+  /** Tests that count only as far as the core tests pass (rubric.ts, gatedTestsFraction; the degenerate battery). */
+  gated_tests?: TestGate[];
 }
 
 /** One file of a task directory, read into memory (task sets are small and read once at startup). */

@@ -1,8 +1,11 @@
 // `sandgym tasks validate <dir...>`: every task must score exactly 1.0 with its reference solution,
 // below 1.0 untouched (null agent) and with each known-wrong solution (wrong/<name>/), and, with
-// `mutants`, kill enough mutants of its reference (mutation/gate.ts); all graded exactly as in
-// training (fresh grading sandbox, hidden tests through the harness).
+// `mutants`, kill enough mutants of its reference (mutation/gate.ts), and, with `degenerate`, pay no
+// degenerate submission (always raise, return None, delete everything: degenerate.ts) more than the
+// untouched workspace + 0.05; all graded exactly as in training (fresh grading sandbox, hidden tests
+// through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { runDegenerateBattery, type DegenerateReport } from './degenerate.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from './grade.js';
 import { GRADER_VERSION } from './grader-plan.js';
@@ -38,6 +41,18 @@ export interface TaskValidation {
   /** Each known-wrong solution (wrong/<name>/): must score below 1.0 and below the reference. */
   wrong?: WrongRun[];
   mutation?: MutationReport;
+  /** The degenerate-solution battery (degenerate.ts): every variant's score against the untouched one's. */
+  degenerate?: DegenerateReport;
+}
+
+/** The degenerate battery's settings for `validate`. */
+export interface ValidateDegenerateOptions {
+  /** Verdict cache directory (null: no cache). */
+  cacheDir?: string | null;
+  /** Python used to rewrite Python tasks (default python3). */
+  python?: string;
+  /** Variants graded at once per task (default 1). */
+  concurrency?: number;
 }
 
 /** The mutation gate's settings for `validate` (grading and caching are filled in per task). */
@@ -54,6 +69,8 @@ export interface ValidateOptions extends Omit<GradeOptions, 'provider' | 'requir
   onResult?: (r: TaskValidation) => void;
   /** Run the mutation gate too (default: off). */
   mutation?: ValidateMutationOptions;
+  /** Run the degenerate-solution battery too (default: off here; on in `sandgym tasks validate`). */
+  degenerate?: ValidateDegenerateOptions;
   /** Driver name, part of the mutation cache key (verdicts of one driver are not reused for another). */
   driver?: string;
 }
@@ -78,7 +95,7 @@ async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolut
 }
 
 async function grade(task: LoadedTask, tar: Uint8Array, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
-  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, ...gradeOpts } = opts;
+  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, degenerate: _g, ...gradeOpts } = opts;
   const req = (opts.requirement ?? taskRequirement)(task);
   return gradeSubmission(task, tar, { ...gradeOpts, requirement: reuse ? { ...req, reuse } : req });
 }
@@ -121,6 +138,15 @@ async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts:
   );
 }
 
+/**
+ * The submission of a degenerate variant: the reference run's workspace with the variant's files in place
+ * (patchedWorkspace, as for mutants), or nothing at all for "everything deleted".
+ */
+async function degenerateWorkspace(refTar: Uint8Array, variant: { replace: { path: string; content: Uint8Array }[]; deleteAll?: boolean }, opts: ValidateOptions): Promise<Uint8Array> {
+  if (variant.deleteAll) return writeTar([]);
+  return patchedWorkspace(refTar, { kind: 'overlay', files: variant.replace.map((r) => ({ path: r.path, content: r.content, mode: 0o644, sha256: '' })) }, opts);
+}
+
 /** The mutant clock (seconds): the test run and each harness call, never more than the task's own. */
 export const MUTANT_TEST_TIMEOUT_S = 30;
 export const MUTANT_CALL_TIMEOUT_S = 5;
@@ -156,6 +182,29 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
       const { tar: _w, ...run } = await runAgent(task, w.solution, opts);
       out.wrong.push({ name: w.name, ...run });
       if (run.score >= 1 || run.score >= out.reference.score) out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
+    }
+    // Degenerate submissions are measured against the untouched workspace's score (the null agent's).
+    if (opts.degenerate) {
+      const d = opts.degenerate;
+      const clocked = mutantClock(task);
+      const refFiles = (await readTar(refTar, opts)).flatMap((e) => (e.type === 'file' && e.content ? [{ path: e.path, content: e.content, mode: e.mode }] : []));
+      out.degenerate = await runDegenerateBattery(task, {
+        untouched: out.null.score,
+        refFiles,
+        cacheDir: d.cacheDir ?? null,
+        ...(d.python !== undefined ? { python: d.python } : {}),
+        ...(d.concurrency !== undefined ? { concurrency: d.concurrency } : {}),
+        // As for mutants (below): the grader, the driver, the image's content and the clock.
+        environment: `${GRADER_VERSION}:${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
+        grade: async (variant) => {
+          // Graded like mutants: the sandbox wiped in place and reused, the mutant clock (a variant of our own
+          // reference is not adversarial; a variant that hangs scores 0 either way, so the shorter clock
+          // cannot hide a paying one: its functions return at once).
+          const g = await grade(clocked, await degenerateWorkspace(refTar, variant, opts), opts, 'wipe');
+          return { score: g.score.total, ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}), tests: g.tests };
+        },
+      });
+      out.problems.push(...out.degenerate.problems);
     }
     // Mutants only mean something against a reference that passes.
     if (opts.mutation && out.reference.score === 1) {
@@ -220,8 +269,10 @@ export function formatValidation(results: readonly TaskValidation[]): string {
     const mut = m ? `, mutants ${m.score === null ? '-' : `${(m.score * 100).toFixed(1)}%`} (${m.killed} killed, ${m.survived} survived, ${m.equivalent} equivalent of ${m.mutants})` : '';
     // Surviving mutants as diffs: what the author reads to write the missing test (or to mark it equivalent).
     const survivors = (m?.outcomes ?? []).filter((o) => o.status !== 'equivalent' && o.diff).map((o) => `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`);
+    const d = r.degenerate;
+    const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} <= ${d.limit.toFixed(2)}${d.ok ? '' : ' FAILED'}` : '';
     const warn = (r.warnings ?? []).map((w) => `\n     warning: ${w}`).join('');
-    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
+    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${deg}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
   });
   const grades = results.flatMap((r) => [r.reference?.grade_ms, r.null?.grade_ms]).filter((x): x is number => x !== undefined);
   const failed = results.filter((r) => !r.ok).length;
