@@ -68,12 +68,6 @@ async function validate(dir: string, extra: string[]): Promise<{ code: number; o
   return { code, out: out.join(''), err: err.join('') };
 }
 
-test('flags: --degenerate-cache with --no-degenerate is a usage error', async () => {
-  const err: string[] = [];
-  expect(await main(['tasks', 'validate', '--no-degenerate', '--degenerate-cache', '/tmp/x'], { out: () => {}, err: (s: string) => void err.push(s) })).toBe(2);
-  expect(err.join('')).toMatch(/--degenerate-cache has no effect with --no-degenerate/);
-});
-
 describe.skipIf(!HAS_DOCKER)('degenerate battery on docker', () => {
   let tmp: string;
   beforeAll(async () => {

@@ -43,8 +43,13 @@ export interface DegenerateVariant {
   id: string;
   /** What the submission does, as the report prints it: "raise ValueError in every function". */
   name: string;
-  /** The workspace to grade: the reference run's files with these replaced; `deleted`: nothing at all. */
+  /**
+   * The workspace to grade: the reference run's files with these replaced (added where absent); with
+   * `base: 'shipped'`, the shipped workspace's instead (nothing else of the reference's work); `deleteAll`:
+   * nothing at all.
+   */
   replace: { path: string; content: Uint8Array }[];
+  base?: 'reference' | 'shipped';
   deleteAll?: boolean;
 }
 
@@ -87,8 +92,10 @@ export async function degenerateVariants(task: LoadedTask, refFiles: readonly Wo
   else if (lang === 'shell') {
     const scripts = changed.filter(isShellScript);
     if (scripts.length > 0) {
-      out.push({ id: 'exit-1', name: 'every changed script only exits 1', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 1\n') })) });
-      out.push({ id: 'print-nothing', name: 'every changed script prints nothing and exits 0', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 0\n') })) });
+      // Stub scripts and nothing else: the reference's other work (files it created, moved or deleted) is
+      // not done, or a task whose reference builds a tree would be "paid" for the tree it did not build.
+      out.push({ id: 'exit-1', name: 'every changed script only exits 1 (nothing else done)', base: 'shipped', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 1\n') })) });
+      out.push({ id: 'print-nothing', name: 'every changed script prints nothing and exits 0 (nothing else done)', base: 'shipped', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 0\n') })) });
     }
   }
   if (changed.length > 0) out.push({ id: 'empty-files', name: 'every file the reference changed emptied', replace: changed.map((f) => ({ path: f.path, content: new Uint8Array() })) });
@@ -481,10 +488,15 @@ export function defaultDegenerateCacheDir(): string {
 }
 
 /** The workspace a variant submits, as (path, mode, content) rows: also what its cache key hashes. */
-export function variantFiles(refFiles: readonly WorkspaceFileLike[], v: DegenerateVariant): WorkspaceFileLike[] {
+export function variantFiles(refFiles: readonly WorkspaceFileLike[], v: DegenerateVariant, shipped: readonly WorkspaceFileLike[] = []): WorkspaceFileLike[] {
   if (v.deleteAll) return [];
+  const base = v.base === 'shipped' ? shipped : refFiles;
+  const modes = new Map([...shipped, ...refFiles].map((f) => [f.path, f.mode]));
   const by = new Map(v.replace.map((r) => [r.path, r.content]));
-  return refFiles.map((f) => ({ path: f.path, mode: f.mode, content: by.get(f.path) ?? f.content }));
+  const out = base.map((f) => ({ path: f.path, mode: f.mode, content: by.get(f.path) ?? f.content }));
+  const have = new Set(base.map((f) => f.path));
+  for (const r of v.replace) if (!have.has(r.path)) out.push({ path: r.path, mode: modes.get(r.path) ?? 0o644, content: r.content });
+  return out;
 }
 
 function cacheKey(task: LoadedTask, files: readonly WorkspaceFileLike[], environment: string): string {
@@ -538,7 +550,7 @@ export async function runDegenerateBattery(task: LoadedTask, opts: BatteryOption
     while (next < variants.length) {
       const i = next++;
       const v = variants[i] as DegenerateVariant;
-      const key = cacheKey(task, variantFiles(opts.refFiles, v), opts.environment);
+      const key = cacheKey(task, variantFiles(opts.refFiles, v, task.workspace), opts.environment);
       const hit = cache.get(key);
       const g = hit ?? (await opts.grade(v));
       if (!timedOut(g)) fresh.set(key, { score: g.score, ...(g.zero_reason !== undefined ? { zero_reason: g.zero_reason } : {}), ...(g.tests ? { tests: g.tests } : {}) });

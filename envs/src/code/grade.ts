@@ -5,7 +5,7 @@ import { SandboxFailure } from '../api.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
-import { checkFinalState, combine, gatedTestsFraction, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
+import { checkFinalState, combine, gatedTestsFraction, unmatchedGatePatterns, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
 import { filterWorkspace, scanForTampering, workspaceHash, type FilterResult, type TamperFinding } from './workspace-filter.js';
 import { readTar, writeTar, WorkspaceTooLarge, type ReadTarOptions } from './workspace-tar.js';
@@ -33,6 +33,8 @@ export interface GradeResult {
   failures?: AgentFailure[];
   /** The grading sandbox's image content id (Sandbox.image_id): reward provenance. */
   image_id?: string | null;
+  /** Patterns of the task's gated_tests that matched no collected test (a typo makes a gate a no-op; `tasks validate` fails it). */
+  gates_unmatched?: string[];
   /** pytest-harness: the tests ran in the judge's pytest pre-started in the grading sandbox (RunnerOptions.prestartServer). */
   prestarted?: boolean;
 }
@@ -215,6 +217,7 @@ export async function gradeSubmission(task: LoadedTask, workspaceTar: Uint8Array
     score: combine(components, weights, zero),
     ...(tests ? { tests } : {}),
     ...(finalState ? { final_state_failed: finalState.failed } : {}),
+    ...(task.spec.gated_tests && scored.report ? { gates_unmatched: unmatchedGatePatterns(task.spec.gated_tests, scored.report.cases) } : {}),
     syntax: syntaxSummary(out.syntax),
     timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
     log_tail: out.log_tail,

@@ -252,3 +252,12 @@ export function gatedTestsFraction(gates: readonly TestGate[] | undefined, cases
   }
   return credit / expectedTests;
 }
+
+/** The gate patterns (tests and require) that match none of the collected test names. */
+export function unmatchedGatePatterns(gates: readonly TestGate[], cases: readonly { name: string }[]): string[] {
+  const pats = [...new Set(gates.flatMap((g) => [...g.tests, ...(g.require ?? [])]))];
+  return pats.filter((p) => {
+    const re = testPattern(p);
+    return !cases.some((c) => re.test(c.name));
+  });
+}

@@ -5,7 +5,7 @@
 // untouched workspace + 0.05; all graded exactly as in training (fresh grading sandbox, hidden tests
 // through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { runDegenerateBattery, type DegenerateReport } from './degenerate.js';
+import { runDegenerateBattery, variantFiles, type DegenerateReport, type DegenerateVariant } from './degenerate.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
 import { gradeSubmission, type GradeOptions, type GradeResult } from './grade.js';
 import { GRADER_VERSION } from './grader-plan.js';
@@ -112,12 +112,12 @@ function toRun(g: GradeResult, agentMs: number, gradeMs: number): AgentRun {
   };
 }
 
-async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Uint8Array }> {
+async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Uint8Array; gates_unmatched?: string[] }> {
   const t0 = performance.now();
   const tar = await agentWorkspace(task, agent, opts);
   const t1 = performance.now();
   const g = await grade(task, tar, opts);
-  return { ...toRun(g, t1 - t0, performance.now() - t1), tar };
+  return { ...toRun(g, t1 - t0, performance.now() - t1), tar, ...(g.gates_unmatched ? { gates_unmatched: g.gates_unmatched } : {}) };
 }
 
 /**
@@ -142,8 +142,12 @@ async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts:
  * The submission of a degenerate variant: the reference run's workspace with the variant's files in place
  * (patchedWorkspace, as for mutants), or nothing at all for "everything deleted".
  */
-async function degenerateWorkspace(refTar: Uint8Array, variant: { replace: { path: string; content: Uint8Array }[]; deleteAll?: boolean }, opts: ValidateOptions): Promise<Uint8Array> {
+async function degenerateWorkspace(task: LoadedTask, refTar: Uint8Array, refFiles: readonly { path: string; content: Uint8Array; mode: number }[], variant: DegenerateVariant, opts: ValidateOptions): Promise<Uint8Array> {
   if (variant.deleteAll) return writeTar([]);
+  if (variant.base === 'shipped') {
+    const prefix = opts.stripPrefix ? `${opts.stripPrefix.replace(/\/+$/, '')}/` : '';
+    return writeTar(variantFiles(refFiles, variant, task.workspace).map((f) => ({ path: prefix + f.path, content: f.content, mode: f.mode })));
+  }
   return patchedWorkspace(refTar, { kind: 'overlay', files: variant.replace.map((r) => ({ path: r.path, content: r.content, mode: 0o644, sha256: '' })) }, opts);
 }
 
@@ -167,11 +171,12 @@ export function mutantClock(task: LoadedTask): LoadedTask {
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
   try {
-    const { tar: refTar, ...refRun } = await runAgent(task, 'reference', opts);
+    const { tar: refTar, gates_unmatched: unmatched, ...refRun } = await runAgent(task, 'reference', opts);
     out.reference = refRun;
+    if (unmatched?.length) out.problems.push(`gated_tests pattern${unmatched.length > 1 ? 's' : ''} ${unmatched.map((p) => `'${p}'`).join(', ')} match${unmatched.length > 1 ? '' : 'es'} no test of the reference run: a gate that matches nothing gates nothing`);
     if (out.reference.score !== 1) out.problems.push(`reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`);
     const nul = await runAgent(task, 'null', opts);
-    const { tar: _t, ...nulRun } = nul;
+    const { tar: _t, gates_unmatched: _gn, ...nulRun } = nul;
     out.null = nulRun;
     // Judged on the tests too: final_state checks alone may keep an untouched workspace below 1.0.
     if (out.null.score >= 1 || out.null.tests?.passed === task.spec.test.expected_tests) {
@@ -179,7 +184,7 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
     }
     out.wrong = [];
     for (const w of task.wrong) {
-      const { tar: _w, ...run } = await runAgent(task, w.solution, opts);
+      const { tar: _w, gates_unmatched: _gw, ...run } = await runAgent(task, w.solution, opts);
       out.wrong.push({ name: w.name, ...run });
       if (run.score >= 1 || run.score >= out.reference.score) out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
     }
@@ -200,7 +205,7 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
           // Graded like mutants: the sandbox wiped in place and reused, the mutant clock (a variant of our own
           // reference is not adversarial; a variant that hangs scores 0 either way, so the shorter clock
           // cannot hide a paying one: its functions return at once).
-          const g = await grade(clocked, await degenerateWorkspace(refTar, variant, opts), opts, 'wipe');
+          const g = await grade(clocked, await degenerateWorkspace(task, refTar, refFiles, variant, opts), opts, 'wipe');
           return { score: g.score.total, ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}), tests: g.tests };
         },
       });

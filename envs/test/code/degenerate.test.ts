@@ -10,7 +10,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { changedFiles, type DegenerateVariant, degenerateVariants, jsFunctionBodies, namedExceptions, variantFiles } from '../../src/code/degenerate.js';
-import { gatedTestsFraction, testPattern } from '../../src/code/rubric.js';
+import { gatedTestsFraction, testPattern, unmatchedGatePatterns } from '../../src/code/rubric.js';
 import type { LoadedTask, TaskFile } from '../../src/code/task-types.js';
 import { shippedTasks } from './helpers.js';
 
@@ -74,6 +74,10 @@ describe('gated tests (rubric.ts)', () => {
     expect(gatedTestsFraction([{ tests: ['neg[*]'], require: ['pos[*]'] }], cases, 4)).toBe((1 + 0.5 + 1) / 4);
     expect(gatedTestsFraction([{ tests: ['neg*', 'err*'], require: ['pos*'] }, { tests: ['err*'], require: ['neg*'] }], cases, 4)).toBe((1 + 0.5 + 0.5) / 4);
     expect(gatedTestsFraction([{ tests: ['neg*'], require: ['nothing-matches'] }], cases, 4)).toBe(2 / 4);
+  });
+  test('a pattern that matches no test is reported (tasks validate fails it: a typo would gate nothing)', () => {
+    const cases = [c('test_rejects[a]', true), c('test_parse', true)];
+    expect(unmatchedGatePatterns([{ tests: ['test_rejects[*]', 'test_reject'], require: ['test_parse', 'test_parses*'] }], cases)).toEqual(['test_reject', 'test_parses*']);
   });
   test('patterns: * and ? wildcards, brackets and dots literal', () => {
     expect(testPattern('test_x[*]').test('test_x[3-a]')).toBe(true);
@@ -300,11 +304,18 @@ describe('shell shapes', () => {
   test('scripts exit 1 or print nothing, changed files emptied, everything deleted', async () => {
     const task = fakeTask('shell', [tf('run.sh', '#!/bin/sh\necho todo\n', 0o755), tf('keep.txt', 'k')], 'Write run.sh');
     const vs = await degenerateVariants(task, [tf('run.sh', '#!/bin/sh\necho done\n', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x')]);
-    expect(vs.map((v) => [v.id, v.replace.map((r) => `${r.path}=${dec(r.content)}`)])).toEqual([
-      ['exit-1', ['run.sh=#!/bin/sh\nexit 1\n']],
-      ['print-nothing', ['run.sh=#!/bin/sh\nexit 0\n']],
-      ['empty-files', ['run.sh=', 'out/made=']],
-      ['deleted', []],
+    expect(vs.map((v) => [v.id, v.base ?? 'reference', v.replace.map((r) => `${r.path}=${dec(r.content)}`)])).toEqual([
+      ['exit-1', 'shipped', ['run.sh=#!/bin/sh\nexit 1\n']],
+      ['print-nothing', 'shipped', ['run.sh=#!/bin/sh\nexit 0\n']],
+      ['empty-files', 'reference', ['run.sh=', 'out/made=']],
+      ['deleted', 'reference', []],
+    ]);
+    // A stub script and nothing else: the reference's other work (out/made) is not in the workspace.
+    const stub = vs.find((v) => v.id === 'exit-1');
+    const shipped = [tf('run.sh', '#!/bin/sh\necho todo\n', 0o755), tf('keep.txt', 'k')];
+    expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x')], stub as never, shipped).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
+      ['run.sh', 0o755, '#!/bin/sh\nexit 1\n'],
+      ['keep.txt', 0o644, 'k'],
     ]);
     const emptied = vs.find((v) => v.id === 'empty-files');
     expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k')], emptied as never).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
