@@ -318,9 +318,10 @@ describe('shell shapes', () => {
       ['keep.txt', 0o644, 'k'],
     ]);
     const emptied = vs.find((v) => v.id === 'empty-files');
-    expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k')], emptied as never).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
+    expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x', 0o600)], emptied as never).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
       ['run.sh', 0o755, ''],
       ['keep.txt', 0o644, 'k'],
+      ['out/made', 0o600, ''],
     ]);
   });
 });
