@@ -140,7 +140,8 @@ async function patchedWorkspace(refTar: Uint8Array, variant: TaskSolution, opts:
 
 /**
  * The submission of a degenerate variant: the reference run's workspace with the variant's files in place
- * (patchedWorkspace, as for mutants), or nothing at all for "everything deleted".
+ * (patchedWorkspace, as for mutants); the shipped workspace with them in place for the stub-script shapes
+ * (nothing else of the reference's work); nothing at all for "everything deleted".
  */
 async function degenerateWorkspace(task: LoadedTask, refTar: Uint8Array, refFiles: readonly { path: string; content: Uint8Array; mode: number }[], variant: DegenerateVariant, opts: ValidateOptions): Promise<Uint8Array> {
   if (variant.deleteAll) return writeTar([]);
@@ -275,7 +276,7 @@ export function formatValidation(results: readonly TaskValidation[]): string {
     // Surviving mutants as diffs: what the author reads to write the missing test (or to mark it equivalent).
     const survivors = (m?.outcomes ?? []).filter((o) => o.status !== 'equivalent' && o.diff).map((o) => `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`);
     const d = r.degenerate;
-    const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} <= ${d.limit.toFixed(2)}${d.ok ? '' : ' FAILED'}` : '';
+    const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} (limit ${d.limit.toFixed(2)})` : '';
     const warn = (r.warnings ?? []).map((w) => `\n     warning: ${w}`).join('');
     return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${deg}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
   });
