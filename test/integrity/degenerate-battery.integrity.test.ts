@@ -58,7 +58,14 @@ async function writeTask(root: string, id: string, extra: Record<string, unknown
 interface Report {
   ok: boolean;
   summary: { degenerate?: { tasks: number; variants: number; cached: number; paying: { id: string; variants: { id: string; name: string; score: number }[] }[] } };
-  results: { id: string; ok: boolean; problems: string[]; reference?: { score: number }; null?: { score: number }; degenerate?: { ok: boolean; untouched: number; variants: { id: string; name: string; score: number; pays: boolean; cached: boolean }[] } }[];
+  results: {
+    id: string;
+    ok: boolean;
+    problems: string[];
+    reference?: { score: number };
+    null?: { score: number };
+    degenerate?: { ok: boolean; untouched: number; variants: { id: string; name: string; score: number; pays: boolean; cached: boolean; tests?: { passed: number } }[] };
+  }[];
 }
 
 async function validate(dir: string, extra: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -96,7 +103,7 @@ describe.skipIf(!HAS_DOCKER)('degenerate battery on docker', () => {
     expect(pays.ok).toBe(false);
     expect(pays.problems).toEqual(['degenerate submission paid: raise ValueError in every function: 0.50 > untouched 0.00 + 0.05 (a submission that does no work must not earn more than the untouched workspace)']);
     expect(pays.degenerate?.variants.filter((v) => v.pays).map((v) => v.id)).toEqual(['raise:ValueError']);
-    expect(gated.problems).toEqual([]);
+    expect(gated.problems, JSON.stringify(gated.degenerate?.variants)).toEqual([]);
     expect(gated.ok).toBe(true);
     expect(gated.degenerate?.variants.find((v) => v.id === 'raise:ValueError')?.score).toBe(0);
     const ids = gated.degenerate?.variants.map((v) => v.id);
@@ -109,7 +116,7 @@ describe.skipIf(!HAS_DOCKER)('degenerate battery on docker', () => {
     expect(second.code).toBe(1);
     expect(second.out).toMatch(/FAIL degen-pays \[train\].*\n\s+degenerate submission paid: raise ValueError in every function: 0\.50 > untouched 0\.00 \+ 0\.05/);
     expect(second.out).toMatch(/ok {3}degen-gated \[train\]/);
-    expect(second.out).toMatch(/degenerate battery: 22 degenerate submissions over 2 tasks \(22 verdicts from cache, .*\), paid by degen-pays/);
+    expect(second.out).toMatch(/degenerate battery: 24 degenerate submissions over 2 tasks \(24 verdicts from cache, .*\), paid by degen-pays/);
 
     // --no-degenerate turns the battery off: both tasks pass the rest of validation.
     const off = await validate(path.join(tmp, 'set'), ['--json', '--no-degenerate']);
