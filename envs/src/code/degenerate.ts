@@ -16,7 +16,8 @@
 //   (constructors: the throw shapes only),
 //   by a small tokenizer here (strings, templates, comments and regular expressions skipped); each
 //   rewritten file is checked with `node --check` against the original.
-// - Shell: every changed script exits 1, or exits 0 printing nothing.
+// - Shell: every changed script exits 1, or exits 0 printing nothing, on the shipped workspace (nothing else
+//   of the reference's work done).
 // - Every language: every file the reference changed emptied; the whole workspace deleted.
 // ("Nothing done" is the untouched workspace itself: the baseline the others are measured against.)
 import { spawn } from 'node:child_process';
