@@ -73,6 +73,8 @@ test.each([
   [['validate', TASKS_DIR, '--concurrency', '0'], 'tasks validate', /--concurrency must be an integer in 1\.\.64/],
   [['validate', TASKS_DIR, '--only', 'nope'], 'tasks validate', /--only: unknown task id\(s\) nope/],
   [['validate', '--mutation-cache', '/tmp/x'], 'tasks validate', /--mutation-cache needs --mutants/],
+  [['validate', '--no-degenerate', '--degenerate-cache', '/tmp/x'], 'tasks validate', /--degenerate-cache has no effect with --no-degenerate/],
+  [['validate', '--degenerate-cache', ''], 'tasks validate', /--degenerate-cache/],
   [['validate', '--mutants', '--mutation-threshold', '0'], 'tasks validate', /--mutation-threshold must be a number in \(0, 1\], got '0'/],
   [['validate', '--mutants', '--mutation-python', ''], 'tasks validate', /--mutation-python/],
 ])('usage error %j exits 2 and points to the right --help', async (argv, command, message) => {

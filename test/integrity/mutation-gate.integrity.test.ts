@@ -37,7 +37,9 @@ interface Report {
 async function validate(dirs: string[], extra: string[] = []): Promise<{ code: number; report: Report; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(['tasks', 'validate', ...dirs, '--driver', 'docker', '--concurrency', '2', '--json', '--mutants', '--mutation-python', MUTATION.python, ...extra], {
+  // The degenerate battery is off here: these fixtures test the mutation gate (the battery has its own,
+  // degenerate-battery.integrity.test.ts), and its gradings would only slow this file down.
+  const code = await main(['tasks', 'validate', ...dirs, '--driver', 'docker', '--concurrency', '2', '--json', '--no-degenerate', '--mutants', '--mutation-python', MUTATION.python, ...extra], {
     out: (s: string) => void out.push(s),
     err: (s: string) => void err.push(s),
   });

@@ -6,7 +6,7 @@ import { checkConstraints } from './constraints.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
-import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
+import { checkFinalState, combine, gatedTestsFraction, unmatchedGatePatterns, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
 import { changedFiles, runnerView, scanForTampering, type RunnerView, type TamperFinding } from './workspace-filter.js';
 import {
@@ -48,6 +48,8 @@ export interface GradeResult {
   failures?: AgentFailure[];
   /** The grading sandbox's image content id (Sandbox.image_id): reward provenance. */
   image_id?: string | null;
+  /** Patterns of the task's gated_tests that matched no collected test (a typo makes a gate a no-op; `tasks validate` fails it). */
+  gates_unmatched?: string[];
   /** pytest-harness: the tests ran in the judge's pytest pre-started in the grading sandbox (RunnerOptions.prestartServer). */
   prestarted?: boolean;
 }
@@ -246,7 +248,8 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   // (a signal, an internal error) means the run was interrupted and its report cannot be trusted.
   else if (out.status !== 0 && out.status !== 1) zero = `test runner exited with status ${out.status ?? 'unknown'}`;
 
-  const components: Partial<Record<RubricComponent, number>> = { tests: scored.fraction };
+  // Gated tests (task.json gated_tests) count only as far as the core tests pass; without gates, scored.fraction.
+  const components: Partial<Record<RubricComponent, number>> = { tests: scored.ok ? gatedTestsFraction(task.spec.gated_tests, scored.report.cases, task.spec.test.expected_tests) : 0 };
   if (finalState) components.final_state = finalState.fraction;
   const result: GradeResult = {
     ...common,
@@ -254,6 +257,7 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
     score: combine(components, weights, zero),
     ...(tests ? { tests } : {}),
     ...(finalState ? { final_state_failed: finalState.failed } : {}),
+    ...(task.spec.gated_tests && scored.report ? { gates_unmatched: unmatchedGatePatterns(task.spec.gated_tests, scored.report.cases) } : {}),
     syntax: syntaxSummary(out.syntax),
     timings_ms: { filter: filterMs, acquire: acquireMs, run: runMs, total: performance.now() - t0 },
     log_tail: out.log_tail,

@@ -204,3 +204,67 @@ export class GradeCache<V> {
     return this.map.size;
   }
 }
+
+/**
+ * Gated tests (task.json `gated_tests`, docs/TASKS.md "The degenerate-solution battery"): tests a program
+ * that does no work passes (the error path of `pytest.raises(ValueError)` for a function that always raises
+ * ValueError; "rejects bad input" for a validator that always says no) count only in proportion to the
+ * share of the task's core tests that pass. Each passing gated test earns the passed fraction of its
+ * gate's `require` tests (default: every test no gate names); a test in several gates earns the smallest.
+ * Gating only ever lowers a test's credit, so a submission passing every test still scores 1 and one that
+ * fails a test still scores below 1 (the reference, wrong/ solutions and the mutation gate see the same
+ * verdicts); a `require` group that matches no test gives its gated tests nothing (fail closed).
+ */
+export interface TestGate {
+  /** Name patterns (`*` and `?` wildcards) of the gated test cases, e.g. `test_rejects_*`, `test_parse_invalid[*]`. */
+  tests: string[];
+  /** Name patterns of the tests that unlock them (default: every test no gate names). */
+  require?: string[];
+  /** Why these tests are gated (for readers). */
+  reason?: string;
+}
+
+/** A test-name pattern as a RegExp: `*` any run of characters, `?` one; everything else literal (brackets too). */
+export function testPattern(glob: string): RegExp {
+  return new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's');
+}
+
+export interface GatedCase {
+  name: string;
+  outcome: string;
+}
+
+/**
+ * The tests component under the task's gates: (sum of the passing tests' credit) / expected. Without gates,
+ * passed / expected exactly as before.
+ */
+export function gatedTestsFraction(gates: readonly TestGate[] | undefined, cases: readonly GatedCase[], expectedTests: number): number {
+  const passed = (c: GatedCase) => c.outcome === 'passed';
+  if (!gates || gates.length === 0) return cases.filter(passed).length / expectedTests;
+  const compiled = gates.map((g) => ({ tests: g.tests.map(testPattern), require: g.require?.map(testPattern) }));
+  const matches = (pats: RegExp[], name: string) => pats.some((p) => p.test(name));
+  const gatedAny = (c: GatedCase) => compiled.some((g) => matches(g.tests, c.name));
+  const unlock = compiled.map((g) => {
+    const req = cases.filter((c) => !matches(g.tests, c.name) && (g.require ? matches(g.require, c.name) : !gatedAny(c)));
+    return req.length === 0 ? 0 : req.filter(passed).length / req.length;
+  });
+  let credit = 0;
+  for (const c of cases) {
+    if (!passed(c)) continue;
+    let w = 1;
+    compiled.forEach((g, i) => {
+      if (matches(g.tests, c.name)) w = Math.min(w, unlock[i] ?? 0);
+    });
+    credit += w;
+  }
+  return credit / expectedTests;
+}
+
+/** The gate patterns (tests and require) that match none of the collected test names. */
+export function unmatchedGatePatterns(gates: readonly TestGate[], cases: readonly { name: string }[]): string[] {
+  const pats = [...new Set(gates.flatMap((g) => [...g.tests, ...(g.require ?? [])]))];
+  return pats.filter((p) => {
+    const re = testPattern(p);
+    return !cases.some((c) => re.test(c.name));
+  });
+}

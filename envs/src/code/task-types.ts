@@ -1,5 +1,6 @@
 // Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
 import type { SandboxLimits } from '../sandbox-api.js';
+import type { TestGate } from './rubric.js';
 
 export type Split = 'train' | 'eval';
 export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
@@ -77,6 +78,8 @@ export interface TaskSpec {
   exceptions?: Record<string, string>;
   /** Gates: a violation zeroes the score with a zero_reason (constraints.ts). */
   constraints?: TaskConstraints;
+  /** Tests that count only as far as the core tests pass (rubric.ts, gatedTestsFraction; the degenerate battery). */
+  gated_tests?: TestGate[];
 }
 
 /** One file of a task directory, read into memory (task sets are small and read once at startup). */

@@ -7,6 +7,7 @@ import type { DriverChoice, OpenSandboxProvider } from '../sandbox-api.js';
 import { checkLeakage, formatLeakageReport } from './leakage.js';
 import { loadTaskSets } from './task-loader.js';
 import type { LoadedTask } from './task-types.js';
+import { defaultDegenerateCacheDir, DEGENERATE_MARGIN } from './degenerate.js';
 import { defaultCacheDir, DEFAULT_MUTATION_THRESHOLD } from './mutation/gate.js';
 import { preflightTools, type ToolInfo } from './mutation/mutants.js';
 import { formatValidation, validateTasks, type TaskValidation } from './validate.js';
@@ -67,6 +68,25 @@ export interface ValidateCommandOptions {
     cacheDir?: string | null;
     python?: string;
   };
+  /**
+   * The degenerate-solution battery (default on; false: off). cacheDir: null for no cache, undefined for the
+   * default (~/.cache/sandgym/degenerate).
+   */
+  degenerate?: false | { cacheDir?: string | null };
+}
+
+export function degenerateSummary(results: readonly TaskValidation[]) {
+  const reports = results.flatMap((r) => (r.degenerate ? [{ id: r.id, d: r.degenerate }] : []));
+  if (reports.length === 0) return undefined;
+  return {
+    tasks: reports.length,
+    margin: DEGENERATE_MARGIN,
+    variants: reports.reduce((a, r) => a + r.d.variants.length, 0),
+    cached: reports.reduce((a, r) => a + r.d.cached, 0),
+    ms: reports.reduce((a, r) => a + r.d.ms, 0),
+    /** Tasks that pay a degenerate behaviour, each with what it pays. */
+    paying: reports.filter((r) => !r.d.ok).map((r) => ({ id: r.id, untouched: r.d.untouched, variants: r.d.variants.filter((v) => v.pays).map((v) => ({ id: v.id, name: v.name, score: v.score })) })),
+  };
 }
 
 export function mutationSummary(results: readonly TaskValidation[]) {
@@ -119,11 +139,13 @@ export async function validateTaskList(tasks: readonly LoadedTask[], opts: Valid
             },
           }
         : {}),
+      ...(opts.degenerate !== false ? { degenerate: { cacheDir: opts.degenerate?.cacheDir === undefined ? defaultDegenerateCacheDir() : opts.degenerate.cacheDir } } : {}),
       onResult: (r) => {
         if (opts.json) return;
         const m = r.mutation ? `, mutants ${r.mutation.killed}/${r.mutation.mutants - r.mutation.equivalent} killed${r.mutation.score !== null ? ` (${(r.mutation.score * 100).toFixed(1)}%)` : ''}` : '';
+        const d = r.degenerate ? `, degenerate ${r.degenerate.variants.filter((v) => !v.pays).length}/${r.degenerate.variants.length} unpaid (max ${r.degenerate.max?.score.toFixed(2) ?? '-'})` : '';
         const w = r.wrong?.length ? `, wrong ${r.wrong.filter((x) => x.score < 1).length}/${r.wrong.length} rejected` : '';
-        io.err(`${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms${w}${m})\n`);
+        io.err(`${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms${w}${d}${m})\n`);
       },
     });
   } finally {
@@ -131,11 +153,15 @@ export async function validateTaskList(tasks: readonly LoadedTask[], opts: Valid
   }
   const wall = Math.round(performance.now() - t0);
   const mutation = mutationSummary(res.results);
-  const summary = { ...validationSummary(res.results), driver: handle.driver, concurrency: opts.concurrency, wall_ms: wall, ...(mutation ? { mutation: { ...mutation, tools } } : {}) };
+  const degenerate = degenerateSummary(res.results);
+  const summary = { ...validationSummary(res.results), driver: handle.driver, concurrency: opts.concurrency, wall_ms: wall, ...(degenerate ? { degenerate } : {}), ...(mutation ? { mutation: { ...mutation, tools } } : {}) };
   if (opts.json) io.out(JSON.stringify({ ok: res.ok, summary, results: res.results }, null, 2) + '\n');
   else {
     const m = mutation ? `mutation gate: ${mutation.killed} of ${mutation.mutants - mutation.equivalent} mutants killed over ${mutation.tasks} tasks (${mutation.equivalent} marked equivalent, ${mutation.cached} verdicts from cache; ${tools.map((t) => `${t.tool} ${t.version}`).join(', ')}); lowest task ${mutation.min === null ? '-' : `${(mutation.min * 100).toFixed(1)}%`}\n` : '';
-    io.out(`${formatValidation(res.results)}\n${m}driver ${summary.driver}, concurrency ${opts.concurrency}, wall ${(wall / 1000).toFixed(1)}s\n`);
+    const g = degenerate
+      ? `degenerate battery: ${degenerate.variants} degenerate submissions over ${degenerate.tasks} tasks (${degenerate.cached} verdicts from cache, ${(degenerate.ms / 1000).toFixed(1)} s), ${degenerate.paying.length === 0 ? `none paid more than the untouched workspace + ${DEGENERATE_MARGIN}` : `paid by ${degenerate.paying.map((p) => p.id).join(', ')}`}\n`
+      : '';
+    io.out(`${formatValidation(res.results)}\n${g}${m}driver ${summary.driver}, concurrency ${opts.concurrency}, wall ${(wall / 1000).toFixed(1)}s\n`);
   }
   return res.ok;
 }

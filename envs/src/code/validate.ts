@@ -1,8 +1,11 @@
 // `sandgym tasks validate <dir...>`: every task must score exactly 1.0 with its reference solution,
 // below 1.0 untouched (null agent) and with each known-wrong solution (wrong/<name>/), and, with
-// `mutants`, kill enough mutants of its reference (mutation/gate.ts); all graded exactly as in
-// training (fresh grading sandbox, hidden tests through the harness).
+// `mutants`, kill enough mutants of its reference (mutation/gate.ts), and, with `degenerate`, pay no
+// degenerate submission (always raise, return None, delete everything: degenerate.ts) more than the
+// untouched workspace + 0.05; all graded exactly as in training (fresh grading sandbox, hidden tests
+// through the harness).
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { runDegenerateBattery, variantFiles, type DegenerateReport, type DegenerateVariant } from './degenerate.js';
 import { applySolution, runScriptedAgent, seedWorkspace, type ScriptedAgent } from './agents.js';
 import { exceptionDeclarationProblems } from './exception-check.js';
 import { gradeSubmission, type GradeOptions, type GradeResult, type Submission } from './grade.js';
@@ -39,6 +42,18 @@ export interface TaskValidation {
   /** Each known-wrong solution (wrong/<name>/): must score below 1.0 and below the reference. */
   wrong?: WrongRun[];
   mutation?: MutationReport;
+  /** The degenerate-solution battery (degenerate.ts): every variant's score against the untouched one's. */
+  degenerate?: DegenerateReport;
+}
+
+/** The degenerate battery's settings for `validate`. */
+export interface ValidateDegenerateOptions {
+  /** Verdict cache directory (null: no cache). */
+  cacheDir?: string | null;
+  /** Python used to rewrite Python tasks (default python3). */
+  python?: string;
+  /** Variants graded at once per task (default 1). */
+  concurrency?: number;
 }
 
 /** The mutation gate's settings for `validate` (grading and caching are filled in per task). */
@@ -55,6 +70,8 @@ export interface ValidateOptions extends Omit<GradeOptions, 'provider' | 'requir
   onResult?: (r: TaskValidation) => void;
   /** Run the mutation gate too (default: off). */
   mutation?: ValidateMutationOptions;
+  /** Run the degenerate-solution battery too (default: off here; on in `sandgym tasks validate`). */
+  degenerate?: ValidateDegenerateOptions;
   /** Driver name, part of the mutation cache key (verdicts of one driver are not reused for another). */
   driver?: string;
 }
@@ -83,7 +100,7 @@ async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolut
 }
 
 async function grade(task: LoadedTask, tar: Submission, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
-  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, ...gradeOpts } = opts;
+  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, degenerate: _g, ...gradeOpts } = opts;
   const req = (opts.requirement ?? taskRequirement)(task);
   return gradeSubmission(task, tar, { ...gradeOpts, requirement: reuse ? { ...req, reuse } : req });
 }
@@ -100,12 +117,12 @@ function toRun(g: GradeResult, agentMs: number, gradeMs: number): AgentRun {
   };
 }
 
-async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Submission }> {
+async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Submission; gates_unmatched?: string[] }> {
   const t0 = performance.now();
   const tar = await agentWorkspace(task, agent, opts);
   const t1 = performance.now();
   const g = await grade(task, tar, opts);
-  return { ...toRun(g, t1 - t0, performance.now() - t1), tar };
+  return { ...toRun(g, t1 - t0, performance.now() - t1), tar, ...(g.gates_unmatched ? { gates_unmatched: g.gates_unmatched } : {}) };
 }
 
 /**
@@ -121,6 +138,30 @@ async function patchedWorkspace(ref: Submission, variant: TaskSolution): Promise
     return f && e.type === 'file' ? { path: e.path, type: 'file', mode: e.mode, content: f.content } : e;
   });
   const capture = { entries, bytes: entries.reduce((n, e) => n + (e.type === 'file' ? e.content.byteLength : 0), 0) };
+  return { capture, archive: await captureTar(capture) };
+}
+
+/**
+ * The submission of a degenerate variant: the reference run's workspace with the variant's files in place
+ * (patchedWorkspace, as for mutants); the shipped workspace with them in place for the stub-script shapes
+ * (nothing else of the reference's work); nothing at all for "everything deleted".
+ */
+async function degenerateWorkspace(task: LoadedTask, ref: Submission, refFiles: readonly { path: string; content: Uint8Array; mode: number }[], variant: DegenerateVariant): Promise<Submission> {
+  if (variant.deleteAll) return capturedFiles([]);
+  if (variant.base === 'shipped') return capturedFiles(variantFiles(refFiles, variant, task.workspace));
+  return patchedWorkspace(ref, { kind: 'overlay', files: variant.replace.map((r) => ({ path: r.path, content: r.content, mode: 0o644, sha256: '' })) });
+}
+
+/** A capture holding exactly these files (and their parent directories), as an agent leaving only them would. */
+async function capturedFiles(files: readonly { path: string; content: Uint8Array; mode: number }[]): Promise<Submission> {
+  const dirs = new Set<string>();
+  for (const f of files) {
+    const segs = f.path.split('/');
+    for (let i = 1; i < segs.length; i++) dirs.add(segs.slice(0, i).join('/'));
+  }
+  const entries: CapturedEntry[] = [...[...dirs].map((d): CapturedEntry => ({ path: d, type: 'directory', mode: 0o755 })), ...files.map((f): CapturedEntry => ({ path: f.path, type: 'file', mode: f.mode, content: f.content }))];
+  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const capture = { entries, bytes: files.reduce((n, f) => n + f.content.byteLength, 0) };
   return { capture, archive: await captureTar(capture) };
 }
 
@@ -144,11 +185,12 @@ export function mutantClock(task: LoadedTask): LoadedTask {
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [...exceptionDeclarationProblems(task)] };
   try {
-    const { tar: refTar, ...refRun } = await runAgent(task, 'reference', opts);
+    const { tar: refTar, gates_unmatched: unmatched, ...refRun } = await runAgent(task, 'reference', opts);
     out.reference = refRun;
+    if (unmatched?.length) out.problems.push(`gated_tests pattern${unmatched.length > 1 ? 's' : ''} ${unmatched.map((p) => `'${p}'`).join(', ')} match${unmatched.length > 1 ? '' : 'es'} no test of the reference run: a gate that matches nothing gates nothing`);
     if (out.reference.score !== 1) out.problems.push(`reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`);
     const nul = await runAgent(task, 'null', opts);
-    const { tar: _t, ...nulRun } = nul;
+    const { tar: _t, gates_unmatched: _gn, ...nulRun } = nul;
     out.null = nulRun;
     // Judged on the tests too: final_state checks alone may keep an untouched workspace below 1.0.
     if (out.null.score >= 1 || out.null.tests?.passed === task.spec.test.expected_tests) {
@@ -156,9 +198,32 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
     }
     out.wrong = [];
     for (const w of task.wrong) {
-      const { tar: _w, ...run } = await runAgent(task, w.solution, opts);
+      const { tar: _w, gates_unmatched: _gw, ...run } = await runAgent(task, w.solution, opts);
       out.wrong.push({ name: w.name, ...run });
       if (run.score >= 1 || run.score >= out.reference.score) out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
+    }
+    // Degenerate submissions are measured against the untouched workspace's score (the null agent's).
+    if (opts.degenerate) {
+      const d = opts.degenerate;
+      const clocked = mutantClock(task);
+      const refFiles = 'capture' in refTar ? refTar.capture.entries.flatMap((e) => (e.type === 'file' ? [{ path: e.path, content: e.content, mode: e.mode }] : [])) : [];
+      out.degenerate = await runDegenerateBattery(task, {
+        untouched: out.null.score,
+        refFiles,
+        cacheDir: d.cacheDir ?? null,
+        ...(d.python !== undefined ? { python: d.python } : {}),
+        ...(d.concurrency !== undefined ? { concurrency: d.concurrency } : {}),
+        // As for mutants (below): the grader, the driver, the image's content and the clock.
+        environment: `${GRADER_VERSION}:${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
+        grade: async (variant) => {
+          // Graded like mutants: the sandbox wiped in place and reused, the mutant clock (a variant of our own
+          // reference is not adversarial; a variant that hangs scores 0 either way, so the shorter clock
+          // cannot hide a paying one: its functions return at once).
+          const g = await grade(clocked, await degenerateWorkspace(task, refTar, refFiles, variant), opts, 'wipe');
+          return { score: g.score.total, ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}), tests: g.tests };
+        },
+      });
+      out.problems.push(...out.degenerate.problems);
     }
     // Mutants only mean something against a reference that passes.
     if (opts.mutation && out.reference.score === 1) {
@@ -223,8 +288,10 @@ export function formatValidation(results: readonly TaskValidation[]): string {
     const mut = m ? `, mutants ${m.score === null ? '-' : `${(m.score * 100).toFixed(1)}%`} (${m.killed} killed, ${m.survived} survived, ${m.equivalent} equivalent of ${m.mutants})` : '';
     // Surviving mutants as diffs: what the author reads to write the missing test (or to mark it equivalent).
     const survivors = (m?.outcomes ?? []).filter((o) => o.status !== 'equivalent' && o.diff).map((o) => `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`);
+    const d = r.degenerate;
+    const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} (limit ${d.limit.toFixed(2)})` : '';
     const warn = (r.warnings ?? []).map((w) => `\n     warning: ${w}`).join('');
-    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
+    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${deg}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
   });
   const grades = results.flatMap((r) => [r.reference?.grade_ms, r.null?.grade_ms]).filter((x): x is number => x !== undefined);
   const failed = results.filter((r) => !r.ok).length;

@@ -45,8 +45,10 @@ const CASES: Case[] = [
   { id: 'py-slugify', sources: ['slug.py'], comment: '#', broken: 'def slugify(:\n', partial: { files: () => [{ path: 'slug.py', content: 'import re\n\ndef slugify(text):\n    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")\n' }] } },
   { id: 'py-fix-inventory', sources: ['inventory/store.py', 'inventory/report.py'], comment: '#', broken: 'class (:\n', partial: { files: (t) => [{ path: 'inventory/report.py', content: solutionFile(t, 'inventory/report.py') }] } },
   { id: 'js-fix-cart', sources: ['cart/cart.mjs', 'cart/pricing.mjs'], comment: '//', broken: 'export function (\n', partial: { files: (t) => [{ path: 'cart/cart.mjs', content: solutionFile(t, 'cart/cart.mjs') }] } },
-  // final_state task: the edits add a new source file (the workspace ships none); the partial fix creates the directories.
-  { id: 'sh-project-skeleton', sources: ['setup.sh'], comment: '#', broken: 'if then fi (\n', partial: { commands: ['mkdir -p src docs bin'] } },
+  // final_state task: the edits add a new source file (the workspace ships none); the partial fix creates the directories
+  // and the README (directories alone earn nothing since the task gates test_dirs on the files' tests: docs/TASKS.md,
+  // "The degenerate-solution battery").
+  { id: 'sh-project-skeleton', sources: ['setup.sh'], comment: '#', broken: 'if then fi (\n', partial: { commands: ['mkdir -p src docs bin', "printf '# demo\\n' > docs/README.md"] } },
 ];
 
 function sourceOf(task: LoadedTask, p: string): string {

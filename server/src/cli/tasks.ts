@@ -22,11 +22,20 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|stats> [dir
                                          straddle the splits on test code or instruction
                                          (per-channel thresholds; --threshold X sets all three)
   validate [dir...] [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
+           [--no-degenerate | --degenerate-cache DIR|none]
            [--mutants [--mutation-threshold X] [--mutation-cache DIR|none] [--mutation-python PATH]]
                                          run the null agent, the reference and every known-wrong
                                          solution (wrong/<name>/) of each task in real sandboxes;
                                          fails (exit 1) unless every reference scores 1.0 and the
                                          null agent and every wrong solution below it.
+                                         The degenerate battery (on unless --no-degenerate):
+                                         submissions that do no work (every function raises each
+                                         exception the task names, returns None/a constant/its
+                                         first argument; changed files emptied; everything
+                                         deleted; scripts that exit 1 or print nothing) must score
+                                         no more than the untouched workspace + 0.05; a task that
+                                         pays more fails, naming the behaviour. Verdicts cached in
+                                         DIR (default ~/.cache/sandgym/degenerate).
                                          --mutants adds the mutation gate: every mutant of the
                                          reference (Cosmic Ray for Python, Stryker for JS, our own
                                          for shell) is graded like a submission; a task fails under
@@ -52,6 +61,8 @@ const VALIDATE = {
     driver: { type: 'string' },
     concurrency: { type: 'string' },
     only: { type: 'string' },
+    'no-degenerate': { type: 'boolean' },
+    'degenerate-cache': { type: 'string' },
     mutants: { type: 'boolean' },
     'mutation-threshold': { type: 'string' },
     'mutation-cache': { type: 'string' },
@@ -106,6 +117,9 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       const mutants = v.mutants
         ? { ...(threshold !== undefined ? { threshold } : {}), ...(cache !== undefined ? { cacheDir: cache === 'none' ? null : cache } : {}), ...(python !== undefined ? { python } : {}) }
         : undefined;
+      if (v['no-degenerate'] && v['degenerate-cache'] !== undefined) throw new UsageError('--degenerate-cache has no effect with --no-degenerate', VALIDATE.name);
+      const degCache = v['degenerate-cache'] === undefined ? undefined : nonEmptyValue('degenerate-cache', v['degenerate-cache'], VALIDATE.name);
+      const degenerate = v['no-degenerate'] ? (false as const) : degCache !== undefined ? { cacheDir: degCache === 'none' ? null : degCache } : {};
       let tasks = await loadTaskSets(dirsOr(p.positionals));
       if (p.values.only !== undefined) {
         const ids = p.values.only.split(',').map((s) => s.trim()).filter(Boolean);
@@ -121,7 +135,7 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         }
       };
       try {
-        return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false, ...(mutants ? { mutants } : {}) }, open, io));
+        return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false, degenerate, ...(mutants ? { mutants } : {}) }, open, io));
       } catch (e) {
         if (e instanceof MutationToolError) throw new UnavailableError(`mutation gate: ${e.message}`, { cause: e });
         throw e;
