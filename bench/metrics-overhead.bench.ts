@@ -113,7 +113,7 @@ function observerNsPerStep(): { added: number; timedShare: number; clockNs: numb
   registry.registerAll(fixtureEnvs);
   const observers = new EpisodeObservers({ warn: () => undefined });
   const tracker = new EpisodeTracker();
-  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), socketBytes: () => ({ read: 0, written: 0 }) };
+  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), queuedRequests: () => 0, socketBytes: () => ({ read: 0, written: 0 }) };
   const metrics = new ServerMetrics(src, tracker, { processMetrics: false });
   observers.add(tracker);
   observers.add(metrics);

@@ -7,7 +7,7 @@ import { PROTOCOL_VERSIONS, protocolError, wsPath } from '../../protocol/src/ind
 import { bearerToken } from './auth.js';
 import { buildRegistry } from './build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';
-import { Connection } from './connection.js';
+import { Connection, type ConnectionCore } from './connection/connection.js';
 import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
 import { Observability } from './observability/index.js';
@@ -74,7 +74,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
     ? Fastify({ loggerInstance: options.logger, logController, pluginTimeout })
     : Fastify({ logger: { level: cfg.log_level, stream: await logStream(cfg) }, logController, pluginTimeout });
   const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
-  const core = new ServerCore(cfg, registry, app.log, sandbox);
+  const core: ConnectionCore = new ServerCore(cfg, registry, app.log, sandbox);
   // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
   const observability = cfg.metrics === false ? null : new Observability(core, { gcMetrics: cfg.gc_metrics === true });
   // The admission queue's metrics on the same registry (scheduler-metrics.ts).

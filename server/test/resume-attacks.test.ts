@@ -69,8 +69,10 @@ interface ReplayBooks {
   heldBytes: number;
   inflight: Set<number>;
 }
+/** The replay log of a connection (server.core.connections) or of a resume link (server.core.resume.detached). */
 function booksOf(conn: unknown): ReplayBooks {
-  return (conn as { replay: ReplayBooks }).replay;
+  const c = conn as { replay?: ReplayBooks; link?: { replay: ReplayBooks } };
+  return c.replay ?? (c.link as { replay: ReplayBooks }).replay;
 }
 
 describe('resume attacks: tokens', () => {
@@ -476,7 +478,7 @@ describe('resume attacks: memory across tenants', () => {
       expect(keys).toHaveLength(2);
       for (const k of keys) expect(k).toMatch(/^token:[0-9a-f]{16}$/);
       const [ka, kb] = keys as [string, string];
-      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { replay: { tenant: string } }).replay.tenant === k).length;
+      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { link: { replay: { tenant: string } } }).link.replay.tenant === k).length;
       expect([held(ka), held(kb)].sort()).toEqual([1, 2]);
       expect(pool.of(ka) + pool.of(kb)).toBe(pool.total);
       for (const c of [a1, a2, b]) await c.close();
@@ -612,7 +614,7 @@ describe('resume attacks: a close the server initiates is a goodbye', () => {
       const { c: c2 } = await open(server);
       // The oversized frame was handled before c2's hello (one event loop, frames in arrival order is
       // not guaranteed across sockets): wait until the server has ended c's connection.
-      await until(() => [...server.core.connections].some((k) => (k as unknown as { ended: boolean }).ended), 10_000, 'the server to end the connection');
+      await until(() => [...server.core.connections].some((k) => (k as unknown as { link: { ended: boolean } }).link.ended), 10_000, 'the server to end the connection');
       expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_EXPIRED', details: { reason: expect.stringContaining('server closed') } });
       expect(server.sessionCount()).toBe(1);
       c.ws.terminate();

@@ -24,7 +24,8 @@ export interface ScrapeSources {
   readonly registry: EnvRegistry;
   readonly sandbox: SandboxService | null;
   readonly sessionCount: number;
-  readonly connections: { readonly size: number } & Iterable<{ readonly sessions: Map<string, { readonly queue: readonly unknown[] }> }>;
+  readonly connections: { readonly size: number };
+  queuedRequests(): number;
   socketBytes(): { read: number; written: number };
 }
 
@@ -125,9 +126,7 @@ export class ServerMetrics implements EpisodeObserver {
       help: 'Requests waiting behind a running one, all sessions.',
       registers,
       collect: function () {
-        let n = 0;
-        for (const c of src.connections) for (const s of c.sessions.values()) n += s.queue.length;
-        this.set(n);
+        this.set(src.queuedRequests());
       },
     });
     new Counter({ name: 'sandgym_received_bytes_total', help: 'Bytes read from WebSocket connection sockets (frames and upgrade).', registers, collect: function () { this.reset(); this.inc(src.socketBytes().read); } });
