@@ -30,7 +30,7 @@ import { fixtureEnvs } from '../envs/src/fixtures/index.js';
 import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
 import { EpisodeObservers, type StepEvent } from '../server/src/observability/episode-events.js';
 import { loopTurn, sameTurn } from '../server/src/observability/step-timing.js';
-import { monoNow } from '../server/src/deadline.js';
+import { monoNow } from '../server/src/session/deadline.js';
 import { EpisodeTracker } from '../server/src/observability/episode-tracker.js';
 import { ServerMetrics } from '../server/src/observability/metrics.js';
 import { REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';

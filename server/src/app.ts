@@ -4,15 +4,15 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import websocket from '@fastify/websocket';
 import type { EnvRegistry } from '../../envs/src/registry.js';
 import { PROTOCOL_VERSIONS, protocolError, wsPath } from '../../protocol/src/index.js';
-import { bearerToken } from './auth.js';
-import { buildRegistry } from './build-registry.js';
+import { bearerToken } from './transport/auth.js';
+import { buildRegistry } from './env-host/build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';
 import { Connection, type ConnectionCore } from './connection/connection.js';
 import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
 import { Observability } from './observability/index.js';
-import type { SandboxService } from './sandbox-adapter.js';
-import { registerSchedulerMetrics } from './scheduler-metrics.js';
+import type { SandboxService } from './env-host/sandbox-adapter.js';
+import { registerSchedulerMetrics } from './admission/scheduler-metrics.js';
 import { ServerCore } from './server-core.js';
 
 export interface BuildOptions {
@@ -45,7 +45,7 @@ function payloadSlack(max: number): number {
 async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry: EnvRegistry): Promise<SandboxService | null> {
   if (!config.driver || config.driver === 'none') return null;
   // Imported only when a driver is configured: servers without sandboxes never load dockerode.
-  const { createSandboxService } = await import('./sandbox-adapter.js');
+  const { createSandboxService } = await import('./env-host/sandbox-adapter.js');
   // The registry is passed so pools are warmed for its sandboxed envs without building it twice.
   return createSandboxService(config, log, registry);
 }

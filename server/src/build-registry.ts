@@ -1,28 +1,3 @@
-// Assemble the registry for a server: built-ins, fixtures (when enabled), then --env-module files.
-import { builtinEnvs } from '../../envs/src/builtin/index.js';
-import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
-import { loadEnvModule } from '../../envs/src/module-loader.js';
-import { EnvRegistry } from '../../envs/src/registry.js';
-import { codeEnvFromConfig } from '../../envs/src/code/server-env.js';
-import { ConfigError, type ServerConfig } from './config.js';
-
-export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'> & Partial<Pick<ServerConfig, 'tasks' | 'splits'>>): Promise<EnvRegistry> {
-  const registry = new EnvRegistry();
-  registry.registerAll(builtinEnvs);
-  // code-v0 over config.tasks (default: the shipped envs/tasks); a broken task refuses startup.
-  try {
-    registry.register(await codeEnvFromConfig(config));
-  } catch (e) {
-    throw new ConfigError(`tasks: ${(e as Error).message}`, 'tasks');
-  }
-  if (config.fixtures) registry.registerAll(fixtureEnvs);
-  for (const path of config.env_modules) {
-    const defs = await loadEnvModule(path);
-    try {
-      registry.registerAll(defs);
-    } catch (e) {
-      throw new Error(`env module ${path}: ${(e as Error).message}`);
-    }
-  }
-  return registry;
-}
+// Moved to env-host/build-registry.ts (issue 31). This re-export remains only so test/integrity (edited on
+// another branch) keeps compiling until the lead points its imports at the new path; delete it then.
+export * from './env-host/build-registry.js';

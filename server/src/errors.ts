@@ -2,7 +2,7 @@
 // and the errors more than one place builds. Errors themselves are the protocol's ProtocolError.
 import { clipPath, ProtocolError, protocolError as err } from '../../protocol/src/index.js';
 import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
-import { DeadlineExceeded } from './deadline.js';
+import { DeadlineExceeded } from './session/deadline.js';
 
 export { ProtocolError };
 

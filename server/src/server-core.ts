@@ -5,16 +5,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '../../protocol/src/index.js';
 import type { TaskStatsProvider } from '../../envs/src/api.js';
 import type { EnvRegistry } from '../../envs/src/registry.js';
-import { TokenChecker } from './auth.js';
+import { TokenChecker } from './transport/auth.js';
 import type { ServerConfig } from './config.js';
 import { CapacityLedger } from './admission/capacity-ledger.js';
-import { DeadlineSweeper } from './deadline.js';
-import { ResumeTokens, type Resumable } from './resume.js';
+import { DeadlineSweeper } from './session/deadline.js';
+import { ResumeTokens, type Resumable } from './transport/resume.js';
 import { EpisodeObservers } from './observability/episode-events.js';
-import type { OpLimits } from './session.js';
-import type { Readiness, SandboxService } from './sandbox-adapter.js';
+import type { OpLimits } from './session/session.js';
+import type { Readiness, SandboxService } from './env-host/sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
-import { OutputBudget } from './write-coalescer.js';
+import { OutputBudget } from './transport/write-coalescer.js';
 
 /** Suggested wait before retrying a connection refused for capacity. */
 const CONNECTION_RETRY_MS = 1000;

@@ -23,12 +23,12 @@ import {
 } from '../../../protocol/src/index.js';
 import { ProtocolError, reasonOf, sessionClosed } from '../errors.js';
 import type { ConnectionHandle, ServerCore } from '../server-core.js';
-import type { BatchCollector, Job, JobOwner, Session, SessionRequest, SessionResult } from '../session.js';
+import type { BatchCollector, Job, JobOwner, Session, SessionRequest, SessionResult } from '../session/session.js';
 import { Handshake } from './handshake.js';
 import { ResumeLink, type LinkHost } from './resume-link.js';
 import { SessionBook } from './session-book.js';
 import { drainingRefusal, SessionOpener, type OpenerHost } from './session-opener.js';
-import { Transport } from './transport.js';
+import { Transport } from '../transport/transport.js';
 
 const UINT32_MAX = 0xffffffff;
 

@@ -3,9 +3,9 @@
 // result offers this client (scheduling classes per token grant, a resume token). It keeps the
 // client's identity afterwards: the resume principal, the fairness key, the tenant of its bytes.
 import { PROTOCOL_VERSIONS, protocolError as err, type HelloRequest, type HelloResult, type ProtocolError } from '../../../protocol/src/index.js';
-import type { TokenChecker } from '../auth.js';
-import { principalOf } from '../resume.js';
-import type { SchedulerDriver } from '../scheduler-driver.js';
+import type { TokenChecker } from '../transport/auth.js';
+import { principalOf } from '../transport/resume.js';
+import type { SchedulerDriver } from '../admission/scheduler-driver.js';
 
 /** What the handshake reads of the server. */
 export interface HandshakeHost {

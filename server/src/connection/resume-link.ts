@@ -4,7 +4,7 @@
 // reaches its connection only through LinkHost.
 import { protocolError as err, ProtocolError, type ResumeRequest } from '../../../protocol/src/index.js';
 import type { ServerConfig } from '../config.js';
-import { expired, refused, ReplayLog, resumeDisabled, sizeOf, type Frame, type Resumable, type ResumeTokens } from '../resume.js';
+import { expired, refused, ReplayLog, resumeDisabled, sizeOf, type Frame, type Resumable, type ResumeTokens } from '../transport/resume.js';
 
 /** The close code a socket gets when it ended without a close frame (RFC 6455 §7.1.5): a drop. */
 const ABNORMAL_CLOSURE = 1006;

@@ -3,7 +3,7 @@
 // session of a connection goes through here, so the ledger and the books cannot drift apart.
 import type { ProtocolError } from '../../../protocol/src/index.js';
 import type { CapacityLedger } from '../admission/capacity-ledger.js';
-import type { Session } from '../session.js';
+import type { Session } from '../session/session.js';
 
 /** Ids of sessions closed on this connection are remembered (bounded) so a second close is `{}`. */
 const MAX_CLOSED_IDS = 100_000;

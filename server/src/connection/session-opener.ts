@@ -8,9 +8,9 @@ import type { RegisteredEnv } from '../../../envs/src/registry.js';
 import type { EnvRegistry } from '../../../envs/src/registry.js';
 import { CAPACITY_RETRY_MS } from '../admission/capacity-ledger.js';
 import { AdmissionRefused, ProtocolError } from '../errors.js';
-import type { SchedulerDriver, SchedulingAsk, SchedulingParams } from '../scheduler-driver.js';
-import { Session, type SessionHost } from '../session.js';
-import { SessionAdmission } from '../session-admission.js';
+import type { SchedulerDriver, SchedulingAsk, SchedulingParams } from '../admission/scheduler-driver.js';
+import { Session, type SessionHost } from '../session/session.js';
+import { SessionAdmission } from '../admission/session-admission.js';
 import type { Handshake } from './handshake.js';
 import type { Reservation, SessionBook } from './session-book.js';
 

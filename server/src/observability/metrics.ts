@@ -12,7 +12,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EnvRegistry } from '../../../envs/src/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
-import type { SandboxService } from '../sandbox-adapter.js';
+import type { SandboxService } from '../env-host/sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';
 import type { EpisodeSummary, EpisodeTracker } from './episode-tracker.js';
 import { registerProcessMetrics } from './process-metrics.js';

@@ -3,7 +3,7 @@
 // up and negative parts down), with the step's reward as a marker so a mismatch is visible at a glance.
 // Hand-drawn SVG; chartData() is pure and also what tests read through window.__sandgymInspector.
 import type { RubricItem } from '../../../../protocol/src/index.js';
-import { formatNumber } from '../../play/trajectory.js';
+import { formatNumber } from '../../trajectory/trajectory.js';
 import { h, s } from './dom.js';
 
 export interface ChartStep {

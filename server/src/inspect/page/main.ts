@@ -5,8 +5,8 @@
 import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
 import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
 import { wsPath } from '../../../../protocol/src/version.js';
-import { replaySummary, replayTrajectory, type ReplayedStep } from '../../play/replay.js';
-import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
+import { replaySummary, replayTrajectory, type ReplayedStep } from '../../trajectory/replay.js';
+import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../trajectory/trajectory.js';
 import type { EnvSpec } from '../../../../protocol/src/index.js';
 import { toolsOf } from '../../play/types.js';
 import { chartData, renderChart, type ChartData } from './chart.js';
@@ -406,7 +406,7 @@ function showStep(rec: StepRecord, replayed?: ReplayedStep): void {
   updateChart();
 }
 
-/** Load & replay: the shared replay semantics (play/replay.ts), rendered into the transcript. */
+/** Load & replay: the shared replay semantics (trajectory/replay.ts), rendered into the transcript. */
 async function doReplay(text: string, fileName: string): Promise<void> {
   const saved = fromJsonl(text);
   const report = await replayTrajectory(

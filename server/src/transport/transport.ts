@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import { CLOSE_CODES, protocolError as err, type ProtocolError } from '../../../protocol/src/index.js';
 import type { ServerConfig } from '../config.js';
-import { DEFAULT_HARD_LIMIT_BYTES, type OutputBudget, WriteCoalescer } from '../write-coalescer.js';
+import { DEFAULT_HARD_LIMIT_BYTES, type OutputBudget, WriteCoalescer } from './write-coalescer.js';
 
 /**
  * ws's frame parser state, read to tell whether a message is partly received (a frame whose payload

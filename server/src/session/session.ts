@@ -15,17 +15,17 @@ import {
   type ResetResult,
   type StepRequest,
   type StepResult,
-} from '../../protocol/src/index.js';
-import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult, TaskStatsProvider } from '../../envs/src/api.js';
-import type { RegisteredEnv } from '../../envs/src/registry.js';
+} from '../../../protocol/src/index.js';
+import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult, TaskStatsProvider } from '../../../envs/src/api.js';
+import type { RegisteredEnv } from '../../../envs/src/registry.js';
 import { callAsync, DeadlineExceeded, monoNow, withDeadline, type DeadlineSweeper } from './deadline.js';
-import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, reasonOf, sessionClosed, type EnvOp } from './errors.js';
-import { newEpisodeId, type EpisodeObservers } from './observability/episode-events.js';
-import { loopTurn, sameTurn, type SyncSampler } from './observability/step-timing.js';
-import type { SandboxService, SessionSandboxes } from './sandbox-adapter.js';
-import type { SessionAdmission } from './session-admission.js';
-import { CAPACITY_RETRY_MS } from './admission/capacity-ledger.js';
-import type { ServerConfig } from './config.js';
+import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, reasonOf, sessionClosed, type EnvOp } from '../errors.js';
+import { newEpisodeId, type EpisodeObservers } from '../observability/episode-events.js';
+import { loopTurn, sameTurn, type SyncSampler } from '../observability/step-timing.js';
+import type { SandboxService, SessionSandboxes } from '../env-host/sandbox-adapter.js';
+import type { SessionAdmission } from '../admission/session-admission.js';
+import { CAPACITY_RETRY_MS } from '../admission/capacity-ledger.js';
+import type { ServerConfig } from '../config.js';
 
 /** created -> running -> needs_reset (episode over) ; failed (TIMEOUT/ENV_ERROR/SANDBOX_ERROR) ; closed. */
 export type SessionState = 'created' | 'running' | 'needs_reset' | 'failed' | 'closed';
