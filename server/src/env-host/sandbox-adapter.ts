@@ -6,6 +6,8 @@
 // SandboxFailure (SANDBOX_ERROR), SandboxLimitError / SandboxRequestError -> InvalidArgument
 // (INVALID_ARGUMENT at make/reset, INVALID_ACTION in step). Every sandbox a session holds is released
 // when it closes; a sandbox that dies (OOM, exit) fails its session at once through `onFailure`.
+// Over 500 lines on purpose: it is the one module allowed to know both the session and the sandbox side
+// (depcheck's sandbox rules); splitting it would make a second such module.
 import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { InvalidArgument, SandboxFailure } from '../../../envs/src/api.js';

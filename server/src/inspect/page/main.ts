@@ -2,6 +2,8 @@
 // session, builds the action editor from the spec and keeps the transcript, reward chart, frames pane
 // and trajectory in step. All state lives here, in the page; the server sees an ordinary client.
 // window.__sandgymInspector exposes that state read-only for tests and curious users.
+// Over 500 lines on purpose: the page's one controller holds all its state; rendering is already apart
+// (forms.ts, transcript.ts, chart.ts, frames.ts), and what is left is the wiring between them.
 import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
 import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
 import { wsPath } from '../../../../protocol/src/version.js';
