@@ -2,8 +2,8 @@
 // It never listens; the CLI and the tests call app.listen().
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
-import type { EnvRegistry } from '../../envs/src/registry.js';
-import { PROTOCOL_VERSIONS, protocolError, wsPath } from '../../protocol/src/index.js';
+import type { EnvRegistry } from '#envs/registry.js';
+import { PROTOCOL_VERSIONS, protocolError, wsPath } from '#protocol/index.js';
 import { bearerToken } from './transport/auth.js';
 import { buildRegistry } from './env-host/build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';

@@ -4,7 +4,7 @@
 // read, defaulted and validated in one place (split by topic, a new option would touch several files).
 import { readFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
-import type { SandboxLimitName, SandboxLimits } from '../../sandbox-contract/index.js';
+import type { SandboxLimitName, SandboxLimits } from '#sandbox-contract/index.js';
 
 export interface ServerConfig {
   host: string;

@@ -2,9 +2,9 @@
 // connections only as ConnectionHandle (what the timers, drain, shutdown and /metrics need of one), so the
 // connection layer depends on it and never the other way round.
 import type { FastifyBaseLogger } from 'fastify';
-import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '../../protocol/src/index.js';
-import type { TaskStatsProvider } from '../../envs/src/api.js';
-import type { EnvRegistry } from '../../envs/src/registry.js';
+import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '#protocol/index.js';
+import type { TaskStatsProvider } from '#envs/api.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import { TokenChecker } from './transport/auth.js';
 import type { ServerConfig } from './config.js';
 import { CapacityLedger } from './admission/capacity-ledger.js';

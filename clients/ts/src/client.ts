@@ -11,9 +11,9 @@
 // typed error, and the client says so (the `resume_failed` event and a warning on its logger).
 
 // The codec module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
-import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/codec.js';
+import { decodeFrame, encodeJson, encodeMsgpack } from '#protocol/codec.js';
 // The majors this client speaks are the protocol package's (one declaration; import-free module).
-import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
+import { PROTOCOL_VERSIONS } from '#protocol/version.js';
 import { EnvHandle } from './env-handle.js';
 import { CLOSE_CODES, ERROR_REGISTRY, SandgymError, connectionClosedError, requestTimeoutError, type ErrorScope } from './errors.js';
 import { AbandonedIds, RequestIds } from './request-ids.js';

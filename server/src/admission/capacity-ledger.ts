@@ -1,7 +1,7 @@
 // Session capacity: max_sessions server-wide and max_sessions_per_connection, counted in this one
 // object. A slot is taken when a make or group is accepted, before its first await (so concurrent makes
 // cannot overshoot the caps), and given back once: when its make fails, or when its session closes.
-import { protocolError, type ProtocolError } from '../../../protocol/src/index.js';
+import { protocolError, type ProtocolError } from '#protocol/index.js';
 
 /** Suggested wait before retrying a make refused for capacity (also a full session queue). */
 export const CAPACITY_RETRY_MS = 1000;

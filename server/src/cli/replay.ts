@@ -2,8 +2,8 @@
 // against an env, in-process or at --url, and reports the first divergence of each. The comparison is
 // the one `sandgym play :replay` and /inspect use (server/src/trajectory/replay.ts): reward within
 // REWARD_EPSILON, observation JSON-equal, terminated and truncated; info is not compared (timings).
-import { connect, type EnvHandle, type SandgymClient } from '../../../clients/ts/src/index.js';
-import { wsPath } from '../../../protocol/src/version.js';
+import { connect, type EnvHandle, type SandgymClient } from '#client/index.js';
+import { wsPath } from '#protocol/version.js';
 import type { EpisodeRecord } from '../observability/archive/format.js';
 import { loadArchive } from '../observability/archive/reader.js';
 import { replayTrajectory, type ReplayDriver, type ReplayReport } from '../trajectory/replay.js';

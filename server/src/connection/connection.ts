@@ -20,7 +20,7 @@ import {
   type Request,
   type ResumeRequest,
   type StepRequest,
-} from '../../../protocol/src/index.js';
+} from '#protocol/index.js';
 import { ProtocolError, reasonOf, sessionClosed } from '../errors.js';
 import type { ConnectionHandle, ServerCore } from '../server-core.js';
 import type { BatchCollector, Job, JobOwner, Session, SessionRequest, SessionResult } from '../session/session.js';

@@ -2,7 +2,7 @@
 // Authorization header or hello's token), which protocol major both sides speak, and what the hello
 // result offers this client (scheduling classes per token grant, a resume token). It keeps the
 // client's identity afterwards: the resume principal, the fairness key, the tenant of its bytes.
-import { PROTOCOL_VERSIONS, protocolError as err, type HelloRequest, type HelloResult, type ProtocolError } from '../../../protocol/src/index.js';
+import { PROTOCOL_VERSIONS, protocolError as err, type HelloRequest, type HelloResult, type ProtocolError } from '#protocol/index.js';
 import type { TokenChecker } from '../transport/auth.js';
 import { principalOf } from '../transport/resume.js';
 import type { SchedulerDriver } from '../admission/scheduler-driver.js';

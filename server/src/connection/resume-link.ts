@@ -2,7 +2,7 @@
 // the detached state after a drop (grace timer, frames held meanwhile), expiry, and the hand-over of
 // its sessions to the connection that resumes it. The token table (resume.ts) holds links; a link
 // reaches its connection only through LinkHost.
-import { protocolError as err, ProtocolError, type ResumeRequest } from '../../../protocol/src/index.js';
+import { protocolError as err, ProtocolError, type ResumeRequest } from '#protocol/index.js';
 import type { ServerConfig } from '../config.js';
 import { expired, refused, ReplayLog, resumeDisabled, sizeOf, type Frame, type Resumable, type ResumeTokens } from '../transport/resume.js';
 

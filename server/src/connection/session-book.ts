@@ -1,7 +1,7 @@
 // A connection's sessions: which ids it holds, which it closed (a second close is `{}`), the makes it
 // has in flight, and their capacity slots in the server's ledger. Everything that adds or removes a
 // session of a connection goes through here, so the ledger and the books cannot drift apart.
-import type { ProtocolError } from '../../../protocol/src/index.js';
+import type { ProtocolError } from '#protocol/index.js';
 import type { CapacityLedger } from '../admission/capacity-ledger.js';
 import type { Session } from '../session/session.js';
 

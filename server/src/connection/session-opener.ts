@@ -3,9 +3,9 @@
 // told to the episode observers and answered with its error; sessions that opened for a connection that
 // went away meanwhile are closed. New operations that open sessions (fork, restore) come through here.
 import { randomBytes } from 'node:crypto';
-import { clipPath, protocolError as err, type GroupRequest, type MakeRequest } from '../../../protocol/src/index.js';
-import type { RegisteredEnv } from '../../../envs/src/registry.js';
-import type { EnvRegistry } from '../../../envs/src/registry.js';
+import { clipPath, protocolError as err, type GroupRequest, type MakeRequest } from '#protocol/index.js';
+import type { RegisteredEnv } from '#envs/registry.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import { CAPACITY_RETRY_MS } from '../admission/capacity-ledger.js';
 import { AdmissionRefused, ProtocolError } from '../errors.js';
 import type { SchedulerDriver, SchedulingAsk, SchedulingParams } from '../admission/scheduler-driver.js';

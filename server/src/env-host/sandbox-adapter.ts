@@ -10,15 +10,15 @@
 // (depcheck's sandbox rules); splitting it would make a second such module.
 import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
-import { InvalidArgument, SandboxFailure } from '../../../envs/src/api.js';
-import type { EnvRegistry } from '../../../envs/src/registry.js';
+import { InvalidArgument, SandboxFailure } from '#envs/api.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import type {
   OpenSandboxProvider,
   Sandbox,
   SandboxProvider,
   SandboxProviderHandle,
   SandboxRequirement,
-} from '../../../sandbox-contract/index.js';
+} from '#sandbox-contract/index.js';
 import { ConfigError, resolveScheduling, type SandboxConfig, type ServerConfig } from '../config.js';
 import { AdmissionAborted, SchedulerDriver } from '../admission/scheduler-driver.js';
 import type { FailureOutcome } from '../admission/scheduler/index.js';

@@ -6,7 +6,7 @@
 // past its call copies it itself and must never mutate what it is given (the reply is encoded after
 // the observers ran). An observer that throws is logged once and skipped for that call; it never
 // breaks the session.
-import type { ProtocolError, StepResult } from '../../../protocol/src/index.js';
+import type { ProtocolError, StepResult } from '#protocol/index.js';
 import { StepSampling } from './step-timing.js';
 
 /** The session operation an error answered. `make`: the session was never opened (session_id null). */

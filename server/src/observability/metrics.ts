@@ -10,7 +10,7 @@
 // Counter/Histogram, whose inc/observe hash a label object on every call; grading and sandbox
 // creation (milliseconds to minutes each) keep prom-client's.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EnvRegistry } from '../../../envs/src/registry.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
 import type { SandboxService } from '../env-host/sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';

@@ -2,7 +2,7 @@
 // so the session can be tested without a terminal.
 import { toolUsage } from './shorthand.js';
 import { formatNumber } from '../trajectory/trajectory.js';
-import type { EnvSpec, Space, StepResult, Tool } from '../../../protocol/src/index.js';
+import type { EnvSpec, Space, StepResult, Tool } from '#protocol/index.js';
 import { paramsOf, toolsOf, type JsonSchema } from './types.js';
 
 export interface Style {

@@ -6,7 +6,7 @@ import { formatError, formatNumber, formatReset, formatSpec, formatStep, formatV
 import { findHeredoc, parseAction } from './shorthand.js';
 import { diffFields, replaySummary, replayTrajectory } from '../trajectory/replay.js';
 import { fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../trajectory/trajectory.js';
-import type { EnvSpec } from '../../../protocol/src/index.js';
+import type { EnvSpec } from '#protocol/index.js';
 
 export interface PlaySessionOptions {
   backend: PlayBackend;

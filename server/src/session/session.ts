@@ -15,9 +15,9 @@ import {
   type ResetResult,
   type StepRequest,
   type StepResult,
-} from '../../../protocol/src/index.js';
-import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult, TaskStatsProvider } from '../../../envs/src/api.js';
-import type { RegisteredEnv } from '../../../envs/src/registry.js';
+} from '#protocol/index.js';
+import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult, TaskStatsProvider } from '#envs/api.js';
+import type { RegisteredEnv } from '#envs/registry.js';
 import { callAsync, DeadlineExceeded, monoNow, withDeadline, type DeadlineSweeper } from './deadline.js';
 import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, reasonOf, sessionClosed, type EnvOp } from '../errors.js';
 import { newEpisodeId, type EpisodeObservers } from '../observability/episode-events.js';

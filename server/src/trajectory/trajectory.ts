@@ -1,7 +1,7 @@
 // Trajectory files (JSONL) shared by `sandgym play` (:save / :replay) and the web inspector
 // (download / load). Line 1 is the reset (everything needed to re-run the episode: env, seed, options),
 // then one line per step. Pure: no fs, so the browser bundle can import it.
-import type { StepResult } from '../../../protocol/src/index.js';
+import type { StepResult } from '#protocol/index.js';
 
 export interface ResetRecord {
   type: 'reset';

@@ -4,7 +4,7 @@
 // what they mean, and what to answer, is the connection's (TransportEvents).
 import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
-import { CLOSE_CODES, protocolError as err, type ProtocolError } from '../../../protocol/src/index.js';
+import { CLOSE_CODES, protocolError as err, type ProtocolError } from '#protocol/index.js';
 import type { ServerConfig } from '../config.js';
 import { DEFAULT_HARD_LIMIT_BYTES, type OutputBudget, WriteCoalescer } from './write-coalescer.js';
 

@@ -4,12 +4,12 @@
 // window.__sandgymInspector exposes that state read-only for tests and curious users.
 // Over 500 lines on purpose: the page's one controller holds all its state; rendering is already apart
 // (forms.ts, transcript.ts, chart.ts, frames.ts), and what is left is the wiring between them.
-import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
-import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
-import { wsPath } from '../../../../protocol/src/version.js';
+import { connect, type SandgymClient } from '#client/client.js';
+import type { EnvHandle } from '#client/env-handle.js';
+import { wsPath } from '#protocol/version.js';
 import { replaySummary, replayTrajectory, type ReplayedStep } from '../../trajectory/replay.js';
 import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../trajectory/trajectory.js';
-import type { EnvSpec } from '../../../../protocol/src/index.js';
+import type { EnvSpec } from '#protocol/index.js';
 import { toolsOf } from '../../play/types.js';
 import { chartData, renderChart, type ChartData } from './chart.js';
 import { byId, h } from './dom.js';

@@ -6,7 +6,7 @@
 /** The value of every record's `format` field. */
 export const ARCHIVE_FORMAT = 'sandgym.episode/1';
 
-import type { StepResult } from '../../../../protocol/src/index.js';
+import type { StepResult } from '#protocol/index.js';
 import { EPISODE_OUTCOMES, type EpisodeOutcome } from '../outcomes.js';
 
 /**
