@@ -689,6 +689,26 @@ describe('resume attacks: a drop-and-resume loop is no activity', () => {
   });
 });
 
+describe('resume attacks: a resume of a connection still open is no activity either', () => {
+  it('its sessions are still reaped after idle_timeout_ms (the idle clock used to jump by the epoch)', async () => {
+    const idleMs = 1500;
+    const server = await startServer({ resume_grace_ms: 60_000, idle_timeout_ms: idleMs });
+    try {
+      const { c: c1, resumeToken } = await open(server);
+      const s = await c1.make('test/counter-v0');
+      await c1.ok('reset', { session: s });
+      // The client saw the drop first: the old connection is still open when the new one resumes it.
+      const { c: c2 } = await open(server);
+      highIds(c2);
+      expect((await c2.ok('resume', { token: resumeToken })).sessions).toEqual([s]);
+      await until(() => server.sessionCount() === 0, 30_000, 'the idle session to be reaped');
+      await c2.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('resume attacks: a server that answers resume weirdly does not hang the TS client', () => {
   const GRACE_MS = 1000;
   const HELLO_RESULT = {

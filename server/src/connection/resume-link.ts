@@ -210,6 +210,10 @@ export class ResumeLink<H extends LinkHost> implements Resumable {
 
   /** The resume side of `resume`: this connection's sessions and what it owes move to `to`. */
   private handOver(to: ResumeLink<H>, pending: readonly number[]): { unseen: number[]; lost: number[]; frames: Frame[] } {
+    // Time away counts only for a connection that was detached: one still open (the client saw the drop
+    // first) was never away, and its detachedAt is 0 (the idle clocks used to jump by Date.now(), so its
+    // sessions were never reaped for idleness again).
+    const awayMs = this.detachedNow ? Math.max(0, Date.now() - this.detachedAt) : 0;
     this.endedNow = true;
     this.successor = to;
     this.detachedNow = false;
@@ -217,7 +221,7 @@ export class ResumeLink<H extends LinkHost> implements Resumable {
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     this.key = null;
-    this.host.moveTo(to.host, Math.max(0, Date.now() - this.detachedAt));
+    this.host.moveTo(to.host, awayMs);
     return (this.replay as ReplayLog).handOver(pending, to.replay as ReplayLog);
   }
 }
