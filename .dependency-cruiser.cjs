@@ -6,6 +6,10 @@
 const OURS = '^(protocol|sandbox-contract|envs|server|clients|bench|test|scripts|bin)/';
 /** Product code: what ships (not tests, benchmarks or build scripts such as protocol/scripts). */
 const PRODUCT = '^(protocol/src|sandbox-contract|envs/src|server/src|clients/ts/src|bin)/';
+/** server/src folders (and loose files), as alternatives of a path pattern. */
+const S = (...names) => `^server/src/(${names.join('|')})`;
+/** The front of the server: the command line, the interactive player, the inspector, the composition root. */
+const FRONT = ['cli/', 'play/', 'inspect/', 'trajectory/', 'app\\.ts', 'index\\.ts', 'http-routes\\.ts'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -44,7 +48,7 @@ module.exports = {
       name: 'sandbox-drivers-know-no-envs-or-sessions',
       comment:
         'server/src/sandbox/ (drivers, channel, pools) knows nothing of envs, sessions, sockets or config: it may use ' +
-        'itself, the sandbox contract and protocol/. server/src/sandbox-adapter.ts is the one seam that knows both sides.',
+        'itself, the sandbox contract and protocol/. server/src/env-host/sandbox-adapter.ts is the one seam that knows both sides.',
       severity: 'error',
       from: { path: '^server/src/sandbox/' },
       to: { path: OURS, pathNot: '^(server/src/sandbox|sandbox-contract|protocol)/' },
@@ -52,11 +56,86 @@ module.exports = {
     {
       name: 'scheduler-core-is-sans-io',
       comment:
-        'server/src/scheduler/ is a pure core (time comes in as an argument, decisions go out): it knows no sandbox, ' +
+        'server/src/admission/scheduler/ is a pure core (time comes in as an argument, decisions go out): it knows no sandbox, ' +
         'session, socket or env, and may use only itself and protocol/ (docs/SCHEDULING.md).',
       severity: 'error',
-      from: { path: '^server/src/scheduler/' },
-      to: { path: OURS, pathNot: '^(server/src/scheduler|protocol)/' },
+      from: { path: '^server/src/admission/scheduler/' },
+      to: { path: OURS, pathNot: '^(server/src/admission/scheduler|protocol)/' },
+    },
+    // ---- server/src folder directions (docs/ARCHITECTURE.md "The layout"): from the front (cli, play,
+    // inspect, app) down through connection/, server-core.ts, session/, to admission/, env-host/,
+    // observability/, transport/ and sandbox/. Each rule names what a folder may NOT reach (up or sideways).
+    {
+      name: 'connection-knows-no-front',
+      comment: 'connection/ (one WebSocket connection: dispatch, handshake, opener, resume link) serves app.ts; it never reaches the CLI, player, inspector or app.',
+      severity: 'error',
+      from: { path: S('connection/') },
+      to: { path: S(...FRONT) },
+    },
+    {
+      name: 'core-knows-no-connection',
+      comment: 'server-core.ts knows connections only as its ConnectionHandle interface: connection/ depends on the core, never the other way (the old connection ⇄ server-core ⇄ session circle).',
+      severity: 'error',
+      from: { path: S('server-core\\.ts') },
+      to: { path: S('connection/', ...FRONT) },
+    },
+    {
+      name: 'session-knows-no-connection',
+      comment: 'session/ (a session, its queue, deadlines) is driven by connections and knows none of them, nor the server core (Session.open takes a SessionHost).',
+      severity: 'error',
+      from: { path: S('session/') },
+      to: { path: S('connection/', 'transport/', 'server-core\\.ts', ...FRONT) },
+    },
+    {
+      name: 'admission-below-sessions',
+      comment: 'admission/ (capacity ledger, scheduler driver and core, a session\'s admission) knows no session object, connection, env host, observer or front; of session/ it uses only the deadlines.',
+      severity: 'error',
+      from: { path: S('admission/') },
+      to: { path: S('connection/', 'transport/', 'env-host/', 'observability/', 'session/session\\.ts', 'server-core\\.ts', ...FRONT) },
+    },
+    {
+      name: 'env-host-below-sessions',
+      comment: 'env-host/ (the registry build and the sandbox adapter, the seam between envs and the drivers) knows no session, connection, observer or front.',
+      severity: 'error',
+      from: { path: S('env-host/') },
+      to: { path: S('connection/', 'transport/', 'session/session\\.ts', 'observability/', 'server-core\\.ts', ...FRONT) },
+    },
+    {
+      name: 'transport-knows-only-bytes',
+      comment: 'transport/ (socket, writes, byte budgets, tokens, replay log) moves bytes: of the server it uses only itself and config.',
+      severity: 'error',
+      from: { path: S('transport/') },
+      to: { path: '^server/src/', pathNot: S('transport/', 'config\\.ts') },
+    },
+    {
+      name: 'observability-only-listens',
+      comment: 'observability/ hears episodes through EpisodeObservers and reads /metrics sources through interfaces: it reaches no connection, session, admission or front module.',
+      severity: 'error',
+      from: { path: S('observability/') },
+      to: { path: S('connection/', 'transport/', 'session/', 'admission/', 'cli/', 'play/', 'inspect/', 'trajectory/') },
+    },
+    {
+      name: 'nothing-imports-the-cli',
+      comment: 'cli/ is the top: the player, the inspector and the server never import it (what the player needs of the CLI is in cli/ itself: cli/play.ts).',
+      severity: 'error',
+      from: { path: '^server/src/', pathNot: S('cli/') },
+      to: { path: S('cli/') },
+    },
+    {
+      name: 'trajectory-is-neutral',
+      comment: 'trajectory/ (the trajectory format and replay semantics) is shared by cli/, play/ and inspect/ and imports none of them.',
+      severity: 'error',
+      from: { path: S('trajectory/') },
+      to: { path: S('cli/', 'play/', 'inspect/') },
+    },
+    {
+      name: 'no-circular',
+      comment:
+        'No module reaches itself through its imports, runtime or type-only (tsPreCompilationDeps). Exempt until the rewards issue ' +
+        '(issue 30, which owns envs/src/code) breaks it: the mutation mutants ⇄ languages circle.',
+      severity: 'error',
+      from: { pathNot: '^envs/src/code/mutation/' },
+      to: { circular: true },
     },
     {
       name: 'product-code-imports-no-tests',

@@ -20,7 +20,7 @@ import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets } from '../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../envs/src/code/task-types.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
-import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
+import { openSandboxProvider } from '../server/src/env-host/sandbox-adapter.js';
 import { referenceTar } from './lib/grading.js';
 import { percentile } from './lib/stats.js';
 

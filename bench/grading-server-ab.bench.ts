@@ -13,7 +13,7 @@ import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets } from '../envs/src/code/task-loader.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../envs/src/sandbox-api.js';
-import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
+import { openSandboxProvider } from '../server/src/env-host/sandbox-adapter.js';
 import { referenceTar } from './lib/grading.js';
 import { percentile } from './lib/stats.js';
 

@@ -23,7 +23,7 @@ import { createCodeEnv } from '../envs/src/code/code-env.js';
 import { gradeSubmission } from '../envs/src/code/grade.js';
 import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets, TaskSet } from '../envs/src/code/task-loader.js';
-import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
+import { openSandboxProvider } from '../server/src/env-host/sandbox-adapter.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
 import { referenceTar } from './lib/grading.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../envs/src/sandbox-api.js';

@@ -12,7 +12,7 @@ import { gradeSubmission } from '../envs/src/code/grade.js';
 import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets } from '../envs/src/code/task-loader.js';
 import { taskRequirement } from '../envs/src/code/validate.js';
-import { PooledSandboxService } from '../server/src/sandbox-adapter.js';
+import { PooledSandboxService } from '../server/src/env-host/sandbox-adapter.js';
 import { DockerDriver } from '../server/src/sandbox/docker/docker-driver.js';
 import { PoolSet } from '../server/src/sandbox/pool.js';
 import type { DriverSandbox } from '../server/src/sandbox/types.js';

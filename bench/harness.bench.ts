@@ -15,7 +15,7 @@ import { HARNESS_CONFTEST, HARNESS_PY, HARNESS_WORKER_PY } from '../envs/src/cod
 import { SHIPPED_TASKS_DIR } from '../envs/src/code/server-env.js';
 import { loadTaskSets } from '../envs/src/code/task-loader.js';
 import { writeTar } from '../envs/src/code/workspace-tar.js';
-import { openSandboxProvider } from '../server/src/sandbox-adapter.js';
+import { openSandboxProvider } from '../server/src/env-host/sandbox-adapter.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const arg = (name: string, dflt: string) => (process.argv.includes(name) ? (process.argv[process.argv.indexOf(name) + 1] ?? dflt) : dflt);

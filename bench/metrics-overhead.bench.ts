@@ -30,7 +30,7 @@ import { fixtureEnvs } from '../envs/src/fixtures/index.js';
 import { encodeJson, PROTOCOL_VERSIONS } from '../protocol/src/index.js';
 import { EpisodeObservers, type StepEvent } from '../server/src/observability/episode-events.js';
 import { loopTurn, sameTurn } from '../server/src/observability/step-timing.js';
-import { monoNow } from '../server/src/deadline.js';
+import { monoNow } from '../server/src/session/deadline.js';
 import { EpisodeTracker } from '../server/src/observability/episode-tracker.js';
 import { ServerMetrics } from '../server/src/observability/metrics.js';
 import { REPO_ROOT, startSandgym, type ServerProcess } from './lib/processes.js';
@@ -113,7 +113,7 @@ function observerNsPerStep(): { added: number; timedShare: number; clockNs: numb
   registry.registerAll(fixtureEnvs);
   const observers = new EpisodeObservers({ warn: () => undefined });
   const tracker = new EpisodeTracker();
-  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), socketBytes: () => ({ read: 0, written: 0 }) };
+  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), queuedRequests: () => 0, socketBytes: () => ({ read: 0, written: 0 }) };
   const metrics = new ServerMetrics(src, tracker, { processMetrics: false });
   observers.add(tracker);
   observers.add(metrics);

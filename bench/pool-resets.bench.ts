@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { connect } from '../clients/ts/src/index.js';
 import { buildApp } from '../server/src/app.js';
-import type { PooledSandboxService } from '../server/src/sandbox-adapter.js';
+import type { PooledSandboxService } from '../server/src/env-host/sandbox-adapter.js';
 
 const run = promisify(execFile);
 const quick = process.argv.includes('--quick');

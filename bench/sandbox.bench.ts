@@ -14,7 +14,7 @@ import { LocalDriver } from '../server/src/sandbox/local/local-driver.js';
 import { SandboxPool } from '../server/src/sandbox/pool.js';
 import type { DriverSandbox } from '../server/src/sandbox/types.js';
 import { buildApp } from '../server/src/app.js';
-import type { PooledSandboxService } from '../server/src/sandbox-adapter.js';
+import type { PooledSandboxService } from '../server/src/env-host/sandbox-adapter.js';
 import { connect } from '../clients/ts/src/index.js';
 
 const IMAGE = 'sandgym/busybox:1';

@@ -9,8 +9,8 @@
 // time a loaded machine spends elsewhere), share per client vs weight, waits per class (simulated
 // seconds: the sim's time unit is the second, so the core's *_ms fields read as seconds here), what
 // expired and what was preempted.
-import { IndexedHeap } from '../server/src/scheduler/heap.js';
-import { type Decision, type FailureOutcome, Scheduler, type SubmitResult } from '../server/src/scheduler/index.js';
+import { IndexedHeap } from '../server/src/admission/scheduler/heap.js';
+import { type Decision, type FailureOutcome, Scheduler, type SubmitResult } from '../server/src/admission/scheduler/index.js';
 import { percentile, round } from './lib/stats.js';
 
 const arg = (name: string, dflt: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : dflt);

@@ -1,7 +1,7 @@
 // The sandbox contract: the one declaration of what a sandbox is, shared by the env side (envs/, through
 // envs/src/sandbox-api.ts) and the drivers (server/src/sandbox/, through types.ts). Envs program
 // against `Sandbox` / `SandboxProvider`; drivers hand out sandboxes that extend `Sandbox`; the server's
-// seam (server/src/sandbox-adapter.ts) implements `SandboxProvider` over the drivers' warm pools.
+// seam (server/src/env-host/sandbox-adapter.ts) implements `SandboxProvider` over the drivers' warm pools.
 //
 // Types (and one path constant), so importing it costs nothing at run time. It imports nothing of ours except the generated
 // wire types: the limit names are a protocol concept (an env spec reports its sandbox's limits), so
@@ -173,7 +173,7 @@ export interface OpenSandboxProviderOptions {
 }
 
 /**
- * Opens a standalone provider. The server implements it (server/src/sandbox-adapter.ts
+ * Opens a standalone provider. The server implements it (server/src/env-host/sandbox-adapter.ts
  * `openSandboxProvider`) and its composition root injects it where envs code needs one, so envs/ never
  * imports the sandbox layer.
  */

@@ -57,12 +57,32 @@ function outputOf(absSource) {
   return null;
 }
 
-const SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\2/g;
+const SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+|#[a-z-]+\/[^'"]+)\2/g;
 
-/** Rewrites relative specifiers that leave a tree so they point at the other tree's output. */
+/** package.json `imports` (`#protocol/*.js` -> `./protocol/src/*.ts`, ...): the source a subpath import names. */
+const SUBPATHS = Object.entries(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).imports ?? {}).map(([key, target]) => {
+  const [head, tail] = key.split('*');
+  const [thead, ttail] = target.split('*');
+  return { head, tail, thead, ttail };
+});
+
+/** The absolute source file a specifier names: relative to the importer, or through package.json `imports`. */
+function sourceOf(spec, absSource) {
+  if (!spec.startsWith('#')) return path.resolve(path.dirname(absSource), spec.replace(/\.js$/, '.ts'));
+  for (const m of SUBPATHS) {
+    if (spec.startsWith(m.head) && spec.endsWith(m.tail)) return path.join(ROOT, `${m.thead}${spec.slice(m.head.length, spec.length - m.tail.length)}${m.ttail}`);
+  }
+  throw new Error(`${path.relative(ROOT, absSource)}: '${spec}' matches no package.json imports entry`);
+}
+
+/**
+ * Rewrites specifiers that leave a tree (relative ones, and subpath imports such as `#protocol/index.js`,
+ * which name the sources) so they point at the other tree's output: the published package runs without
+ * the sources, so nothing compiled may go through package.json `imports`.
+ */
 function rewriteImports(code, absSource, absOut) {
   return code.replace(SPECIFIER, (whole, lead, quote, spec) => {
-    const target = path.resolve(path.dirname(absSource), spec.replace(/\.js$/, '.ts'));
+    const target = sourceOf(spec, absSource);
     const mapped = outputOf(target);
     if (mapped === null) {
       if (spec.endsWith('.js')) throw new Error(`${path.relative(ROOT, absSource)}: import '${spec}' leaves the compiled trees`);
@@ -121,7 +141,7 @@ async function bundleInspector() {
       {
         name: 'protocol-lite',
         setup(b) {
-          b.onResolve({ filter: /protocol\/src\/index\.js$/ }, () => ({ path: here('page/protocol-lite.ts') }));
+          b.onResolve({ filter: /(protocol\/src|#protocol)\/index\.js$/ }, () => ({ path: here('page/protocol-lite.ts') }));
         },
       },
     ],
@@ -136,6 +156,22 @@ function declarations() {
   const tsc = path.join(ROOT, 'node_modules/typescript/bin/tsc');
   const r = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) throw new Error(`tsc (declarations) exited with ${r.status}`);
+  // The declarations keep the sources' subpath imports (`#protocol/index.js`): pointed at their
+  // declaration files instead, since a consumer's package.json `imports` would name sources not shipped.
+  const types = path.join(ROOT, 'types');
+  for (const rel of walk(types)) {
+    if (!rel.endsWith('.d.ts')) continue;
+    const abs = path.join(types, rel);
+    const src = readFileSync(abs, 'utf8');
+    const out = src.replace(SPECIFIER, (whole, lead, quote, spec) => {
+      if (!spec.startsWith('#')) return whole;
+      const target = path.join(types, path.relative(ROOT, sourceOf(spec, abs)).replace(/\.ts$/, '.js'));
+      let r = path.relative(path.dirname(abs), target).split(path.sep).join('/');
+      if (!r.startsWith('.')) r = `./${r}`;
+      return `${lead}${quote}${r}${quote}`;
+    });
+    if (out !== src) writeFileSync(abs, out);
+  }
 }
 
 const t0 = Date.now();

@@ -1,6 +1,6 @@
 // The env API: everything needed to define an environment, in one place.
 // Documented in envs/README.md. The shape is part of the shared contract; change it only there.
-import type { Bound, EnvSpec, RubricItem, Space, Tasks } from '../../protocol/src/index.js';
+import type { Bound, EnvSpec, RubricItem, Space, Tasks } from '#protocol/index.js';
 import type { SandboxProvider, SandboxRequirement } from './sandbox-api.js';
 
 // The definition's spec fields are the wire EnvSpec's (the registry builds the env_spec from them).

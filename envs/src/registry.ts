@@ -1,7 +1,7 @@
 // Env registry: definitions are checked and their kwargs schemas compiled once, at registration,
 // so `make` never compiles a schema.
 import type { ValidateFunction } from 'ajv';
-import { compileUserSchema, validateSpaceDefinition, type EnvSpec } from '../../protocol/src/index.js';
+import { compileUserSchema, validateSpaceDefinition, type EnvSpec } from '#protocol/index.js';
 import type { EnvDefinition } from './api.js';
 
 export interface RegisteredEnv {

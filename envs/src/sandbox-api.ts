@@ -15,4 +15,4 @@ export type {
   SandboxProvider,
   SandboxProviderHandle,
   SandboxRequirement,
-} from '../../sandbox-contract/index.js';
+} from '#sandbox-contract/index.js';

@@ -2,17 +2,17 @@
 // It never listens; the CLI and the tests call app.listen().
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
-import type { EnvRegistry } from '../../envs/src/registry.js';
-import { PROTOCOL_VERSIONS, protocolError, wsPath } from '../../protocol/src/index.js';
-import { bearerToken } from './auth.js';
-import { buildRegistry } from './build-registry.js';
+import type { EnvRegistry } from '#envs/registry.js';
+import { PROTOCOL_VERSIONS, protocolError, wsPath } from '#protocol/index.js';
+import { bearerToken } from './transport/auth.js';
+import { buildRegistry } from './env-host/build-registry.js';
 import { resolveConfig, type ServerConfig } from './config.js';
-import { Connection } from './connection.js';
+import { Connection, type ConnectionCore } from './connection/connection.js';
 import { registerHttpRoutes } from './http-routes.js';
 import { inspectPlugin } from './inspect/plugin.js';
 import { Observability } from './observability/index.js';
-import type { SandboxService } from './sandbox-adapter.js';
-import { registerSchedulerMetrics } from './scheduler-metrics.js';
+import type { SandboxService } from './env-host/sandbox-adapter.js';
+import { registerSchedulerMetrics } from './admission/scheduler-metrics.js';
 import { ServerCore } from './server-core.js';
 
 export interface BuildOptions {
@@ -45,7 +45,7 @@ function payloadSlack(max: number): number {
 async function loadSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry: EnvRegistry): Promise<SandboxService | null> {
   if (!config.driver || config.driver === 'none') return null;
   // Imported only when a driver is configured: servers without sandboxes never load dockerode.
-  const { createSandboxService } = await import('./sandbox-adapter.js');
+  const { createSandboxService } = await import('./env-host/sandbox-adapter.js');
   // The registry is passed so pools are warmed for its sandboxed envs without building it twice.
   return createSandboxService(config, log, registry);
 }
@@ -74,7 +74,7 @@ export async function buildApp(config: Partial<ServerConfig> = {}, options: Buil
     ? Fastify({ loggerInstance: options.logger, logController, pluginTimeout })
     : Fastify({ logger: { level: cfg.log_level, stream: await logStream(cfg) }, logController, pluginTimeout });
   const sandbox = options.sandbox ?? (await loadSandboxService(cfg, app.log, registry));
-  const core = new ServerCore(cfg, registry, app.log, sandbox);
+  const core: ConnectionCore = new ServerCore(cfg, registry, app.log, sandbox);
   // Registered before any connection exists; with metrics off no observer is added (zero-cost hook).
   const observability = cfg.metrics === false ? null : new Observability(core, { gcMetrics: cfg.gc_metrics === true });
   // The admission queue's metrics on the same registry (scheduler-metrics.ts).

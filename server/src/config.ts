@@ -1,8 +1,10 @@
 // Server configuration: defaults < JSON config file < CLI flags. Validated with ajv so a typo
 // fails at startup with the offending key named, never as a surprise mid-training.
+// Over 500 lines on purpose: every option's schema, default and cross-check sit together, so an option is
+// read, defaulted and validated in one place (split by topic, a new option would touch several files).
 import { readFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
-import type { SandboxLimitName, SandboxLimits } from '../../sandbox-contract/index.js';
+import type { SandboxLimitName, SandboxLimits } from '#sandbox-contract/index.js';
 
 export interface ServerConfig {
   host: string;

@@ -1,8 +1,8 @@
 // The server's side of the error registry: the one mapping of a failed env call to its wire error,
 // and the errors more than one place builds. Errors themselves are the protocol's ProtocolError.
-import { clipPath, ProtocolError, protocolError as err } from '../../protocol/src/index.js';
-import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
-import { DeadlineExceeded } from './deadline.js';
+import { clipPath, ProtocolError, protocolError as err } from '#protocol/index.js';
+import { InvalidArgument, SandboxFailure } from '#envs/api.js';
+import { DeadlineExceeded } from './session/deadline.js';
 
 export { ProtocolError };
 

@@ -3,8 +3,8 @@
 // the WebSocket endpoint. On a server with tokens, app.ts asks for the bearer token on every route here
 // but /healthz and /readyz (docs/OBSERVABILITY.md, "Access").
 import type { FastifyInstance } from 'fastify';
-import { PROTOCOL_VERSION, PROTOCOL_VERSIONS, protocolError } from '../../protocol/src/index.js';
-import { SCHEMAS } from '../../protocol/src/generated/schemas.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSIONS, protocolError } from '#protocol/index.js';
+import { SCHEMAS } from '#protocol/generated/schemas.js';
 import type { Observability } from './observability/index.js';
 import type { ServerCore } from './server-core.js';
 

@@ -1,27 +1,45 @@
-// State shared by all connections of one server: config, registry, limits, counters, timers.
+// State shared by all connections of one server: config, registry, limits, counters, timers. It knows
+// connections only as ConnectionHandle (what the timers, drain, shutdown and /metrics need of one), so the
+// connection layer depends on it and never the other way round.
 import type { FastifyBaseLogger } from 'fastify';
-import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '../../protocol/src/index.js';
-import type { TaskStatsProvider } from '../../envs/src/api.js';
-import type { EnvRegistry } from '../../envs/src/registry.js';
-import { TokenChecker } from './auth.js';
+import { PROTOCOL_VERSIONS, protocolError, type HelloResult, type ProtocolError } from '#protocol/index.js';
+import type { TaskStatsProvider } from '#envs/api.js';
+import type { EnvRegistry } from '#envs/registry.js';
+import { TokenChecker } from './transport/auth.js';
 import type { ServerConfig } from './config.js';
-import type { Connection } from './connection.js';
-import { DeadlineSweeper } from './deadline.js';
-import { ResumeTokens } from './resume.js';
+import { CapacityLedger } from './admission/capacity-ledger.js';
+import { DeadlineSweeper } from './session/deadline.js';
+import { ResumeTokens, type Resumable } from './transport/resume.js';
 import { EpisodeObservers } from './observability/episode-events.js';
-import type { OpLimits } from './session.js';
-import type { Readiness, SandboxService } from './sandbox-adapter.js';
+import type { OpLimits } from './session/session.js';
+import type { Readiness, SandboxService } from './env-host/sandbox-adapter.js';
 import { SERVER_VERSION } from './version.js';
-import { OutputBudget } from './write-coalescer.js';
+import { OutputBudget } from './transport/write-coalescer.js';
 
 /** Suggested wait before retrying a connection refused for capacity. */
 const CONNECTION_RETRY_MS = 1000;
 
-export class ServerCore {
-  readonly connections = new Set<Connection>();
+/** What the server needs of a connection (connection/connection.ts implements it). */
+export interface ConnectionHandle {
+  /** Bytes its socket has read and written. */
+  socketBytes(): { read: number; written: number };
+  /** Its sessions mid-episode or with a request running. */
+  runningEpisodes(): number;
+  /** Requests waiting behind a running one, all its sessions. */
+  queuedRequests(): number;
+  heartbeat(): void;
+  reapIdle(cutoff: number, idleMs: number): void;
+  checkUnfinishedMessage(now: number, timeoutMs: number): void;
+  announceShutdown(graceMs?: number): void;
+  shutdown(): Promise<void>;
+}
+
+/** `R`: what the resume tokens hold (the connection layer's resume links). */
+export class ServerCore<R extends Resumable = Resumable> {
+  readonly connections = new Set<ConnectionHandle>();
   readonly tokens: TokenChecker;
-  /** Open sessions server-wide, including makes in flight (so concurrent makes cannot overshoot). */
-  sessionCount = 0;
+  /** Session capacity (max_sessions, max_sessions_per_connection): the one place sessions are counted. */
+  readonly capacity: CapacityLedger;
   shuttingDown = false;
   /** drain() was called: not ready, no new connection, session or episode; running episodes go on. */
   draining = false;
@@ -37,7 +55,7 @@ export class ServerCore {
   /** Connections that have not completed hello yet (max_pending_handshakes). */
   pendingHandshakes = 0;
   /** Resume tokens and the connections detached awaiting a resume (PROTOCOL.md §5a). */
-  readonly resume = new ResumeTokens<Connection>();
+  readonly resume = new ResumeTokens<R>();
   /** Who hears about sessions and episodes (metrics, archive, task stats): `observers.add(o)`. */
   readonly observers: EpisodeObservers;
   /** The per-task statistics view each env gets (EnvContext.task_stats); null when the server keeps none. */
@@ -58,12 +76,19 @@ export class ServerCore {
     readonly sandbox: SandboxService | null,
   ) {
     this.tokens = new TokenChecker(config.tokens);
+    this.capacity = new CapacityLedger(config.max_sessions, config.max_sessions_per_connection);
     this.observers = new EpisodeObservers(log);
     this.deadlines = new DeadlineSweeper(DeadlineSweeper.tickFor(config.step_timeout_ms, config.reset_timeout_ms));
     // Started here, not on listen: in-process users (tests, benchmarks) get deadlines too. unref'd.
     this.deadlines.start();
     this.output = new OutputBudget(config.max_buffered_output_bytes);
-    this.opLimits = { step_timeout_ms: config.step_timeout_ms, reset_timeout_ms: config.reset_timeout_ms, deadlines: this.deadlines };
+    this.opLimits = {
+      step_timeout_ms: config.step_timeout_ms,
+      reset_timeout_ms: config.reset_timeout_ms,
+      max_queued_requests: config.max_queued_requests,
+      max_queued_bytes: config.max_queued_bytes,
+      deadlines: this.deadlines,
+    };
     this.helloResult = {
       version: Math.max(...PROTOCOL_VERSIONS),
       server: { name: 'sandgym', version: SERVER_VERSION },
@@ -101,19 +126,31 @@ export class ServerCore {
     return protocolError('CAPACITY', { reason }, { reason, limit, retry_after_ms: CONNECTION_RETRY_MS });
   }
 
+  /** Open sessions server-wide, including makes in flight. */
+  get sessionCount(): number {
+    return this.capacity.sessions;
+  }
+
+  /** Requests waiting behind a running one, all sessions (a /metrics scrape). */
+  queuedRequests(): number {
+    let n = 0;
+    for (const c of this.connections) n += c.queuedRequests();
+    return n;
+  }
+
   /** A new connection id (`c_<n>`). */
   nextConnectionId(): string {
     return `c_${++this.connectionSeq}`;
   }
 
   /** Books a connection (from its constructor); removeConnection undoes it once, from its close. */
-  addConnection(c: Connection, address: string): void {
+  addConnection(c: ConnectionHandle, address: string): void {
     this.connections.add(c);
     this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
     this.pendingHandshakes++;
   }
 
-  removeConnection(c: Connection, address: string, handshaken: boolean): void {
+  removeConnection(c: ConnectionHandle, address: string, handshaken: boolean): void {
     if (!this.connections.delete(c)) return;
     const b = c.socketBytes();
     this.closedBytesIn += b.read;
@@ -179,7 +216,7 @@ export class ServerCore {
   /** Sessions mid-episode (reset done, not yet terminated or truncated) or with a request running. */
   runningEpisodes(): number {
     let n = 0;
-    for (const c of this.connections) for (const s of c.sessions.values()) if (s.busy || s.state === 'running') n++;
+    for (const c of this.connections) n += c.runningEpisodes();
     return n;
   }
 

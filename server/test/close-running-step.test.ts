@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bash, containerExists, HAS_DOCKER, waitFor } from '../../test/sandbox-e2e/e2e-helpers.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, type TestServer } from './helpers/server.js';
+import type { Connection } from '../src/connection/connection.js';
 
 describe.skipIf(!HAS_DOCKER)('close abandons a running sandboxed step (docker)', () => {
   let server: TestServer;
@@ -25,7 +26,7 @@ describe.skipIf(!HAS_DOCKER)('close abandons a running sandboxed step (docker)',
     const container = String((reset.info as { sandbox: string }).sandbox);
     expect(await containerExists(container)).toBe(true);
     const step = client.request('step', { session, action: bash('sleep 40; echo done') });
-    await waitFor(() => [...server.core.connections].some((c) => c.sessions.get(session)?.busy === true), 10_000, 'the step to run');
+    await waitFor(() => [...server.core.connections].some((c) => (c as Connection).book.get(session)?.busy === true), 10_000, 'the step to run');
     // Before: the close waited behind the 40 s command (here the reply wait gives up after 20 s).
     const closeReply = client.waitFor(999_001, 20_000);
     client.sendFrame({ id: 999_001, type: 'close', session });

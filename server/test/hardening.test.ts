@@ -14,6 +14,7 @@ import { decodeFrame, PROTOCOL_VERSIONS } from '../../protocol/src/index.js';
 import { ConfigError, loadConfigFile, resolveConfig, type ServerConfig } from '../src/config.js';
 import { RawClient, type Frame } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
+import type { Connection } from '../src/connection/connection.js';
 
 const TOKEN = 'hardening-token';
 
@@ -335,7 +336,7 @@ describe('close abandons a running step', () => {
     const session = await c.make('x/hang-v0');
     await c.ok('reset', { session });
     const step = c.request('step', { session, action: 0 });
-    await until(() => [...s.core.connections].some((conn) => conn.sessions.get(session)?.busy === true), 10_000, 'the step to run');
+    await until(() => [...s.core.connections].some((conn) => (conn as Connection).book.get(session)?.busy === true), 10_000, 'the step to run');
     // Before: the close waited behind the step forever (here: the waitFor's 10 s).
     const closed = await c.request('close', { session });
     expect(closed).toMatchObject({ type: 'result', result: {} });
@@ -350,7 +351,7 @@ describe('close abandons a running step', () => {
     const session = await c.make('test/slow-v0', { delay_ms: 60_000 });
     await c.ok('reset', { session });
     const step = c.request('step', { session, action: 0 });
-    await until(() => [...s.core.connections].some((conn) => conn.sessions.get(session)?.busy === true), 10_000, 'the step to run');
+    await until(() => [...s.core.connections].some((conn) => (conn as Connection).book.get(session)?.busy === true), 10_000, 'the step to run');
     await s.stop();
     expect((await step).error).toMatchObject({ code: 'SHUTTING_DOWN', retryable: true });
   });

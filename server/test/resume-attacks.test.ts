@@ -69,8 +69,10 @@ interface ReplayBooks {
   heldBytes: number;
   inflight: Set<number>;
 }
+/** The replay log of a connection (server.core.connections) or of a resume link (server.core.resume.detached). */
 function booksOf(conn: unknown): ReplayBooks {
-  return (conn as { replay: ReplayBooks }).replay;
+  const c = conn as { replay?: ReplayBooks; link?: { replay: ReplayBooks } };
+  return c.replay ?? (c.link as { replay: ReplayBooks }).replay;
 }
 
 describe('resume attacks: tokens', () => {
@@ -476,7 +478,7 @@ describe('resume attacks: memory across tenants', () => {
       expect(keys).toHaveLength(2);
       for (const k of keys) expect(k).toMatch(/^token:[0-9a-f]{16}$/);
       const [ka, kb] = keys as [string, string];
-      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { replay: { tenant: string } }).replay.tenant === k).length;
+      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { link: { replay: { tenant: string } } }).link.replay.tenant === k).length;
       expect([held(ka), held(kb)].sort()).toEqual([1, 2]);
       expect(pool.of(ka) + pool.of(kb)).toBe(pool.total);
       for (const c of [a1, a2, b]) await c.close();
@@ -612,7 +614,7 @@ describe('resume attacks: a close the server initiates is a goodbye', () => {
       const { c: c2 } = await open(server);
       // The oversized frame was handled before c2's hello (one event loop, frames in arrival order is
       // not guaranteed across sockets): wait until the server has ended c's connection.
-      await until(() => [...server.core.connections].some((k) => (k as unknown as { ended: boolean }).ended), 10_000, 'the server to end the connection');
+      await until(() => [...server.core.connections].some((k) => (k as unknown as { link: { ended: boolean } }).link.ended), 10_000, 'the server to end the connection');
       expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_EXPIRED', details: { reason: expect.stringContaining('server closed') } });
       expect(server.sessionCount()).toBe(1);
       c.ws.terminate();
@@ -681,6 +683,26 @@ describe('resume attacks: a drop-and-resume loop is no activity', () => {
       // ...and for idleness, after at least idle_timeout_ms of attached time, never before.
       expect(attachedMs).toBeGreaterThanOrEqual(idleMs);
       await c.close().catch(() => undefined);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('resume attacks: a resume of a connection still open is no activity either', () => {
+  it('its sessions are still reaped after idle_timeout_ms (the idle clock used to jump by the epoch)', async () => {
+    const idleMs = 1500;
+    const server = await startServer({ resume_grace_ms: 60_000, idle_timeout_ms: idleMs });
+    try {
+      const { c: c1, resumeToken } = await open(server);
+      const s = await c1.make('test/counter-v0');
+      await c1.ok('reset', { session: s });
+      // The client saw the drop first: the old connection is still open when the new one resumes it.
+      const { c: c2 } = await open(server);
+      highIds(c2);
+      expect((await c2.ok('resume', { token: resumeToken })).sessions).toEqual([s]);
+      await until(() => server.sessionCount() === 0, 30_000, 'the idle session to be reaped');
+      await c2.close();
     } finally {
       await server.stop();
     }

@@ -6,7 +6,7 @@ import type { EnvDefinition } from '../../envs/src/api.js';
 import type { Sandbox } from '../../envs/src/sandbox-api.js';
 import { EnvRegistry } from '../../envs/src/registry.js';
 import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
-import type { SandboxService } from '../src/sandbox-adapter.js';
+import type { SandboxService } from '../src/env-host/sandbox-adapter.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
 
@@ -122,7 +122,7 @@ describe('adapter over the real local driver (bubblewrap)', async () => {
   const required = process.env.SANDGYM_REQUIRE_BWRAP === '1';
   it.skipIf(!usable && !required)(usable ? 'runs commands in a pooled sandbox' : 'skipped: bubblewrap cannot create namespaces on this host', async () => {
     expect(usable, 'SANDGYM_REQUIRE_BWRAP=1 but bubblewrap is not usable').toBe(true);
-    const { createSandboxService } = await import('../src/sandbox-adapter.js');
+    const { createSandboxService } = await import('../src/env-host/sandbox-adapter.js');
     const { resolveConfig } = await import('../src/config.js');
     const service = await createSandboxService(resolveConfig({ driver: 'local', pools: { min_idle: 0 } }), pino({ level: 'silent' }));
     server = await startServer({}, { registry: registry(), sandbox: service });

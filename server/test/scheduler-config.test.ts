@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig, resolveScheduling, type SchedulingConfig } from '../src/config.js';
-import { SchedulerDriver } from '../src/scheduler-driver.js';
+import { SchedulerDriver } from '../src/admission/scheduler-driver.js';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 

@@ -2,7 +2,7 @@
 // slot, the map holds only tenants holding bytes (a tenant per connection on a server without tokens must not
 // grow it for good), and moving a holder to its tenant at hello keeps every sum right.
 import { describe, expect, it } from 'vitest';
-import { TenantBytes, TenantShare } from '../src/tenant-bytes.js';
+import { TenantBytes, TenantShare } from '../src/transport/tenant-bytes.js';
 
 /** Every slot's bytes are the sum of its holders' and the total the sum of all. */
 function consistent(pool: TenantBytes, holders: TenantShare[]): void {

@@ -3,7 +3,7 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { OutputBudget, WriteCoalescer } from '../src/write-coalescer.js';
+import { OutputBudget, WriteCoalescer } from '../src/transport/write-coalescer.js';
 import { RawClient } from './helpers/raw-client.js';
 import { startServer, until, type TestServer } from './helpers/server.js';
 

@@ -31,9 +31,18 @@ function tree(files: Record<string, string>): string {
     // The targets every fixture may import.
     'protocol/src/index.ts': 'export type Wire = { a: number };\n',
     'sandbox-contract/index.ts': "import type { Wire } from '../protocol/src/index.js';\nexport type Limits = Wire;\n",
-    'server/src/session.ts': 'export class Session {}\n',
+    'server/src/session/session.ts': 'export class Session {}\n',
     'server/src/sandbox/types.ts': "export type { Limits } from '../../../sandbox-contract/index.js';\n",
-    'server/src/sandbox-adapter.ts': "import { Session } from './session.js';\nimport type { Limits } from './sandbox/types.js';\nexport const seam = (s: Session, l?: Limits) => [s, l];\n",
+    'server/src/env-host/sandbox-adapter.ts': "import type { Limits } from '../sandbox/types.js';\nexport const seam = (l?: Limits) => [l];\n",
+    'server/src/session/deadline.ts': 'export const deadline = 1;\n',
+    'server/src/transport/resume.ts': 'export interface Resumable { expire(): void }\n',
+    'server/src/server-core.ts': "import type { Session } from './session/session.js';\nimport type { Resumable } from './transport/resume.js';\nexport interface ConnectionHandle { s?: Session; r?: Resumable }\n",
+    'server/src/connection/connection.ts': "import type { ConnectionHandle } from '../server-core.js';\nimport { Session } from '../session/session.js';\nimport { seam } from '../env-host/sandbox-adapter.js';\nexport const c = (h: ConnectionHandle) => [h, Session, seam];\n",
+    'server/src/admission/session-admission.ts': "import { deadline } from '../session/deadline.js';\nexport const a = deadline;\n",
+    'server/src/trajectory/trajectory.ts': 'export const t = 1;\n',
+    'server/src/play/session.ts': "import { t } from '../trajectory/trajectory.js';\nexport const p = t;\n",
+    'server/src/cli/play.ts': "import { p } from '../play/session.js';\nimport { c } from '../connection/connection.js';\nexport const cli = [p, c];\n",
+    'server/src/observability/metrics.ts': "import type { ConnectionHandle } from '../server-core.js';\nexport type M = ConnectionHandle;\n",
     'envs/src/api.ts': "import type { Wire } from '../../protocol/src/index.js';\nimport type { Limits } from '../../sandbox-contract/index.js';\nexport type Env = [Wire, Limits];\n",
     'clients/ts/src/index.ts': "export type { Wire } from '../../../protocol/src/index.js';\n",
     ...files,
@@ -63,15 +72,15 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
   it('fails on every kind of import against the direction, dynamic and type-only ones included', async () => {
     const root = tree({
       // A driver reaching into sessions (type-only still counts) and into envs.
-      'server/src/sandbox/bad-driver.ts': "import type { Session } from '../session.js';\nimport type { Env } from '../../../envs/src/api.js';\nexport type X = [Session, Env];\n",
+      'server/src/sandbox/bad-driver.ts': "import type { Session } from '../session/session.js';\nimport type { Env } from '../../../envs/src/api.js';\nexport type X = [Session, Env];\n",
       // envs reaching the server through a literal dynamic import, and through a `typeof import()` type.
       'envs/src/bad-env.ts':
-        "export async function f() { return (await import('../../server/src/sandbox-adapter.js')).seam; }\nexport type T = typeof import('../../server/src/sandbox/types.js');\n",
+        "export async function f() { return (await import('../../server/src/env-host/sandbox-adapter.js')).seam; }\nexport type T = typeof import('../../server/src/sandbox/types.js');\n",
       'protocol/src/bad.ts': "import type { Env } from '../../envs/src/api.js';\nexport type Y = Env;\n",
-      'clients/ts/src/bad.ts': "export { seam } from '../../../server/src/sandbox-adapter.js';\n",
-      'sandbox-contract/bad.ts': "import type { Session } from '../server/src/session.js';\nexport type Z = Session;\n",
+      'clients/ts/src/bad.ts': "export { seam } from '../../../server/src/env-host/sandbox-adapter.js';\n",
+      'sandbox-contract/bad.ts': "import type { Session } from '../server/src/session/session.js';\nexport type Z = Session;\n",
       // The scheduler core reaching into the sandbox layer (it must stay sans-I/O).
-      'server/src/scheduler/bad-core.ts': "import type { Limits } from '../sandbox/types.js';\nexport type S = Limits;\n",
+      'server/src/admission/scheduler/bad-core.ts': "import type { Limits } from '../../sandbox/types.js';\nexport type S = Limits;\n",
       'envs/src/typo.ts': "export const g = () => import('./no-such-module.js');\n",
       // Product code using a devDependency (absent from a production install).
       'server/src/uses-dev.ts': "import devOnly from 'dev-only';\nexport const d = devOnly;\n",
@@ -80,20 +89,75 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
     expect(r.code).not.toBe(0);
     const lines = r.out.split('\n').filter((l) => l.includes('error '));
     const expected = [
-      'sandbox-drivers-know-no-envs-or-sessions: server/src/sandbox/bad-driver.ts → server/src/session.ts',
+      'sandbox-drivers-know-no-envs-or-sessions: server/src/sandbox/bad-driver.ts → server/src/session/session.ts',
       'sandbox-drivers-know-no-envs-or-sessions: server/src/sandbox/bad-driver.ts → envs/src/api.ts',
-      'envs-only-protocol-and-sandbox-contract: envs/src/bad-env.ts → server/src/sandbox-adapter.ts',
+      'envs-only-protocol-and-sandbox-contract: envs/src/bad-env.ts → server/src/env-host/sandbox-adapter.ts',
       'envs-only-protocol-and-sandbox-contract: envs/src/bad-env.ts → server/src/sandbox/types.ts',
       'protocol-imports-nothing-of-ours: protocol/src/bad.ts → envs/src/api.ts',
-      'clients-ts-only-protocol: clients/ts/src/bad.ts → server/src/sandbox-adapter.ts',
-      'sandbox-contract-only-protocol: sandbox-contract/bad.ts → server/src/session.ts',
-      'scheduler-core-is-sans-io: server/src/scheduler/bad-core.ts → server/src/sandbox/types.ts',
+      'clients-ts-only-protocol: clients/ts/src/bad.ts → server/src/env-host/sandbox-adapter.ts',
+      'sandbox-contract-only-protocol: sandbox-contract/bad.ts → server/src/session/session.ts',
+      'scheduler-core-is-sans-io: server/src/admission/scheduler/bad-core.ts → server/src/sandbox/types.ts',
       'no-unresolvable-import: envs/src/typo.ts → ./no-such-module.js',
       'no-unlisted-package: server/src/uses-dev.ts → node_modules/dev-only/index.js',
     ];
     for (const e of expected) expect(lines.some((l) => l.includes(e)), `missing: ${e}\n${r.out}`).toBe(true);
     // Nothing else: the allowed edges (seam -> session, envs -> contract, ...) are not reported.
     expect(lines, r.out).toHaveLength(expected.length);
+  });
+
+  it('fails on every import against the server/src folder directions, type-only ones included', async () => {
+    const root = tree({
+      // The core reaching its connections (the old connection ⇄ server-core ⇄ session circle, type-only).
+      'server/src/server-core-bad.ts': 'export {};\n',
+      'server/src/session/bad-session.ts': "import type { ConnectionHandle } from '../server-core.js';\nimport type { c } from '../connection/connection.js';\nexport type B = [ConnectionHandle, typeof c];\n",
+      'server/src/admission/bad-admission.ts': "import type { Session } from '../session/session.js';\nexport type A = Session;\n",
+      'server/src/env-host/bad-host.ts': "import type { Session } from '../session/session.js';\nexport type H = Session;\n",
+      'server/src/transport/bad-transport.ts': "import type { Session } from '../session/session.js';\nexport type T = Session;\n",
+      'server/src/observability/bad-observer.ts': "import type { Session } from '../session/session.js';\nexport type O = Session;\n",
+      'server/src/connection/bad-connection.ts': "import { p } from '../play/session.js';\nexport const b = p;\n",
+      'server/src/play/bad-play.ts': "import { cli } from '../cli/play.js';\nexport const b = cli;\n",
+      'server/src/trajectory/bad-trajectory.ts': "import { p } from '../play/session.js';\nexport const b = p;\n",
+    });
+    // server-core.ts itself, replaced by one that imports a connection.
+    writeFileSync(join(root, 'server/src/server-core.ts'), "import type { c } from './connection/connection.js';\nexport interface ConnectionHandle { c?: typeof c }\n");
+    const r = await depcruise(root);
+    expect(r.code).not.toBe(0);
+    const lines = r.out.split('\n').filter((l) => l.includes('error '));
+    const expected = [
+      'core-knows-no-connection: server/src/server-core.ts → server/src/connection/connection.ts',
+      'session-knows-no-connection: server/src/session/bad-session.ts → server/src/server-core.ts',
+      'session-knows-no-connection: server/src/session/bad-session.ts → server/src/connection/connection.ts',
+      'admission-below-sessions: server/src/admission/bad-admission.ts → server/src/session/session.ts',
+      'env-host-below-sessions: server/src/env-host/bad-host.ts → server/src/session/session.ts',
+      'transport-knows-only-bytes: server/src/transport/bad-transport.ts → server/src/session/session.ts',
+      'observability-only-listens: server/src/observability/bad-observer.ts → server/src/session/session.ts',
+      'connection-knows-no-front: server/src/connection/bad-connection.ts → server/src/play/session.ts',
+      'nothing-imports-the-cli: server/src/play/bad-play.ts → server/src/cli/play.ts',
+      'trajectory-is-neutral: server/src/trajectory/bad-trajectory.ts → server/src/play/session.ts',
+    ];
+    for (const e of expected) expect(lines.some((l) => l.includes(e)), `missing: ${e}\n${r.out}`).toBe(true);
+    // The one circle these make (server-core.ts -> connection -> server-core.ts) is reported too.
+    expect(lines.filter((l) => l.includes('no-circular')).length, r.out).toBeGreaterThan(0);
+  });
+
+  it('fails on a circle of runtime imports and on a circle of type-only imports, anywhere', async () => {
+    const root = tree({
+      'clients/ts/src/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
+      'clients/ts/src/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
+      'envs/src/x.ts': "import type { Y } from './y.js';\nexport interface X { y?: Y }\n",
+      'envs/src/y.ts': "import type { X } from './x.js';\nexport interface Y { x?: X }\n",
+      // A literal import() closes a circle too (the archive store ⇄ s3-store one was of that kind).
+      'server/src/observability/store.ts': "export const open = async () => (await import('./s3.js')).s3;\n",
+      'server/src/observability/s3.ts': "import { open } from './store.js';\nexport const s3 = open;\n",
+    });
+    const r = await depcruise(root);
+    expect(r.code).not.toBe(0);
+    const circles = r.out.split('\n').filter((l) => l.includes('error no-circular'));
+    // Each circle is reported (from one of its modules).
+    for (const pair of [['clients/ts/src/a.ts', 'clients/ts/src/b.ts'], ['envs/src/x.ts', 'envs/src/y.ts'], ['server/src/observability/store.ts', 'server/src/observability/s3.ts']]) {
+      expect(circles.some((l) => pair.some((m) => l.includes(`no-circular: ${m}`))), `missing circle ${pair.join(' ⇄ ')}\n${r.out}`).toBe(true);
+    }
+    expect(r.out.split('\n').filter((l) => l.includes('error ') && !l.includes('no-circular')), r.out).toEqual([]);
   });
 });
 

@@ -8,7 +8,7 @@
 // SANDGYM_REQUIRE_BWRAP=1 (CI).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
-import type { PooledSandboxService } from '../../server/src/sandbox-adapter.js';
+import type { PooledSandboxService } from '../../server/src/env-host/sandbox-adapter.js';
 import type { DriverSandbox } from '../../server/src/sandbox/index.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { HAS_BWRAP, HAS_DOCKER } from '../sandbox-e2e/e2e-helpers.js';

@@ -23,7 +23,7 @@ import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { taskRequirement } from '../../envs/src/code/validate.js';
 import type { Sandbox, SandboxProvider, SandboxProviderHandle, SandboxRequirement } from '../../envs/src/sandbox-api.js';
-import { openSandboxProvider } from '../../server/src/sandbox-adapter.js';
+import { openSandboxProvider } from '../../server/src/env-host/sandbox-adapter.js';
 import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));

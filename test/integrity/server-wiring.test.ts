@@ -4,7 +4,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { buildRegistry } from '../../server/src/build-registry.js';
+import { buildRegistry } from '../../server/src/env-host/build-registry.js';
 import { serveConfigFromArgs } from '../../server/src/cli/serve.js';
 import { ConfigError, resolveConfig } from '../../server/src/config.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';

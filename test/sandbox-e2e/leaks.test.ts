@@ -4,7 +4,7 @@
 // served without ever sharing a sandbox.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../../clients/ts/src/index.js';
-import type { PooledSandboxService } from '../../server/src/sandbox-adapter.js';
+import type { PooledSandboxService } from '../../server/src/env-host/sandbox-adapter.js';
 import { spawnServer, startServer, type SpawnedServer, type TestServer } from '../helpers/server.js';
 import { bash, containerExists, containersWithLabel, docker, HAS_DOCKER, waitFor } from './e2e-helpers.js';
 

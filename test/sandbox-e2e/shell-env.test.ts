@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, SandgymError, type SandgymClient } from '../../clients/ts/src/index.js';
 import { SHELL_TASKS } from '../../envs/src/builtin/shell/tasks.js';
-import type { PooledSandboxService } from '../../server/src/sandbox-adapter.js';
+import type { PooledSandboxService } from '../../server/src/env-host/sandbox-adapter.js';
 import { startServer, type TestServer } from '../helpers/server.js';
 import { bash, HAS_BWRAP, HAS_DOCKER, submit, waitFor } from './e2e-helpers.js';
 

@@ -2,12 +2,12 @@
 // tests: it drives a live server like a trainer would and reports each property as a named
 // pass/fail with a detail, so an env author sees every problem at once rather than the first.
 
-import { checkSpace, makeInvalidSamples, mulberry32, sampleSpace, validateEnvSpec, validateResult } from '../../../protocol/src/index.js';
+import { checkSpace, makeInvalidSamples, mulberry32, sampleSpace, validateEnvSpec, validateResult } from '#protocol/index.js';
 import { connect, type ConnectOptions, type Encoding, type SandgymClient } from './client.js';
 import type { EnvHandle } from './env-handle.js';
 import { SandgymError } from './errors.js';
 import type { WebSocketCtor } from './socket.js';
-import type { ToolCallSpace } from '../../../protocol/src/index.js';
+import type { ToolCallSpace } from '#protocol/index.js';
 import type { EnvSpec, StepResult, Tool } from './types.js';
 
 export interface CheckEnvOptions {

@@ -11,18 +11,19 @@
 // typed error, and the client says so (the `resume_failed` event and a warning on its logger).
 
 // The codec module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
-import { decodeFrame, encodeJson, encodeMsgpack } from '../../../protocol/src/codec.js';
+import { decodeFrame, encodeJson, encodeMsgpack } from '#protocol/codec.js';
 // The majors this client speaks are the protocol package's (one declaration; import-free module).
-import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
+import { PROTOCOL_VERSIONS } from '#protocol/version.js';
 import { EnvHandle } from './env-handle.js';
 import { CLOSE_CODES, ERROR_REGISTRY, SandgymError, connectionClosedError, requestTimeoutError, type ErrorScope } from './errors.js';
 import { AbandonedIds, RequestIds } from './request-ids.js';
 import { OPEN, openSocket, type OpenedSocket, type WebSocketCtor, type WebSocketLike } from './socket.js';
 import { EnvGroup } from './scheduling.js';
+import { schedulingFields, type RequestOptions } from './requests.js';
 import type { AdmittedEventDetails, BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, QueueProgress, QueuedEventDetails, SchedulingFields, ServerEvent, ServerInfo } from './types.js';
 
 export const CLIENT_VERSION = '0.1.0';
-export { PROTOCOL_VERSIONS };
+export { PROTOCOL_VERSIONS, schedulingFields };
 
 export type Encoding = 'json' | 'msgpack';
 export type FrameListener = (frame: FrameRecord) => void;
@@ -75,15 +76,7 @@ export interface ResumeInfo {
   ms: number;
 }
 
-export interface RequestOptions {
-  /** Overrides the client's requestTimeoutMs for this request; 0 disables the deadline. */
-  timeoutMs?: number;
-  /**
-   * Told where the request stands while it waits in the server's admission queue (`queued`: position,
-   * units ahead, estimated wait; then `admitted`). PROTOCOL.md §6a. A request admitted at once hears nothing.
-   */
-  onProgress?: (progress: QueueProgress) => void;
-}
+export type { RequestOptions };
 
 /** Requests that may wait in the admission queue: their client deadline grows by the queue timeout. */
 const QUEUEING = new Set(['make', 'reset', 'group']);
@@ -733,11 +726,3 @@ function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
 }
 
-/** The scheduling fields of make/reset/group that are set (PROTOCOL.md §6a). */
-export function schedulingFields(o: SchedulingFields | undefined): SchedulingFields {
-  const out: SchedulingFields = {};
-  if (o?.priority !== undefined) out.priority = o.priority;
-  if (o?.queue_timeout_ms !== undefined) out.queue_timeout_ms = o.queue_timeout_ms;
-  if (o?.preemptible !== undefined) out.preemptible = o.preemptible;
-  return out;
-}

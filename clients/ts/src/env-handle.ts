@@ -1,14 +1,14 @@
 // One session on a connection. The handle is a thin veneer over client.request: ordering per session
 // is the server's job, so steps may be pipelined on one handle without awaiting each.
 
-import { schedulingFields, type RequestOptions, type SandgymClient } from './client.js';
+import { schedulingFields, type RequestOptions, type SessionRequester } from './requests.js';
 import type { EnvSpec, ResetParams, ResetResult, StepResult } from './types.js';
 
 export class EnvHandle<O = unknown, A = unknown> {
   private closing: Promise<void> | undefined;
 
   constructor(
-    private readonly client: SandgymClient,
+    private readonly client: SessionRequester,
     /** Server-issued session id (unique within the connection). */
     readonly session: string,
     /** The env spec as `make` returned it (spaces, max_episode_steps, tools, rubric...). */

@@ -3,10 +3,10 @@
 // that never came, a socket that dropped) get client-side codes so callers can branch on `code` alone.
 // The registry (codes, retryable, scope, close codes) is the protocol's, re-exported, never copied.
 // The errors module alone (not the protocol index): keeps ajv and the schemas out of the client's load path.
-import { ERROR_REGISTRY, errorOfCloseCode, type ErrorScope, type WireErrorBody } from '../../../protocol/src/errors.js';
+import { ERROR_REGISTRY, errorOfCloseCode, type ErrorScope, type WireErrorBody } from '#protocol/errors.js';
 
-export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY } from '../../../protocol/src/errors.js';
-export type { ErrorCode, ErrorScope } from '../../../protocol/src/errors.js';
+export { CLOSE_CODES, ERROR_CODES, ERROR_REGISTRY } from '#protocol/errors.js';
+export type { ErrorCode, ErrorScope } from '#protocol/errors.js';
 
 /** Codes the client raises on its own; they never appear on the wire. */
 export type ClientErrorCode = 'REQUEST_TIMEOUT' | 'CONNECTION_CLOSED' | 'REPLY_LOST';

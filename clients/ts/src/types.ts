@@ -8,7 +8,7 @@ import type {
   ResetRequest,
   ResetResult as WireResetResult,
   StepResult as WireStepResult,
-} from '../../../protocol/src/generated/types.js';
+} from '#protocol/generated/types.js';
 
 export type {
   AdmittedEventDetails,
@@ -28,7 +28,7 @@ export type {
   Space,
   Tasks,
   Tool,
-} from '../../../protocol/src/generated/types.js';
+} from '#protocol/generated/types.js';
 
 /** The wire reset result with the observation typed as the caller's O. */
 export type ResetResult<O = unknown> = Omit<WireResetResult, 'observation'> & { observation: O };

@@ -1,7 +1,7 @@
 // calculator-tools-v0: a tool_call env. The agent may call `calculate` any number of times (each
 // returns the value or an error message, reward 0) and ends the episode with `submit`, graded
 // exactly against the seeded problem's answer.
-import type { ToolCallSpace } from '../../../protocol/src/index.js';
+import type { ToolCallSpace } from '#protocol/index.js';
 import { defineEnv } from '../api.js';
 import { refuseUnknownOptions } from '../options.js';
 import { randomSeed, Rng } from '../rng.js';

@@ -6,7 +6,7 @@
 // reward: as a component it paid for any edit that compiles, so a no-op edit scored above the
 // untouched workspace. The score is a function of (tests, final_state) alone, so an edit that
 // changes neither scores exactly what the untouched workspace scores (docs/TASKS.md, Rewards).
-import type { FinalStateCheck, LoadedTask, RubricComponent } from './task-types.js';
+import type { FinalStateCheck, LoadedTask, RubricComponent, TestGate } from './task-types.js';
 import { captureIndex, type WorkspaceCapture } from '../workspace/capture.js';
 
 export type Weights = Record<RubricComponent, number>;
@@ -215,14 +215,7 @@ export class GradeCache<V> {
  * fails a test still scores below 1 (the reference, wrong/ solutions and the mutation gate see the same
  * verdicts); a `require` group that matches no test gives its gated tests nothing (fail closed).
  */
-export interface TestGate {
-  /** Name patterns (`*` and `?` wildcards) of the gated test cases, e.g. `test_rejects_*`, `test_parse_invalid[*]`. */
-  tests: string[];
-  /** Name patterns of the tests that unlock them (default: every test no gate names). */
-  require?: string[];
-  /** Why these tests are gated (for readers). */
-  reason?: string;
-}
+export type { TestGate };
 
 /** A test-name pattern as a RegExp: `*` any run of characters, `?` one; everything else literal (brackets too). */
 export function testPattern(glob: string): RegExp {

@@ -1,6 +1,5 @@
 // Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
 import type { SandboxLimits } from '../sandbox-api.js';
-import type { TestGate } from './rubric.js';
 
 export type Split = 'train' | 'eval';
 export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
@@ -123,4 +122,14 @@ export interface LoadedTask {
   equivalent_mutants: EquivalentMutant[];
   /** sha256 over the normalised instruction and the hidden test files (see task-hash.ts). */
   content_hash: string;
+}
+
+/** One gate of `gated_tests` (rubric.ts `gatedTestsFraction` applies it; docs/TASKS.md, the degenerate battery). */
+export interface TestGate {
+  /** Name patterns (`*` and `?` wildcards) of the gated test cases, e.g. `test_rejects_*`, `test_parse_invalid[*]`. */
+  tests: string[];
+  /** Name patterns of the tests that unlock them (default: every test no gate names). */
+  require?: string[];
+  /** Why these tests are gated (for readers). */
+  reason?: string;
 }

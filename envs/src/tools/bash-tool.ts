@@ -3,7 +3,7 @@
 // passes what really differs (its shell, command size and timeout limits, output caps) and gets the
 // tool spec for its tool_call action space, and formats a command's result as the one observation format
 // (`formatBashResult`). The env still runs the command itself (its shell, its workdir); this is the contract.
-import type { ToolCallSpace } from '../../../protocol/src/index.js';
+import type { ToolCallSpace } from '#protocol/index.js';
 import type { ExecResult } from '../sandbox-api.js';
 
 export type ToolSpec = ToolCallSpace['tools'][number];

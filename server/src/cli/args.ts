@@ -3,7 +3,7 @@
 // the options and values, and this module decides what is an error, so every subcommand words
 // "unknown option", "needs a value" and "bad value" the same way and no message is ever matched.
 import { parseArgs } from 'node:util';
-import { parseSeed } from '../play/trajectory.js';
+import { parseSeed } from '../trajectory/trajectory.js';
 
 /** Bad command-line usage: the command did nothing. Exit code EXIT.USAGE, printed with a --help hint. */
 export class UsageError extends Error {

@@ -1,8 +1,8 @@
 // `sandgym check <env_id> --url ws://...`: the env checker of the TS client (clients/ts/src/check-env.ts)
 // run over the wire, with its report printed. The checker itself stays in the client (browser-safe,
 // usable from code); this is only its command line.
-import { checkEnv, type CheckEnvOptions, type CheckReport } from '../../../clients/ts/src/index.js';
-import { wsPath } from '../../../protocol/src/index.js';
+import { checkEnv, type CheckEnvOptions, type CheckReport } from '#client/index.js';
+import { wsPath } from '#protocol/index.js';
 import { choiceValue, intValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT } from './exit-codes.js';
 import type { CliIo } from './io.js';

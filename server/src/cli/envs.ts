@@ -1,6 +1,6 @@
 // `sandgym envs`: list env ids and descriptions, from a running server (--url) or this install.
-import { wsPath, type EnvSpec } from '../../../protocol/src/index.js';
-import { buildRegistry } from '../build-registry.js';
+import { wsPath, type EnvSpec } from '#protocol/index.js';
+import { buildRegistry } from '../env-host/build-registry.js';
 import { remoteCall } from './remote.js';
 import { parseCommand, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT } from './exit-codes.js';

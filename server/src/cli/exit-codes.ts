@@ -1,8 +1,8 @@
 // The one mapping from a thrown error to its exit code (the codes themselves: exit-status.ts,
 // re-exported here). Errors are told apart by type, never by message. This module imports the error
 // types of config, env modules and task sets, so the CLI loads it only to run a command.
-import { EnvModuleError } from '../../../envs/src/module-loader.js';
-import { TaskLoadError } from '../../../envs/src/code/task-loader.js';
+import { EnvModuleError } from '#envs/module-loader.js';
+import { TaskLoadError } from '#envs/code/task-loader.js';
 import { ConfigError } from '../config.js';
 import { ArchiveFormatError } from '../observability/archive/format.js';
 import { ArchiveSourceError } from '../observability/archive/reader.js';

@@ -1,7 +1,7 @@
 // What `sandgym`, `sandgym --help` and `sandgym --version` print, answered without loading any
 // subcommand, the server, ajv or the envs: the CLI's entry (main.ts) calls quickAnswer() before it
 // imports anything else, so these cost about as much as starting Node.
-import { PROTOCOL_VERSION } from '../../../protocol/src/version.js';
+import { PROTOCOL_VERSION } from '#protocol/version.js';
 import { SERVER_VERSION } from '../version.js';
 import { EXIT, type ExitCode } from './exit-status.js';
 

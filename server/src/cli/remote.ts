@@ -3,7 +3,7 @@
 // Failures are typed for the exit-code table: no server, no answer or a refused hello (bad token,
 // version) -> UnavailableError; an error reply to the request itself -> CommandFailedError.
 import WebSocket from 'ws';
-import { PROTOCOL_VERSIONS } from '../../../protocol/src/version.js';
+import { PROTOCOL_VERSIONS } from '#protocol/version.js';
 import { CommandFailedError, UnavailableError } from './exit-codes.js';
 
 export async function remoteCall(url: string, token: string | undefined, type: string, params: Record<string, unknown> = {}, timeoutMs = 10_000): Promise<unknown> {

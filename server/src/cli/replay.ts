@@ -1,13 +1,13 @@
 // `sandgym replay ARCHIVE`: re-runs archived episodes (their make kwargs, seed, options and actions)
 // against an env, in-process or at --url, and reports the first divergence of each. The comparison is
-// the one `sandgym play :replay` and /inspect use (server/src/play/replay.ts): reward within
+// the one `sandgym play :replay` and /inspect use (server/src/trajectory/replay.ts): reward within
 // REWARD_EPSILON, observation JSON-equal, terminated and truncated; info is not compared (timings).
-import { connect, type EnvHandle, type SandgymClient } from '../../../clients/ts/src/index.js';
-import { wsPath } from '../../../protocol/src/version.js';
+import { connect, type EnvHandle, type SandgymClient } from '#client/index.js';
+import { wsPath } from '#protocol/version.js';
 import type { EpisodeRecord } from '../observability/archive/format.js';
 import { loadArchive } from '../observability/archive/reader.js';
-import { replayTrajectory, type ReplayDriver, type ReplayReport } from '../play/replay.js';
-import type { Trajectory } from '../play/trajectory.js';
+import { replayTrajectory, type ReplayDriver, type ReplayReport } from '../trajectory/replay.js';
+import type { Trajectory } from '../trajectory/trajectory.js';
 import { choiceValue, nonEmptyValue, parseCommand, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
 import { CommandFailedError, EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
@@ -162,7 +162,7 @@ async function startServer(values: { fixtures?: boolean; 'env-module'?: string[]
   const argv = [...(values.fixtures ? ['--fixtures'] : []), ...(values['env-module'] ?? []).flatMap((m) => ['--env-module', m]), ...(values.tasks ?? []).flatMap((t) => ['--tasks', t]), ...(values.driver ? ['--driver', values.driver] : [])];
   const cfg = await serveConfigFromArgs(argv, {});
   if (cfg === null) throw new UsageError('unexpected --help', 'replay');
-  const { buildRegistry } = await import('../build-registry.js');
+  const { buildRegistry } = await import('../env-host/build-registry.js');
   const registry = await buildRegistry(cfg);
   if (values.driver === undefined && !needsSandbox(registry)) cfg.driver = 'none';
   const sg = await buildApp({ ...cfg, host: '127.0.0.1', port: 0, tokens: [], log_level: 'error' }, { registry });

@@ -5,12 +5,12 @@
 // of the episode's rewards (code-v0 rewards are potential-based shaping of it).
 import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import type { OpenSandboxProvider } from '../../../sandbox-contract/index.js';
-import { gradeSubmission } from '../../../envs/src/code/grade.js';
-import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
-import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
-import type { LoadedTask } from '../../../envs/src/code/task-types.js';
-import { CaptureRefused, parseCapture } from '../../../envs/src/workspace/capture.js';
+import type { OpenSandboxProvider } from '#sandbox-contract/index.js';
+import { gradeSubmission } from '#envs/code/grade.js';
+import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
+import { loadTaskSets } from '#envs/code/task-loader.js';
+import type { LoadedTask } from '#envs/code/task-types.js';
+import { CaptureRefused, parseCapture } from '#envs/workspace/capture.js';
 import type { EpisodeRecord } from '../observability/archive/format.js';
 import { loadArchive } from '../observability/archive/reader.js';
 import { choiceValue, intValue, nonEmptyValue, parseCommand, type CommandDef, type OptionDefs } from './args.js';

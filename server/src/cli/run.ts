@@ -21,14 +21,14 @@ const COMMANDS: Record<CommandName, Runner> = {
     const { runTasks } = await import('./tasks.js');
     return runTasks(argv, io, {
       // Loaded only when `tasks validate` opens sandboxes: `tasks list` and `check` never load dockerode.
-      openSandboxProvider: async (kind, opts) => (await import('../sandbox-adapter.js')).openSandboxProvider(kind, opts),
+      openSandboxProvider: async (kind, opts) => (await import('../env-host/sandbox-adapter.js')).openSandboxProvider(kind, opts),
     });
   },
-  play: async (argv, io) => (await import('../play/cli.js')).runPlayCli(argv, io),
+  play: async (argv, io) => (await import('./play.js')).runPlayCli(argv, io),
   replay: async (argv, io) => (await import('./replay.js')).runReplay(argv, io),
   rescore: async (argv, io) =>
     (await import('./rescore.js')).runRescore(argv, io, {
-      openSandboxProvider: async (kind, opts) => (await import('../sandbox-adapter.js')).openSandboxProvider(kind, opts),
+      openSandboxProvider: async (kind, opts) => (await import('../env-host/sandbox-adapter.js')).openSandboxProvider(kind, opts),
     }),
   report: async (argv, io) => (await import('./report.js')).runReport(argv, io),
 };

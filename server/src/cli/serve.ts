@@ -1,5 +1,5 @@
 // `sandgym serve`: build the app from defaults < config file < flags (+ token sources) and listen.
-import { PROTOCOL_VERSION, wsPath } from '../../../protocol/src/index.js';
+import { PROTOCOL_VERSION, wsPath } from '#protocol/index.js';
 import { buildApp } from '../app.js';
 import { CONFIG_SCHEMA, loadConfigFile, loadTokensFile, resolveConfig, tokensFromEnv, type ServerConfig } from '../config.js';
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';

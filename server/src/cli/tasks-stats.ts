@@ -1,7 +1,7 @@
 // `sandgym tasks stats [--url URL]`: a running server's per-task success statistics
 // (GET /v2/tasks/stats), as a table or JSON. The URL may be the server's ws:// endpoint (as other
 // commands take it) or its http:// base.
-import { PROTOCOL_VERSION, wsPath } from '../../../protocol/src/index.js';
+import { PROTOCOL_VERSION, wsPath } from '#protocol/index.js';
 import type { TaskStatsReport } from '../observability/task-stats.js';
 import { nonEmptyValue, UsageError } from './args.js';
 import { CommandFailedError, UnavailableError } from './exit-codes.js';

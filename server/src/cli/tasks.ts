@@ -1,11 +1,11 @@
 // `sandgym tasks list|check|validate <dir...>`: the command line over the task commands of envs/
 // (envs/src/code/tasks-cli.ts). The sandbox provider `validate` runs in is injected by the caller
 // (run.ts, the composition root), so neither this module nor envs/ picks a sandbox layer.
-import { listTasks, checkTasks, validateTaskList } from '../../../envs/src/code/tasks-cli.js';
-import { loadTaskSets } from '../../../envs/src/code/task-loader.js';
-import { MutationToolError } from '../../../envs/src/code/mutation/mutants.js';
-import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
-import type { OpenSandboxProvider } from '../../../envs/src/sandbox-api.js';
+import { listTasks, checkTasks, validateTaskList } from '#envs/code/tasks-cli.js';
+import { loadTaskSets } from '#envs/code/task-loader.js';
+import { MutationToolError } from '#envs/code/mutation/mutants.js';
+import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
+import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';

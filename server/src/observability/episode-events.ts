@@ -6,7 +6,7 @@
 // past its call copies it itself and must never mutate what it is given (the reply is encoded after
 // the observers ran). An observer that throws is logged once and skipped for that call; it never
 // breaks the session.
-import type { ProtocolError } from '../../../protocol/src/index.js';
+import type { ProtocolError, StepResult } from '#protocol/index.js';
 import { StepSampling } from './step-timing.js';
 
 /** The session operation an error answered. `make`: the session was never opened (session_id null). */
@@ -44,18 +44,14 @@ export interface ResetEvent {
 }
 
 /** A step succeeded (its result is what the client gets). */
-export interface StepEvent {
+/** A step: the protocol's step result (declared once, protocol/schema) with who, which step, the action and timing. */
+export interface StepEvent extends StepResult {
   session_id: string;
   env_id: string;
   episode_id: string;
   /** 0 for the first step of the episode. */
   step_index: number;
   action: unknown;
-  observation: unknown;
-  reward: number;
-  terminated: boolean;
-  truncated: boolean;
-  info: Record<string, unknown>;
   /**
    * From the step's start to its result; NaN when the step was not timed, which happens only while
    * every step observer declares `stepTiming: 'sampled'` (step-timing.ts says which steps are timed).

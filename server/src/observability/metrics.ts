@@ -10,9 +10,9 @@
 // Counter/Histogram, whose inc/observe hash a label object on every call; grading and sandbox
 // creation (milliseconds to minutes each) keep prom-client's.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EnvRegistry } from '../../../envs/src/registry.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import type { SandboxCreation } from '../sandbox/index.js';
-import type { SandboxService } from '../sandbox-adapter.js';
+import type { SandboxService } from '../env-host/sandbox-adapter.js';
 import type { CloseEvent, EpisodeObserver, ErrorEvent, OpenEvent, ResetEvent, StepEvent } from './episode-events.js';
 import type { EpisodeSummary, EpisodeTracker } from './episode-tracker.js';
 import { registerProcessMetrics } from './process-metrics.js';
@@ -24,7 +24,8 @@ export interface ScrapeSources {
   readonly registry: EnvRegistry;
   readonly sandbox: SandboxService | null;
   readonly sessionCount: number;
-  readonly connections: { readonly size: number } & Iterable<{ readonly sessions: Map<string, { readonly queue: readonly unknown[] }> }>;
+  readonly connections: { readonly size: number };
+  queuedRequests(): number;
   socketBytes(): { read: number; written: number };
 }
 
@@ -125,9 +126,7 @@ export class ServerMetrics implements EpisodeObserver {
       help: 'Requests waiting behind a running one, all sessions.',
       registers,
       collect: function () {
-        let n = 0;
-        for (const c of src.connections) for (const s of c.sessions.values()) n += s.queue.length;
-        this.set(n);
+        this.set(src.queuedRequests());
       },
     });
     new Counter({ name: 'sandgym_received_bytes_total', help: 'Bytes read from WebSocket connection sockets (frames and upgrade).', registers, collect: function () { this.reset(); this.inc(src.socketBytes().read); } });

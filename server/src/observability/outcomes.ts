@@ -3,7 +3,7 @@
 // Written once here and documented once in docs/OBSERVABILITY.md ("Outcomes and failure causes").
 // Codes are matched as registry codes (typed), never by message text; zero_reason is matched by the
 // stable prefixes §11a lists.
-import type { ErrorCode } from '../../../protocol/src/index.js';
+import type { ErrorCode } from '#protocol/index.js';
 
 /**
  * Why something went wrong, one label value each (sandgym_failures_total{cause}). The first five are

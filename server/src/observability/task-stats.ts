@@ -2,8 +2,8 @@
 // summaries) and, on start, from archived episodes (ingestAll over the archive reader's summaries).
 // Read by GET /v2/tasks/stats, `sandgym tasks stats`, and by envs through EnvContext.task_stats (a
 // read-only view per env: the env never reaches into the server).
-import type { TaskRef, TaskStat, TaskStatsProvider } from '../../../envs/src/api.js';
-import type { EnvRegistry } from '../../../envs/src/registry.js';
+import type { TaskRef, TaskStat, TaskStatsProvider } from '#envs/api.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import type { EpisodeSummary } from './episode-tracker.js';
 import { EPISODE_OUTCOMES, isScored, type EpisodeOutcome } from './outcomes.js';
 

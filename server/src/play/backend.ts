@@ -1,6 +1,6 @@
 // What the play session needs from a connection: make an env, then reset/step/close it. The CLI adapts
 // the TS client to this; tests may hand in anything with the same shape.
-import type { EnvSpec, ResetResult, StepResult } from '../../../protocol/src/index.js';
+import type { EnvSpec, ResetResult, StepResult } from '#protocol/index.js';
 
 export interface PlayEnvHandle {
   readonly spec: EnvSpec;

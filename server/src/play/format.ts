@@ -1,8 +1,8 @@
 // Rendering for the play REPL: plain text with optional ANSI colour. Pure functions returning strings,
 // so the session can be tested without a terminal.
 import { toolUsage } from './shorthand.js';
-import { formatNumber } from './trajectory.js';
-import type { EnvSpec, Space, StepResult, Tool } from '../../../protocol/src/index.js';
+import { formatNumber } from '../trajectory/trajectory.js';
+import type { EnvSpec, Space, StepResult, Tool } from '#protocol/index.js';
 import { paramsOf, toolsOf, type JsonSchema } from './types.js';
 
 export interface Style {

@@ -4,9 +4,9 @@
 import type { PlayBackend, PlayEnvHandle, PlayFiles } from './backend.js';
 import { formatError, formatNumber, formatReset, formatSpec, formatStep, formatValue, inputHint, makeStyle, rule, type Style } from './format.js';
 import { findHeredoc, parseAction } from './shorthand.js';
-import { diffFields, replaySummary, replayTrajectory } from './replay.js';
-import { fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from './trajectory.js';
-import type { EnvSpec } from '../../../protocol/src/index.js';
+import { diffFields, replaySummary, replayTrajectory } from '../trajectory/replay.js';
+import { fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../trajectory/trajectory.js';
+import type { EnvSpec } from '#protocol/index.js';
 
 export interface PlaySessionOptions {
   backend: PlayBackend;

@@ -11,7 +11,7 @@
 //   `echo {"text": "hi"}`     -> a JSON object is taken as the arguments verbatim
 // text spaces take the raw line (or a heredoc body) as the action, discrete spaces a number, and every
 // other space a JSON value.
-import type { EnvSpec, Tool } from '../../../protocol/src/index.js';
+import type { EnvSpec, Tool } from '#protocol/index.js';
 import { paramsOf, toolsOf, type JsonSchema } from './types.js';
 
 export type ParseResult = { ok: true; action: unknown } | { ok: false; error: string };

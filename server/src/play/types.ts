@@ -2,7 +2,7 @@
 // Space, Tool, RubricItem, ResetResult, StepResult) are the protocol's generated ones, imported from
 // protocol/src: a spec the server sends is used as is, without a local copy of its shape to drift.
 
-import type { EnvSpec, Tool } from '../../../protocol/src/index.js';
+import type { EnvSpec, Tool } from '#protocol/index.js';
 
 /**
  * The subset of JSON Schema the shorthand, the help text and the forms read from a tool's parameters

@@ -7,7 +7,7 @@ import { buildCommandScript, shellQuote, simpleCommandArgv, type FastArgv } from
 import { SandboxGoneError, SandboxRequestError } from './errors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } from './limits.js';
 import { buildTar } from './tar.js';
-import { JUDGE_WORKDIR, type PutOptions } from '../../../sandbox-contract/index.js';
+import { JUDGE_WORKDIR, type PutOptions } from '#sandbox-contract/index.js';
 import type {
   BinaryExecResult,
   DriverKind,

@@ -15,6 +15,8 @@
 // net draws, acquires less wiped returns, within one creation latency: the draws no creation can answer
 // in time) with a slow decay (burstMemoryMs), and keeps that many idle: the batch after the first is
 // served from the pool. Bursts below BURST_MIN_DRAWS are left to the rate.
+// Over 500 lines on purpose: one pool's counts (idle, creating, wiping, waiting) and its demand sizing share
+// invariants that hold only if one object changes them.
 import { createHash } from 'node:crypto';
 import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from './errors.js';
 import { limitsKey, resolveLimits, DEFAULT_LIMITS, defaultMaxLimits, type LimitPolicy } from './limits.js';

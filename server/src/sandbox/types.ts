@@ -1,9 +1,9 @@
 // Types shared by every sandbox driver. The limits, exec and file shapes and the env-facing `Sandbox`
 // are declared once in sandbox-contract/ (shared with envs) and re-exported here; this module must not
 // import envs (dependencies point one way).
-import type { ExecRequest, Sandbox, SandboxLimits } from '../../../sandbox-contract/index.js';
+import type { ExecRequest, Sandbox, SandboxLimits } from '#sandbox-contract/index.js';
 
-export type { DriverChoice, BinaryExecResult, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '../../../sandbox-contract/index.js';
+export type { DriverChoice, BinaryExecResult, ExecRequest, ExecResult, FileEntry, Sandbox, SandboxLimitName, SandboxLimits } from '#sandbox-contract/index.js';
 
 export interface SandboxSpec {
   image: string;

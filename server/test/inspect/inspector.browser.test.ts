@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mulberry32, PROTOCOL_VERSION, PROTOCOL_VERSIONS, sampleSpace, wsPath, type Space } from '../../../protocol/src/index.js';
-import { fromJsonl, toJsonl } from '../../src/play/trajectory.js';
+import { fromJsonl, toJsonl } from '../../src/trajectory/trajectory.js';
 import { browserRequired, browserUnavailable, launchBrowser, startInspectServer, waitOps, type BrowserSession, type InspectServer } from './harness.js';
 import { ARTIFACT_PNG, playScreenshotEpisode } from './screenshot.js';
 
@@ -258,7 +258,7 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     expect(await page.textContent('#replay-summary')).toBe('replayed 4 steps: 1 step differs (1 in reward) (return 1.65, saved 2.35)');
 
     // Saved steps beyond the end of the replayed episode: the replay stops where the episode ends
-    // (the same semantics as `:replay` in sandgym play: server/src/play/replay.ts).
+    // (the same semantics as `:replay` in sandgym play: server/src/trajectory/replay.ts).
     saved.steps[2] = { ...(saved.steps[2] as (typeof saved.steps)[number]), reward: 0.2 };
     saved.steps.push({ ...(saved.steps[3] as (typeof saved.steps)[number]), step: 5, action: 'crane' });
     writeFileSync(file, toJsonl(saved));

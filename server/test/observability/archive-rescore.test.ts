@@ -11,7 +11,7 @@ import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
 import { runRescore } from '../../src/cli/rescore.js';
 import { LocalStore } from '../../src/observability/archive/store.js';
 import { loadArchive } from '../../src/observability/archive/reader.js';
-import { openSandboxProvider } from '../../src/sandbox-adapter.js';
+import { openSandboxProvider } from '../../src/env-host/sandbox-adapter.js';
 import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
 import { dockerFacility, gate } from '../sandbox/facilities.js';
 import { archivedServer } from './archive-helpers.js';

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHIPPED_TASKS_DIR } from '../../../envs/src/code/shipped.js';
 import { runRescore } from '../../src/cli/rescore.js';
 import type { EpisodeRecord } from '../../src/observability/archive/format.js';
-import { openSandboxProvider } from '../../src/sandbox-adapter.js';
+import { openSandboxProvider } from '../../src/env-host/sandbox-adapter.js';
 import { dockerFacility, gate } from '../sandbox/facilities.js';
 
 const run = gate('docker', await dockerFacility('sandgym/python:1'));

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../../../clients/ts/src/index.js';
 import { buildApp, type SandgymApp } from '../../src/app.js';
-import { fromJsonl } from '../../src/play/trajectory.js';
+import { fromJsonl } from '../../src/trajectory/trajectory.js';
 import { Tmux, tmuxUnavailable } from './tmux.js';
 
 const BIN = resolve(fileURLToPath(new URL('../../../bin/sandgym.js', import.meta.url)));

@@ -1,12 +1,12 @@
-// The replay semantics (server/src/play/replay.ts), once, against a real server over a real socket:
+// The replay semantics (server/src/trajectory/replay.ts), once, against a real server over a real socket:
 // same env and kwargs or a new session, reset with the saved seed and options, every field compared,
 // stop at a failed step and at an episode that ends early. The front ends are tested on top of it in
 // session.test.ts / play-terminal.test.ts (play) and inspector.browser.test.ts (/inspect).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type EnvHandle, type SandgymClient } from '../../../clients/ts/src/index.js';
 import { buildApp, type SandgymApp } from '../../src/app.js';
-import { replaySummary, replayTrajectory, type ReplayDriver } from '../../src/play/replay.js';
-import { formatNumber, type StepRecord, type Trajectory } from '../../src/play/trajectory.js';
+import { replaySummary, replayTrajectory, type ReplayDriver } from '../../src/trajectory/replay.js';
+import { formatNumber, type StepRecord, type Trajectory } from '../../src/trajectory/trajectory.js';
 
 let sg: SandgymApp;
 let client: SandgymClient;

@@ -6,9 +6,9 @@ import { mulberry32, sampleSpace, validateEnvSpec, type EnvSpec } from '../../..
 import { buildApp, type SandgymApp } from '../../src/app.js';
 import type { PlayBackend, PlayFiles } from '../../src/play/backend.js';
 import { UsageError } from '../../src/cli/args.js';
-import { parsePlayArgs } from '../../src/play/cli.js';
+import { parsePlayArgs } from '../../src/cli/play.js';
 import { CONTINUATION_PROMPT, PlaySession, PROMPT, type PlaySessionOptions } from '../../src/play/session.js';
-import { fromJsonl, parseSeed, toJsonl } from '../../src/play/trajectory.js';
+import { fromJsonl, parseSeed, toJsonl } from '../../src/trajectory/trajectory.js';
 
 class MemFiles implements PlayFiles {
   readonly files = new Map<string, string>();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerOptions } from '../../src/sandbox/docker/host-config.js';
 import { DEFAULT_LIMITS } from '../../src/sandbox/limits.js';
 import { ConfigError, validateConfigPartial } from '../../src/config.js';
-import { driverOptionsFromConfig } from '../../src/sandbox-adapter.js';
+import { driverOptionsFromConfig } from '../../src/env-host/sandbox-adapter.js';
 import { apiStatus, podDeathReason } from '../../src/sandbox/kubernetes/kubernetes-driver.js';
 import { buildPodSpec, labelValue, podMemoryMb, type PodParams } from '../../src/sandbox/kubernetes/pod-spec.js';
 import type { SandboxLimits } from '../../src/sandbox/types.js';

@@ -4,7 +4,7 @@
 // Runs on the real bubblewrap driver (no fake: the waits are real pool waits).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgument, SandboxFailure } from '../../../envs/src/api.js';
-import { openSandboxProvider, PooledSandboxService } from '../../src/sandbox-adapter.js';
+import { openSandboxProvider, PooledSandboxService } from '../../src/env-host/sandbox-adapter.js';
 import { SandboxAcquireAborted, SandboxPoolClosedError, SandboxRequestError } from '../../src/sandbox/errors.js';
 import { LocalDriver } from '../../src/sandbox/local/local-driver.js';
 import { SandboxPool, PoolSet } from '../../src/sandbox/pool.js';

@@ -83,7 +83,7 @@ describe('shell text', () => {
 
 describe('sandbox config keys', async () => {
   const { validateConfigPartial, ConfigError } = await import('../../src/config.js');
-  const { limitsFromConfig, driverOptionsFromConfig } = await import('../../src/sandbox-adapter.js');
+  const { limitsFromConfig, driverOptionsFromConfig } = await import('../../src/env-host/sandbox-adapter.js');
   it('accepts the documented keys and names bad ones by path', () => {
     const ok = {
       sandbox: {

@@ -4,7 +4,7 @@
 // deadline, FIFO per client inside a class, and no starvation of a low-weight client inside its class.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Decision, Scheduler } from '../../src/scheduler/index.js';
+import { type Decision, Scheduler } from '../../src/admission/scheduler/index.js';
 
 const CLASSES = ['eval', 'closing', 'train', 'background'];
 

@@ -9,7 +9,7 @@ import {
   type SchedulerConfig,
   SchedulerInputError,
   UnknownRequestError,
-} from '../../src/scheduler/index.js';
+} from '../../src/admission/scheduler/index.js';
 
 const CLASSES = ['eval', 'train-batch-closing', 'train', 'background'];
 const make = (over: Partial<SchedulerConfig> = {}) => new Scheduler({ capacity: 2, classes: CLASSES, maxQueued: 1000, ...over });

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from . import _core
+from . import _core, codec
 from ._core import (
     Discarded,
     Incoming,
@@ -29,7 +29,7 @@ from ._core import (
     Unroutable,
 )
 from ._version import __version__
-from .errors import ConnectionClosedError, RequestTimeoutError, SandgymError
+from .errors import ConnectionClosedError, RequestTimeoutError, ResumeExpiredError, SandgymError
 
 __all__ = ["ClientBase", "ConnectOptions", "EnvView", "GroupView", "DEFAULT_TIMEOUT", "EventHandler", "QueueCallback", "UNSET"]
 
@@ -140,6 +140,10 @@ class ClientBase(Generic[T]):
         #: Sessions a failed resume lost: calls on them fail with the error, without a round trip.
         self._lost_sessions: dict[str, SandgymError] = {}
         self._reconnect = options.reconnect
+        #: Requests made while a resume runs (id -> encoded frame): they go out once it ends.
+        self._outbox: dict[int, str | bytes] = {}
+        #: The caller closed the client: no resume.
+        self._user_closed = False
         self.scheduling = options.scheduling
         #: Groups made on this connection, by id, until their group_complete event (PROTOCOL.md §6a).
         self._groups: weakref.WeakValueDictionary[str, GroupView[Any]] = weakref.WeakValueDictionary()
@@ -169,6 +173,89 @@ class ClientBase(Generic[T]):
         self._resume_grace = grace / 1000.0 if isinstance(grace, int) and grace > 0 else 0.0
         # Frames are kept for a re-send only where a resume can happen.
         self._core.keep_frames = self._supports_resume and self._reconnect and self._resume_token is not None
+
+    # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
+    # The decisions and bookkeeping of a resume, shared by both clients; each adds only its I/O (open a
+    # socket, send the hello and resume calls, write the frames these return, its locking).
+
+    def _may_resume_after(self, close_rcvd: Any, close_sent: Any) -> bool:
+        """A drop worth resuming: offered by the server, not opted out or closed by us, and the socket
+        ended without a close frame either way (a close from the server is it ending the session on purpose)."""
+        return (
+            self._resume_token is not None
+            and self._resume_grace > 0
+            and self._reconnect
+            and not self._user_closed
+            and self._closed_exc is None
+            and self._connection_error is None
+            and close_rcvd is None
+            and close_sent is None
+        )
+
+    def _resume_begin(self) -> tuple[list[int], str, list[str]]:
+        """What a resume starts from: the ids sent on the dropped socket and unanswered (what the server
+        may owe us), the token to present, and the sessions at stake."""
+        owed = [rid for rid in self._core.pending_ids() if rid not in self._outbox]
+        token = self._resume_token
+        assert token is not None
+        return owed, token, [e.session for e in list(self._envs.values()) if not e.closed]
+
+    def _still_owed(self, owed: list[int]) -> list[int]:
+        """Of ``owed``, those still waiting (a call may have timed out during the reconnect)."""
+        still = set(self._core.pending_ids())
+        return [rid for rid in owed if rid in still]
+
+    @staticmethod
+    def _backoff(delay: float) -> tuple[float, float]:
+        """The jittered wait before the next reconnect attempt, and the next (capped, doubled) delay."""
+        return delay * (0.5 + random.random() / 2), min(delay * 2, 2.0)
+
+    def _resume_expired(self, attempts: int, last: str, sessions: list[str]) -> ResumeExpiredError:
+        reason = f"could not reconnect within the grace period of {self._resume_grace:g} s ({attempts} attempts; last: {last})"
+        return ResumeExpiredError(f"cannot resume: {reason}", details={"reason": reason, "sessions": sessions})
+
+    def _resumed_frames(self, res: Mapping[str, Any], attempts: int, seconds: float) -> list[str | bytes]:
+        """The resume succeeded: the new token is kept, calls whose reply was lost fail with REPLY_LOST, and
+        the frames to send now are returned, in order: requests the server never received (same ids),
+        then those made meanwhile (the outbox, emptied)."""
+        token = res.get("resume_token")
+        self._resume_token = token if isinstance(token, str) else None
+        lost = [int(r) for r in res.get("lost") or []]
+        unseen = [int(r) for r in res.get("unseen") or []]
+        for rid, type_, call in self._core.take(lost, reserve=True):
+            self._finish(call, None, SandgymError(
+                f"{type_} request {rid} ran on the server but its reply was lost with the connection",
+                code="REPLY_LOST", details={"id": rid, "type": type_},
+            ))
+        frames = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
+        frames += list(self._outbox.values())
+        self._outbox.clear()
+        log.info(
+            "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
+            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
+        )
+        return frames
+
+    def _resume_failed_frames(self, err: SandgymError, owed: list[int]) -> list[str | bytes]:
+        """The sessions are gone: their pending calls and handles fail with ``err``, and so do calls made
+        meanwhile that name a lost session. Returns the other calls made meanwhile, to send on the new
+        connection (when it is open; the outbox is emptied either way)."""
+        lost = self._mark_lost(err)
+        for _rid, _type, call in self._core.take(owed, reserve=True):
+            self._finish(call, None, err)
+        log.warning("sandgym: %s; %d session(s) lost", err.message, len(lost))
+        queued = dict(self._outbox)
+        self._outbox.clear()
+        send: list[str | bytes] = []
+        for rid, data in queued.items():
+            msg = codec.decode(data)
+            session = msg.get("session") if isinstance(msg, dict) else None
+            if isinstance(session, str) and session in self._lost_sessions:
+                for _r, _t, call in self._core.take([rid], reserve=True):
+                    self._finish(call, None, self._lost_sessions[session])
+            elif self._closed_exc is None:
+                send.append(data)
+        return send
 
     def _mark_lost(self, err: SandgymError) -> list[str]:
         """A resume failed: every open handle's session is gone; calls on them fail with ``err``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect as ws_connect
 from websockets.protocol import State
 
-from . import _core, codec
+from . import _core
 from ._base import (
     DEFAULT_TIMEOUT,
     UNSET,
@@ -75,10 +74,8 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         super().__init__(url, self._options)
         self._ws = ws
         self._loop = asyncio.get_running_loop()
-        self._user_closed = False
         #: The reconnect in progress (requests wait in the outbox meanwhile).
         self._resuming: asyncio.Task[None] | None = None
-        self._outbox: dict[int, str | bytes] = {}
         #: Calls of the reconnect itself (hello, resume): they fail with their socket.
         self._direct: set[asyncio.Future[Any]] = set()
         #: Coroutine callbacks (on_event, on_queue) still running.
@@ -210,19 +207,8 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         self._fail_all(None)
 
     def _may_resume(self, ws: ClientConnection) -> bool:
-        """A drop worth resuming: offered by the server, not opted out or closed by us, and the
-        socket ended without a close frame from the server (one is the server ending it on purpose)."""
         proto = getattr(ws, "protocol", None)
-        return (
-            self._resume_token is not None
-            and self._resume_grace > 0
-            and self._options.reconnect
-            and not self._user_closed
-            and self._closed_exc is None
-            and self._connection_error is None
-            and getattr(proto, "close_rcvd", None) is None
-            and getattr(proto, "close_sent", None) is None
-        )
+        return self._may_resume_after(getattr(proto, "close_rcvd", None), getattr(proto, "close_sent", None))
 
     async def _direct_call(self, op: Op, timeout: float) -> Any:
         """A call of the reconnect itself, on the new socket, outside the outbox."""
@@ -244,11 +230,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         loop = self._loop
         t0 = loop.time()
         deadline = t0 + self._resume_grace
-        # Sent on the dropped socket and unanswered: what the server may owe us.
-        owed = [rid for rid in self._core.pending_ids() if rid not in self._outbox]
-        old_token = self._resume_token
-        assert old_token is not None
-        sessions = [e.session for e in list(self._envs.values()) if not e.closed]
+        owed, old_token, sessions = self._resume_begin()
         log.warning(
             "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
             self.url, len(sessions), self._resume_grace,
@@ -270,9 +252,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
                 self._reader = loop.create_task(self._read_loop(), name="sandgym-reader")
                 try:
                     self._on_hello(await self._direct_call(self._options.hello_op(), timeout))
-                    still = set(self._core.pending_ids())
-                    owed_now = [rid for rid in owed if rid in still]
-                    res = await self._direct_call(_core.resume_op(old_token, owed_now), timeout)
+                    res = await self._direct_call(_core.resume_op(old_token, self._still_owed(owed)), timeout)
                 except (ResumeExpiredError, ResumeRefusedError, UnauthorizedError) as exc:
                     self._resume_failed(exc, owed)
                     return
@@ -288,38 +268,21 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
                 else:
                     self._resumed(res, attempt, loop.time() - t0)
                     return
-            wait = min(delay * (0.5 + random.random() / 2), deadline - loop.time())
-            delay = min(delay * 2, 2.0)
+            wait, delay = self._backoff(delay)
+            wait = min(wait, deadline - loop.time())
             if wait > 0:
                 await asyncio.sleep(wait)
         if self._user_closed:
             return
-        reason = f"could not reconnect within the grace period of {self._resume_grace:g} s ({attempt} attempts; last: {last})"
-        expired = ResumeExpiredError(f"cannot resume: {reason}", details={"reason": reason, "sessions": sessions})
+        expired = self._resume_expired(attempt, last, sessions)
         self._resume_failed(expired, owed)
-        self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {reason}", cause_error=expired))
+        self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired))
 
     def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
-        token = res.get("resume_token")
-        self._resume_token = token if isinstance(token, str) else None
+        frames = self._resumed_frames(res, attempts, seconds)
         self._resuming = None
-        lost = [int(r) for r in res.get("lost") or []]
-        unseen = [int(r) for r in res.get("unseen") or []]
-        for rid, type_, fut in self._core.take(lost, reserve=True):
-            self._finish(fut, None, SandgymError(
-                f"{type_} request {rid} ran on the server but its reply was lost with the connection",
-                code="REPLY_LOST", details={"id": rid, "type": type_},
-            ))
-        # Never received by the server: sent again (same id); the held replies of the others follow.
-        resend = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
-        queued = list(self._outbox.values())
-        self._outbox.clear()
-        for data in [*resend, *queued]:
+        for data in frames:
             self._loop.create_task(self._send_quietly(data))
-        log.info(
-            "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
-            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
-        )
 
     async def _send_quietly(self, data: str | bytes) -> None:
         # Ordered: the tasks are created in order and each send is one write (websockets keeps order).
@@ -331,20 +294,8 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
     def _resume_failed(self, err: SandgymError, owed: list[int]) -> None:
         """The sessions are gone: their pending calls and handles fail with ``err``."""
         self._resuming = None
-        lost = self._mark_lost(err)
-        for _rid, _type, fut in self._core.take(owed, reserve=True):
-            self._finish(fut, None, err)
-        log.warning("sandgym: %s; %d session(s) lost", err.message, len(lost))
-        # Calls made meanwhile: those naming a lost session fail, the rest go out on the new connection.
-        queued = dict(self._outbox)
-        self._outbox.clear()
-        for rid, data in queued.items():
-            msg = codec.decode(data)
-            session = msg.get("session") if isinstance(msg, dict) else None
-            if isinstance(session, str) and session in self._lost_sessions:
-                for _r, _t, fut in self._core.take([rid], reserve=True):
-                    self._finish(fut, None, self._lost_sessions[session])
-            elif self._closed_exc is None and self._ws.state is State.OPEN:
+        for data in self._resume_failed_frames(err, owed):
+            if self._ws.state is State.OPEN:
                 self._loop.create_task(self._send_quietly(data))
 
     def _finish(self, fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

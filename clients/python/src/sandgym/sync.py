@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -102,8 +101,6 @@ class Client(ClientBase[_Call]):
         self._options = opts
         # Resume state, guarded by _lock: while _resuming, requests wait in the outbox.
         self._resuming = False
-        self._user_closed = False
-        self._outbox: dict[int, str | bytes] = {}
         # Leader/follower state, all guarded by _lock.
         self._lock = threading.Lock()
         self._reading = False  # a thread is receiving frames
@@ -268,17 +265,7 @@ class Client(ClientBase[_Call]):
     # ------------------------------------------------------------------ resume (PROTOCOL.md §5a)
 
     def _may_resume(self, ws: ClientConnection) -> bool:  # with _lock held
-        proto = ws.protocol
-        return (
-            self._resume_token is not None
-            and self._resume_grace > 0
-            and self._options.reconnect
-            and not self._user_closed
-            and self._closed_exc is None
-            and self._connection_error is None
-            and proto.close_rcvd is None
-            and proto.close_sent is None
-        )
+        return self._may_resume_after(ws.protocol.close_rcvd, ws.protocol.close_sent)
 
     def _direct(self, op: Op, deadline: float) -> Any:
         """A call of the reconnect itself, sent and read by this (the reader) thread."""
@@ -307,10 +294,7 @@ class Client(ClientBase[_Call]):
         t0 = time.monotonic()
         deadline = t0 + self._resume_grace
         with self._lock:
-            owed = [rid for rid in self._core.pending_ids() if rid not in self._outbox]
-            old_token = self._resume_token
-            sessions = [e.session for e in list(self._envs.values()) if not e.closed]
-        assert old_token is not None
+            owed, old_token, sessions = self._resume_begin()
         log.warning(
             "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
             self.url, len(sessions), self._resume_grace,
@@ -334,8 +318,8 @@ class Client(ClientBase[_Call]):
                     attempt_deadline = time.monotonic() + timeout
                     self._on_hello(self._direct(self._options.hello_op(), attempt_deadline))
                     with self._lock:
-                        still = set(self._core.pending_ids())
-                    res = self._direct(_core.resume_op(old_token, [r for r in owed if r in still]), attempt_deadline)
+                        owed_now = self._still_owed(owed)
+                    res = self._direct(_core.resume_op(old_token, owed_now), attempt_deadline)
                 except (ResumeExpiredError, ResumeRefusedError, UnauthorizedError) as exc:
                     self._resume_failed(exc, owed)
                     return True
@@ -351,65 +335,37 @@ class Client(ClientBase[_Call]):
                 else:
                     self._resumed(res, attempt, time.monotonic() - t0)
                     return True
-            wait = min(delay * (0.5 + random.random() / 2), deadline - time.monotonic())
-            delay = min(delay * 2, 2.0)
+            wait, delay = self._backoff(delay)
+            wait = min(wait, deadline - time.monotonic())
             if wait > 0:
                 time.sleep(wait)
-        reason = f"could not reconnect within the grace period of {self._resume_grace:g} s ({attempt} attempts; last: {last})"
-        expired = ResumeExpiredError(f"cannot resume: {reason}", details={"reason": reason, "sessions": sessions})
+        expired = self._resume_expired(attempt, last, sessions)
         self._resume_failed(expired, owed)
         with self._lock:
-            self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {reason}", cause_error=expired))
+            self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired))
         return False
 
     def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
-        lost = [int(r) for r in res.get("lost") or []]
-        unseen = [int(r) for r in res.get("unseen") or []]
         with self._lock:
-            token = res.get("resume_token")
-            self._resume_token = token if isinstance(token, str) else None
-            for rid, type_, call in self._core.take(lost, reserve=True):
-                self._finish(call, None, SandgymError(
-                    f"{type_} request {rid} ran on the server but its reply was lost with the connection",
-                    code="REPLY_LOST", details={"id": rid, "type": type_},
-                ))
-            # Never received by the server: sent again (same id); the held replies of the others follow.
-            frames = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
-            frames += list(self._outbox.values())
-            self._outbox.clear()
+            frames = self._resumed_frames(res, attempts, seconds)
             self._resuming = False
             for data in frames:  # under the lock: no new request can overtake them
                 try:
                     self._ws.send(data)
                 except websockets.exceptions.ConnectionClosed:
                     break  # the next read sees the drop and resumes again
-        log.info(
-            "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
-            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
-        )
 
     def _resume_failed(self, err: SandgymError, owed: list[int]) -> None:
         """The sessions are gone: their pending calls and handles fail with ``err``."""
         with self._lock:
             self._resuming = False
-            lost = self._mark_lost(err)
-            for _rid, _type, call in self._core.take(owed, reserve=True):
-                self._finish(call, None, err)
-            log.warning("sandgym: %s; %d session(s) lost", err.message, len(lost))
-            # Calls made meanwhile: those naming a lost session fail, the rest go out on the new connection.
-            queued = dict(self._outbox)
-            self._outbox.clear()
-            for rid, data in queued.items():
-                msg = codec.decode(data)
-                session = msg.get("session") if isinstance(msg, dict) else None
-                if isinstance(session, str) and session in self._lost_sessions:
-                    for _r, _t, call in self._core.take([rid], reserve=True):
-                        self._finish(call, None, self._lost_sessions[session])
-                elif self._closed_exc is None and self._ws.protocol.state is State.OPEN:
-                    try:
-                        self._ws.send(data)
-                    except websockets.exceptions.ConnectionClosed:
-                        break
+            for data in self._resume_failed_frames(err, owed):
+                if self._ws.protocol.state is not State.OPEN:
+                    continue
+                try:
+                    self._ws.send(data)
+                except websockets.exceptions.ConnectionClosed:
+                    break
 
     def _finish(self, call: _Call, result: Any, error: BaseException | None) -> None:  # with _lock held
         if call.done:

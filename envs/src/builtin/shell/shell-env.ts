@@ -8,7 +8,7 @@
 // (the prompt and the submit tool say the agent ends it). What the agent causes (a command's deadline, the memory limit, kill -1) is an
 // observation and the episode goes on; only infrastructure faults (a dead sandbox) propagate as
 // SandboxFailure (-> SANDBOX_ERROR). The check runs exclusive (docs/SANDBOX.md, threat model).
-import type { ToolCallSpace } from '../../../../protocol/src/index.js';
+import type { ToolCallSpace } from '#protocol/index.js';
 import { defineEnv, InvalidArgument, SandboxFailure, type EnvContext } from '../../api.js';
 import { refuseUnknownOptions, splitOption } from '../../options.js';
 import { randomSeed, Rng } from '../../rng.js';

@@ -2,8 +2,8 @@
 // (info.reward_components[name]: envs report the weighted parts, which sum to the reward; positive parts
 // up and negative parts down), with the step's reward as a marker so a mismatch is visible at a glance.
 // Hand-drawn SVG; chartData() is pure and also what tests read through window.__sandgymInspector.
-import type { RubricItem } from '../../../../protocol/src/index.js';
-import { formatNumber } from '../../play/trajectory.js';
+import type { RubricItem } from '#protocol/index.js';
+import { formatNumber } from '../../trajectory/trajectory.js';
 import { h, s } from './dom.js';
 
 export interface ChartStep {

@@ -2,7 +2,7 @@
 // (string, number, integer, boolean, enum; anything else as a JSON field), a text box for text
 // spaces, a number (plus quick buttons) for discrete spaces and a JSON editor for every other space.
 // Each editor's read() returns the wire action or a message saying which field is wrong.
-import type { Space, Tool } from '../../../../protocol/src/index.js';
+import type { Space, Tool } from '#protocol/index.js';
 import { paramsOf, type JsonSchema } from '../../play/types.js';
 import { h } from './dom.js';
 

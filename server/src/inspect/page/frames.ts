@@ -1,7 +1,7 @@
 // The raw-frames pane: every protocol message as it went over the socket, in order, so a client
 // author can see exactly what to send and what comes back. JSON frames are shown byte-for-byte;
 // msgpack frames as their size, a hex preview and the decoded message.
-import type { FrameRecord } from '../../../../clients/ts/src/types.js';
+import type { FrameRecord } from '#client/types.js';
 import { h } from './dom.js';
 
 export interface FrameView {

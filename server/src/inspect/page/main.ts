@@ -2,12 +2,14 @@
 // session, builds the action editor from the spec and keeps the transcript, reward chart, frames pane
 // and trajectory in step. All state lives here, in the page; the server sees an ordinary client.
 // window.__sandgymInspector exposes that state read-only for tests and curious users.
-import { connect, type SandgymClient } from '../../../../clients/ts/src/client.js';
-import type { EnvHandle } from '../../../../clients/ts/src/env-handle.js';
-import { wsPath } from '../../../../protocol/src/version.js';
-import { replaySummary, replayTrajectory, type ReplayedStep } from '../../play/replay.js';
-import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../play/trajectory.js';
-import type { EnvSpec } from '../../../../protocol/src/index.js';
+// Over 500 lines on purpose: the page's one controller holds all its state; rendering is already apart
+// (forms.ts, transcript.ts, chart.ts, frames.ts), and what is left is the wiring between them.
+import { connect, type SandgymClient } from '#client/client.js';
+import type { EnvHandle } from '#client/env-handle.js';
+import { wsPath } from '#protocol/version.js';
+import { replaySummary, replayTrajectory, type ReplayedStep } from '../../trajectory/replay.js';
+import { formatNumber, fromJsonl, parseSeed, toJsonl, type ResetRecord, type StepRecord, type Trajectory } from '../../trajectory/trajectory.js';
+import type { EnvSpec } from '#protocol/index.js';
 import { toolsOf } from '../../play/types.js';
 import { chartData, renderChart, type ChartData } from './chart.js';
 import { byId, h } from './dom.js';
@@ -406,7 +408,7 @@ function showStep(rec: StepRecord, replayed?: ReplayedStep): void {
   updateChart();
 }
 
-/** Load & replay: the shared replay semantics (play/replay.ts), rendered into the transcript. */
+/** Load & replay: the shared replay semantics (trajectory/replay.ts), rendered into the transcript. */
 async function doReplay(text: string, fileName: string): Promise<void> {
   const saved = fromJsonl(text);
   const report = await replayTrajectory(

@@ -2,5 +2,5 @@
 // The full index also loads the ajv validators, which compile JavaScript at load time (new Function)
 // and so cannot run under the inspector's Content-Security-Policy (no 'unsafe-eval'); the client
 // needs none of them. plugin.ts redirects the client's protocol import here when bundling.
-export * from '../../../../protocol/src/codec.js';
-export * from '../../../../protocol/src/errors.js';
+export * from '#protocol/codec.js';
+export * from '#protocol/errors.js';

@@ -1,8 +1,8 @@
 // The episode transcript: reset, then each action with its observation, reward, components, flags
 // and info; errors inline where they happened. Observations are text nodes (never HTML).
-import { diffFields, type ReplayedStep } from '../../play/replay.js';
-import type { ResetRecord, StepRecord } from '../../play/trajectory.js';
-import { formatNumber } from '../../play/trajectory.js';
+import { diffFields, type ReplayedStep } from '../../trajectory/replay.js';
+import type { ResetRecord, StepRecord } from '../../trajectory/trajectory.js';
+import { formatNumber } from '../../trajectory/trajectory.js';
 import { h, pretty } from './dom.js';
 
 export interface ErrorView {

@@ -6,6 +6,7 @@
 /** The value of every record's `format` field. */
 export const ARCHIVE_FORMAT = 'sandgym.episode/1';
 
+import type { StepResult } from '#protocol/index.js';
 import { EPISODE_OUTCOMES, type EpisodeOutcome } from '../outcomes.js';
 
 /**
@@ -35,16 +36,14 @@ export interface ArchivedError {
   t: number;
 }
 
-export interface ArchivedStep {
+/**
+ * A step as archived: the protocol's step result (declared once, protocol/schema; its info as the client got
+ * it: reward_components, the grading report..., hidden-test text removed) with its index, action and timing.
+ */
+export interface ArchivedStep extends StepResult {
   /** 0 for the first step. */
   step: number;
   action: unknown;
-  observation: unknown;
-  reward: number;
-  terminated: boolean;
-  truncated: boolean;
-  /** The step's info as the client got it (reward_components, the grading report...), hidden-test text removed. */
-  info: Record<string, unknown>;
   duration_ms: number;
   t: number;
 }

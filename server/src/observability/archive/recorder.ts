@@ -7,7 +7,7 @@
 // whole line) and the per-session part (format, server, session, connection, env, kwargs) once per
 // session. Hidden-test text never enters a record (stripInfo). Profile and figures: BENCHMARKS.md.
 import { createHash } from 'node:crypto';
-import type { ProtocolError } from '../../../../protocol/src/index.js';
+import type { ProtocolError } from '#protocol/index.js';
 import { SERVER_VERSION } from '../../version.js';
 import { newEpisodeId, type ArtifactEvent, type CloseEvent, type EpisodeObserver, type ErrorEvent, type OpenEvent, type ResetEvent, type StepEvent } from '../episode-events.js';
 import { episodeScore, outcomeOfError, SUCCESS_SCORE, type EpisodeOutcome } from '../outcomes.js';

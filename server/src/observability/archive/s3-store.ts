@@ -1,7 +1,7 @@
 // The S3-compatible store (AWS S3, MinIO...) through the AWS SDK v3 S3 client: its signing, retries and
 // credential chain. Loaded only when an archive names an s3:// location.
 import { GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { isArchiveObject, type ArchiveStore, type S3Location, type S3Options } from './store.js';
+import { isArchiveObject, type ArchiveStore, type S3Location, type S3Options } from './store-types.js';
 
 /** An S3 bucket and prefix. Credentials: the SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles, IMDS...). */
 export class S3Store implements ArchiveStore {

@@ -3,23 +3,9 @@
 // batch each) and list them in name order, which is time order (naming.ts).
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
+import { isArchiveObject, type ArchiveStore, type S3Location, type S3Options } from './store-types.js';
 
-export interface ArchiveStore {
-  /** For messages: the directory or s3://bucket/prefix. */
-  readonly location: string;
-  /** Writes one whole object; `name` is relative to the archive root (a/b/c.jsonl.gz). */
-  put(name: string, body: Uint8Array): Promise<void>;
-  /** Every object name under the archive root, sorted. */
-  list(): Promise<string[]>;
-  get(name: string): Promise<Uint8Array>;
-  /** Releases connections (S3); a no-op for a directory. */
-  destroy?(): void;
-  /** Fails (with the store's own error) when objects cannot be written there: checked once at start. */
-  check(): Promise<void>;
-}
-
-/** Objects a reader takes (batches written by the archive; a plain .jsonl is accepted for hand-made files). */
-export const isArchiveObject = (name: string): boolean => name.endsWith('.jsonl.gz') || name.endsWith('.jsonl');
+export { isArchiveObject, type ArchiveStore, type S3Location, type S3Options };
 
 /** A local directory. Objects appear whole: written to a hidden temporary name, then renamed. */
 export class LocalStore implements ArchiveStore {
@@ -66,12 +52,6 @@ export class LocalStore implements ArchiveStore {
   }
 }
 
-export interface S3Location {
-  bucket: string;
-  /** '' or a prefix without leading/trailing slashes. */
-  prefix: string;
-}
-
 /** `s3://bucket/prefix` -> its parts; null when `url` is not an s3 URL, an Error when it is a bad one. */
 export function parseS3Url(url: string): S3Location | null | Error {
   if (!url.startsWith('s3://')) return null;
@@ -83,15 +63,6 @@ export function parseS3Url(url: string): S3Location | null | Error {
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) return new Error(`'${url}': '${bucket}' is not a valid S3 bucket name`);
   if (prefix.split('/').some((p) => p === '.' || p === '..')) return new Error(`'${url}': the prefix must not contain . or .. segments`);
   return { bucket, prefix };
-}
-
-export interface S3Options {
-  /** An S3-compatible endpoint (MinIO...); default from AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, else AWS. */
-  endpoint?: string;
-  /** Default AWS_REGION / AWS_DEFAULT_REGION, else us-east-1 (what S3-compatible servers expect). */
-  region?: string;
-  /** Path-style addressing (bucket in the path); default: on when an endpoint is configured. */
-  forcePathStyle?: boolean;
 }
 
 export interface ArchiveTarget {

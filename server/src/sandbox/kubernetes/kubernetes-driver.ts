@@ -3,6 +3,8 @@
 // Docker; its stdio is the command channel over one attach WebSocket kept open for the sandbox's life,
 // so no API call happens per command. One watch over this instance's pods turns an eviction, an OOM
 // kill of the container, a deletion or a lost node into the sandbox's death (SANDBOX_ERROR upstream).
+// Over 500 lines on purpose: one class implements the whole driver contract (driver-contract.test.ts);
+// pod specs, attach streams and the reaper are already in their own files.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';

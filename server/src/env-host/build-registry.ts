@@ -1,10 +1,10 @@
 // Assemble the registry for a server: built-ins, fixtures (when enabled), then --env-module files.
-import { builtinEnvs } from '../../envs/src/builtin/index.js';
-import { fixtureEnvs } from '../../envs/src/fixtures/index.js';
-import { loadEnvModule } from '../../envs/src/module-loader.js';
-import { EnvRegistry } from '../../envs/src/registry.js';
-import { codeEnvFromConfig } from '../../envs/src/code/server-env.js';
-import { ConfigError, type ServerConfig } from './config.js';
+import { builtinEnvs } from '#envs/builtin/index.js';
+import { fixtureEnvs } from '#envs/fixtures/index.js';
+import { loadEnvModule } from '#envs/module-loader.js';
+import { EnvRegistry } from '#envs/registry.js';
+import { codeEnvFromConfig } from '#envs/code/server-env.js';
+import { ConfigError, type ServerConfig } from '../config.js';
 
 export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'> & Partial<Pick<ServerConfig, 'tasks' | 'splits'>>): Promise<EnvRegistry> {
   const registry = new EnvRegistry();

@@ -6,21 +6,23 @@
 // SandboxFailure (SANDBOX_ERROR), SandboxLimitError / SandboxRequestError -> InvalidArgument
 // (INVALID_ARGUMENT at make/reset, INVALID_ACTION in step). Every sandbox a session holds is released
 // when it closes; a sandbox that dies (OOM, exit) fails its session at once through `onFailure`.
+// Over 500 lines on purpose: it is the one module allowed to know both the session and the sandbox side
+// (depcheck's sandbox rules); splitting it would make a second such module.
 import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
-import { InvalidArgument, SandboxFailure } from '../../envs/src/api.js';
-import type { EnvRegistry } from '../../envs/src/registry.js';
+import { InvalidArgument, SandboxFailure } from '#envs/api.js';
+import type { EnvRegistry } from '#envs/registry.js';
 import type {
   OpenSandboxProvider,
   Sandbox,
   SandboxProvider,
   SandboxProviderHandle,
   SandboxRequirement,
-} from '../../sandbox-contract/index.js';
-import { ConfigError, resolveScheduling, type SandboxConfig, type ServerConfig } from './config.js';
-import { AdmissionAborted, SchedulerDriver } from './scheduler-driver.js';
-import type { FailureOutcome } from './scheduler/index.js';
-import type { SessionAdmission } from './session-admission.js';
+} from '#sandbox-contract/index.js';
+import { ConfigError, resolveScheduling, type SandboxConfig, type ServerConfig } from '../config.js';
+import { AdmissionAborted, SchedulerDriver } from '../admission/scheduler-driver.js';
+import type { FailureOutcome } from '../admission/scheduler/index.js';
+import type { SessionAdmission } from '../admission/session-admission.js';
 import {
   createDriver,
   DEFAULT_LIMITS,
@@ -39,7 +41,7 @@ import {
   type SandboxDriver,
   type SandboxLimits,
   type SandboxSpec,
-} from './sandbox/index.js';
+} from '../sandbox/index.js';
 
 /** A provider bound to one session. */
 export interface SessionSandboxes extends SandboxProvider {

@@ -10,6 +10,8 @@
 // a reservation: when it does not fit, nothing behind it is admitted (a group of N cannot starve
 // behind a stream of singles), and lower-class preemptible holders are reclaimed for it when that
 // alone makes it fit.
+// Over 500 lines on purpose: the sans-I/O core's decisions (priority, fair share, groups, preemption,
+// retries) interlock over one queue state, and its tests drive it as one object.
 import { DuplicateRequestError, GroupTooLargeError, SchedulerInputError, UnknownRequestError } from './errors.js';
 import { IndexedHeap } from './heap.js';
 

@@ -1,7 +1,7 @@
 // One env session: its state machine, its FIFO queue and its operations (open, reset, step, close)
 // with deadlines and the error mapping of the contract (mapEnvError). Only this class changes a
-// session's state. Requests for a session run strictly in order; different sessions run concurrently
-// (each has its own queue, drained by its connection).
+// session's state, its queue and its idle clock. Requests for a session run strictly in order; different
+// sessions run concurrently (each drains its own queue; each job's owner hears its reply).
 import type { FastifyBaseLogger } from 'fastify';
 import {
   checkSpace,
@@ -15,16 +15,17 @@ import {
   type ResetResult,
   type StepRequest,
   type StepResult,
-} from '../../protocol/src/index.js';
-import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult } from '../../envs/src/api.js';
-import type { RegisteredEnv } from '../../envs/src/registry.js';
+} from '#protocol/index.js';
+import type { EnvContext, EnvInstance, EnvLogger, ResetResult as EnvResetResult, StepResult as EnvStepResult, TaskStatsProvider } from '#envs/api.js';
+import type { RegisteredEnv } from '#envs/registry.js';
 import { callAsync, DeadlineExceeded, monoNow, withDeadline, type DeadlineSweeper } from './deadline.js';
-import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, sessionClosed, type EnvOp } from './errors.js';
-import { newEpisodeId, type EpisodeObservers } from './observability/episode-events.js';
-import { loopTurn, sameTurn, type SyncSampler } from './observability/step-timing.js';
-import type { SessionSandboxes } from './sandbox-adapter.js';
-import type { SessionAdmission } from './session-admission.js';
-import type { ServerCore } from './server-core.js';
+import { AdmissionRefused, invalidInput, mapEnvError, ProtocolError, reasonOf, sessionClosed, type EnvOp } from '../errors.js';
+import { newEpisodeId, type EpisodeObservers } from '../observability/episode-events.js';
+import { loopTurn, sameTurn, type SyncSampler } from '../observability/step-timing.js';
+import type { SandboxService, SessionSandboxes } from '../env-host/sandbox-adapter.js';
+import type { SessionAdmission } from '../admission/session-admission.js';
+import { CAPACITY_RETRY_MS } from '../admission/capacity-ledger.js';
+import type { ServerConfig } from '../config.js';
 
 /** created -> running -> needs_reset (episode over) ; failed (TIMEOUT/ENV_ERROR/SANDBOX_ERROR) ; closed. */
 export type SessionState = 'created' | 'running' | 'needs_reset' | 'failed' | 'closed';
@@ -43,7 +44,13 @@ export interface BatchCollector {
   remaining: number;
 }
 
+/** Who hears a job's reply: the connection that received it (it may forward it after a resume). */
+export interface JobOwner {
+  settle(s: Session, job: Job, result: SessionResult, error: ProtocolError | null): void;
+}
+
 export interface Job {
+  owner: JobOwner;
   /** The request (or batch item): type + session + params. */
   item: SessionRequest;
   id: number;
@@ -57,7 +64,20 @@ export interface Job {
 export interface OpLimits {
   step_timeout_ms: number;
   reset_timeout_ms: number;
+  /** The session queue's limits: requests waiting behind the running one, and their frame bytes. */
+  max_queued_requests: number;
+  max_queued_bytes: number;
   deadlines: DeadlineSweeper;
+}
+
+/** What opening a session needs of the server (ServerCore satisfies it; a session never reaches further). */
+export interface SessionHost {
+  readonly log: FastifyBaseLogger;
+  readonly config: Pick<ServerConfig, 'step_timeout_ms' | 'reset_timeout_ms'>;
+  readonly sandbox: Pick<SandboxService, 'forSession'> | null;
+  readonly taskStatsFor: ((envId: string) => TaskStatsProvider) | null;
+  readonly observers: EpisodeObservers;
+  readonly deadlines: DeadlineSweeper;
 }
 
 /** How long close waits for env.close() before giving up on it. */
@@ -77,11 +97,14 @@ export class Session {
    * reset waits for it (within its own deadline) so the env never sees two calls at once.
    */
   private straggler: Promise<unknown> | null = null;
-  lastActive = Date.now();
-  readonly queue: Job[] = [];
+  /** Date.now() of the last request in or out (idle reaping); paused while the connection is detached. */
+  private lastActive = Date.now();
+  /** Requests waiting behind the running one, in order. */
+  private readonly queue: Job[] = [];
   /** Sum of the waiting jobs' bytes. */
-  queuedBytes = 0;
-  busy = false;
+  private queuedBytes = 0;
+  /** A request of the queue is running. */
+  private running = false;
   /** The current episode's id (set by each successful reset), and whether it is still running. */
   private episodeId: string | null = null;
   private episodeOpen = false;
@@ -122,7 +145,7 @@ export class Session {
     id: string,
     entry: RegisteredEnv,
     kwargs: Record<string, unknown>,
-    core: ServerCore,
+    core: SessionHost,
     onSandboxLost: (reason: string) => void,
     /** Its side of the admission queue (sandboxed envs on a server with a scheduler), else null. */
     admission: SessionAdmission | null = null,
@@ -169,7 +192,80 @@ export class Session {
 
   /** Idle means nothing queued or running; only idle sessions are reaped. */
   isIdleSince(cutoff: number): boolean {
-    return !this.busy && this.queue.length === 0 && this.lastActive < cutoff;
+    return !this.running && this.queue.length === 0 && this.lastActive < cutoff;
+  }
+
+  /** A request of this session is running. */
+  get busy(): boolean {
+    return this.running;
+  }
+
+  /** Requests waiting behind the running one. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** A request arrived for this session: it is not idle. */
+  touch(): void {
+    this.lastActive = Date.now();
+  }
+
+  /**
+   * The connection was away `ms` (detached until a resume): idle time is not counted while detached (the
+   * grace period bounds it), but a resume is no activity either, so the clock moves by the time away.
+   */
+  idleClockPaused(ms: number): void {
+    this.lastActive += ms;
+  }
+
+  /** CAPACITY when one more waiting request of `bytes` would pass the queue's limits, else null. */
+  queueFull(bytes: number, limits: OpLimits): ProtocolError | null {
+    let limit: string | null = null;
+    let max = 0;
+    if (this.queue.length >= limits.max_queued_requests) [limit, max] = ['max_queued_requests', limits.max_queued_requests];
+    else if (this.queue.length > 0 && this.queuedBytes + bytes > limits.max_queued_bytes) [limit, max] = ['max_queued_bytes', limits.max_queued_bytes];
+    if (limit === null) return null;
+    const reason = `session queue ${limit} (${max}) reached`;
+    return protocolError('CAPACITY', { reason }, { reason, limit, retry_after_ms: CAPACITY_RETRY_MS });
+  }
+
+  /** Queues a request (checked with queueFull by the caller) and starts the queue if idle; job.owner hears its reply. */
+  submit(job: Job, limits: OpLimits): void {
+    this.queuedBytes += job.bytes;
+    this.queue.push(job);
+    if (!this.running) void this.drain(limits);
+  }
+
+  private async drain(limits: OpLimits): Promise<void> {
+    this.running = true;
+    let job: Job | undefined;
+    try {
+      while ((job = this.queue.shift()) !== undefined) {
+        this.queuedBytes -= job.bytes;
+        let result: SessionResult = {};
+        let error: ProtocolError | null = null;
+        try {
+          // A reset's scheduling fields (PROTOCOL.md §6a) apply to this episode; its events name this frame.
+          if (job.item.type === 'reset' && this.admission !== null) this.admission.begin(job.id, job.item);
+          // run() checks an env result's encodability, once; the reply is encoded without a second check.
+          result = await this.run(job.item, limits, job.binary);
+        } catch (e) {
+          if (e instanceof ProtocolError) error = e;
+          else {
+            this.logger.error({ err: e }, 'internal error in session op');
+            error = protocolError('INTERNAL', { reason: reasonOf(e) });
+          }
+        }
+        this.lastActive = Date.now();
+        job.owner.settle(this, job, result, error);
+      }
+    } catch (e) {
+      // Only a server bug lands here; keep the session usable rather than wedged busy.
+      this.logger.error({ err: e }, 'internal error draining a session queue');
+    } finally {
+      this.running = false;
+      if (this.queue.length > 0) void this.drain(limits);
+    }
   }
 
   /**
@@ -226,7 +322,7 @@ export class Session {
     this.abort.abort();
     // A reset or step still running is abandoned now: its reply goes out (UNKNOWN_SESSION, closed)
     // without waiting for an env that may not honour the signal.
-    if (this.busy) this.deadlines.abandon(this, abandonWith);
+    if (this.running) this.deadlines.abandon(this, abandonWith);
     try {
       await withDeadline(Promise.resolve().then(() => this.instance.close()), CLOSE_TIMEOUT_MS, 'close');
     } catch (e) {

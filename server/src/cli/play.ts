@@ -5,14 +5,14 @@ import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { connect, type SandgymClient } from '../../../clients/ts/src/index.js';
-import { wsPath } from '../../../protocol/src/version.js';
-import type { PlayBackend, PlayFiles } from './backend.js';
-import { formatError, makeStyle, wantsColour } from './format.js';
-import { choiceValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from '../cli/args.js';
-import { EXIT, exitCodeFor, UnavailableError } from '../cli/exit-codes.js';
-import { stdio, type CliIo } from '../cli/io.js';
-import { PlaySession } from './session.js';
+import { connect, type SandgymClient } from '#client/index.js';
+import { wsPath } from '#protocol/version.js';
+import type { PlayBackend, PlayFiles } from '../play/backend.js';
+import { formatError, makeStyle, wantsColour } from '../play/format.js';
+import { choiceValue, jsonObjectValue, parseCommand, seedValue, UsageError, wsUrlValue, type CommandDef, type OptionDefs } from './args.js';
+import { EXIT, exitCodeFor, UnavailableError } from './exit-codes.js';
+import { stdio, type CliIo } from './io.js';
+import { PlaySession } from '../play/session.js';
 
 export const PLAY_HELP = `Usage: sandgym play <env_id> [options] [-- serve options]
 
@@ -130,7 +130,7 @@ export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
 async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop: () => Promise<void> }> {
   const { buildApp } = await import('../app.js');
   // The same flags and validation as `sandgym serve`, so every server option works here too.
-  const { serveConfigFromArgs } = await import('../cli/serve.js');
+  const { serveConfigFromArgs } = await import('./serve.js');
   const serveArgv = [
     ...(args.config !== undefined ? ['--config', args.config] : []),
     ...(args.fixtures ? ['--fixtures'] : []),
@@ -142,7 +142,7 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
   if (cfg === null) throw new UsageError('--help after -- : see `sandgym serve --help` for the options after --', 'serve');
   // `serve` defaults to --driver auto, which warms pools for every sandboxed env. A play session uses
   // one env: start a driver only when that env declares a sandbox (unless the user chose one).
-  const { buildRegistry } = await import('../build-registry.js');
+  const { buildRegistry } = await import('../env-host/build-registry.js');
   const registry = await buildRegistry(cfg);
   const driverChosen = args.driver !== undefined || serveArgv.includes('--driver') || args.config !== undefined;
   if (!driverChosen && !registry.get(args.envId)?.def.sandbox) cfg.driver = 'none';
@@ -157,8 +157,8 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
   }, { registry });
   // `-- --archive DIR|s3://...`: the episodes played are archived as `sandgym serve --archive` archives
   // them (same options and checks), flushed when play leaves (app.close) or is sent SIGTERM/SIGINT.
-  const { SERVE_COMMAND } = await import('../cli/serve.js');
-  const { archiveOptionsFromValues } = await import('../cli/serve-archive.js');
+  const { SERVE_COMMAND } = await import('./serve.js');
+  const { archiveOptionsFromValues } = await import('./serve-archive.js');
   const archive = archiveOptionsFromValues(parseCommand(SERVE_COMMAND, serveArgv)?.values ?? {}, SERVE_COMMAND.name);
   if (archive) {
     const installed = await (await import('../observability/archive/index.js')).installArchive(sg, archive);

@@ -10,7 +10,7 @@
 // to the principal (the auth token's digest) that opened it; a token is spent by the resume that
 // takes it, and remembered (bounded) as spent or expired so a late resume gets a precise error.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { protocolError, type ProtocolError } from '../../protocol/src/index.js';
+import { protocolError, type ProtocolError } from '#protocol/index.js';
 import { TenantBytes, TenantShare } from './tenant-bytes.js';
 
 /** Replies kept after sending, for a resume whose client did not receive them: the most recent ones. */

@@ -5,9 +5,9 @@
 // nextDeadline() comes (one timer, not one per request), resolves admissions, answers expiries with
 // CAPACITY, tells holders they are preempted, and refreshes the waiters' progress at most once a second
 // with one progressAll pass. It knows no sockets, sessions or sandboxes: listeners do.
-import { protocolError, type ProtocolError } from '../../protocol/src/index.js';
-import type { ResolvedScheduling, SchedulingGrant } from './config.js';
-import { AdmissionRefused } from './errors.js';
+import { protocolError, type ProtocolError } from '#protocol/index.js';
+import type { ResolvedScheduling, SchedulingGrant } from '../config.js';
+import { AdmissionRefused } from '../errors.js';
 import { GroupTooLargeError, Scheduler, SchedulerError, type FailureOutcome, type Progress } from './scheduler/index.js';
 
 /** How often waiters' queued events are refreshed (PROTOCOL.md §6a: at most once a second). */

@@ -1,6 +1,7 @@
 // Trajectory files (JSONL) shared by `sandgym play` (:save / :replay) and the web inspector
 // (download / load). Line 1 is the reset (everything needed to re-run the episode: env, seed, options),
 // then one line per step. Pure: no fs, so the browser bundle can import it.
+import type { StepResult } from '#protocol/index.js';
 
 export interface ResetRecord {
   type: 'reset';
@@ -12,15 +13,11 @@ export interface ResetRecord {
   info: Record<string, unknown>;
 }
 
-export interface StepRecord {
+/** One step line: the protocol's step result (declared once, protocol/schema) with its index and action. */
+export interface StepRecord extends StepResult {
   type: 'step';
   step: number;
   action: unknown;
-  observation: unknown;
-  reward: number;
-  terminated: boolean;
-  truncated: boolean;
-  info: Record<string, unknown>;
 }
 
 export interface Trajectory {

@@ -2,9 +2,9 @@
 // (client key and grant), what its requests asked for (make's defaults, each reset's override), which
 // request is waiting now (its events name it), and the reset deadline that does not count the queue.
 // Built by the connection at make; read by the sandbox adapter when the env takes its sandbox.
-import type { SchedulingGrant } from './config.js';
-import { DeadlineExceeded, type DeadlineSweeper } from './deadline.js';
-import { AdmissionRefused } from './errors.js';
+import type { SchedulingGrant } from '../config.js';
+import { DeadlineExceeded, type DeadlineSweeper } from '../session/deadline.js';
+import { AdmissionRefused } from '../errors.js';
 import type { AdmissionListener, SchedulerDriver, SchedulingAsk, SchedulingParams } from './scheduler-driver.js';
 
 /** Where a session's scheduling events go (the connection). */
