@@ -67,28 +67,32 @@ module.exports = {
     // observability/, transport/ and sandbox/. Each rule names what a folder may NOT reach (up or sideways).
     {
       name: 'connection-knows-no-front',
-      comment: 'connection/ (one WebSocket connection: dispatch, handshake, opener, resume link) serves app.ts; it never reaches the CLI, player, inspector or app.',
+      comment:
+        'connection/ (one WebSocket connection: dispatch, handshake, opener, resume link) serves app.ts; it never reaches the CLI, player, inspector or app.',
       severity: 'error',
       from: { path: S('connection/') },
       to: { path: S(...FRONT) },
     },
     {
       name: 'core-knows-no-connection',
-      comment: 'server-core.ts knows connections only as its ConnectionHandle interface: connection/ depends on the core, never the other way (the old connection ⇄ server-core ⇄ session circle).',
+      comment:
+        'server-core.ts knows connections only as its ConnectionHandle interface: connection/ depends on the core, never the other way (the old connection ⇄ server-core ⇄ session circle).',
       severity: 'error',
       from: { path: S('server-core\\.ts') },
       to: { path: S('connection/', ...FRONT) },
     },
     {
       name: 'session-knows-no-connection',
-      comment: 'session/ (a session, its queue, deadlines) is driven by connections and knows none of them, nor the server core (Session.open takes a SessionHost).',
+      comment:
+        'session/ (a session, its queue, deadlines) is driven by connections and knows none of them, nor the server core (Session.open takes a SessionHost).',
       severity: 'error',
       from: { path: S('session/') },
       to: { path: S('connection/', 'transport/', 'server-core\\.ts', ...FRONT) },
     },
     {
       name: 'admission-below-sessions',
-      comment: 'admission/ (capacity ledger, scheduler driver and core, a session\'s admission) knows no session object, connection, env host, observer or front; of session/ it uses only the deadlines.',
+      comment:
+        "admission/ (capacity ledger, scheduler driver and core, a session's admission) knows no session object, connection, env host, observer or front; of session/ it uses only the deadlines.",
       severity: 'error',
       from: { path: S('admission/') },
       to: { path: S('connection/', 'transport/', 'env-host/', 'observability/', 'session/session\\.ts', 'server-core\\.ts', ...FRONT) },
@@ -109,7 +113,8 @@ module.exports = {
     },
     {
       name: 'observability-only-listens',
-      comment: 'observability/ hears episodes through EpisodeObservers and reads /metrics sources through interfaces: it reaches no connection, session, admission or front module.',
+      comment:
+        'observability/ hears episodes through EpisodeObservers and reads /metrics sources through interfaces: it reaches no connection, session, admission or front module.',
       severity: 'error',
       from: { path: S('observability/') },
       to: { path: S('connection/', 'transport/', 'session/', 'admission/', 'cli/', 'play/', 'inspect/', 'trajectory/') },
@@ -172,7 +177,8 @@ module.exports = {
     enhancedResolveOptions: {
       extensions: ['.ts', '.mts', '.js', '.mjs', '.cjs', '.json'],
       // Resolve packages' "exports" as Node and TypeScript do (e.g. tsx/esm/api).
-      conditionNames: ['import', 'require', 'node', 'default'], exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+      exportsFields: ['exports'],
     },
   },
 };

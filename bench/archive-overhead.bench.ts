@@ -59,7 +59,12 @@ const BASELINE_TREE = process.env.BENCH_BASELINE_TREE;
 async function openMath(name: MathSide['name'], args: string[], tree?: string): Promise<MathSide> {
   const nodeArgs = [...SERVER_NODE_ARGS, ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', join(PROF_DIR, name)] : [])];
   const server = tree
-    ? await startProcess(process.execPath, [...nodeArgs, join(tree, 'bin/sandgym.js'), 'serve', '--port', '0', '--fixtures', '--log-level', 'warn', '--driver', 'none', ...args], /sandgym listening on (ws:\/\/\S+)/, 180_000)
+    ? await startProcess(
+        process.execPath,
+        [...nodeArgs, join(tree, 'bin/sandgym.js'), 'serve', '--port', '0', '--fixtures', '--log-level', 'warn', '--driver', 'none', ...args],
+        /sandgym listening on (ws:\/\/\S+)/,
+        180_000,
+      )
     : await startSandgym(args, nodeArgs);
   const d = await Driver.open(server.url);
   const hello = await d.request(encodeJson({ id: 0, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'bench', version: '0' } }));
@@ -76,7 +81,8 @@ async function openMath(name: MathSide['name'], args: string[], tree?: string): 
   ]);
   const make = (i: number) => encodeJson({ id: (i % 0x7fff_ffff) + 1, type: 'batch', requests: items });
   const sample = await d.request(make(0));
-  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result')) throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
+  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result'))
+    throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
   await d.pipelined(FRAMES / 4, WINDOW, make, looksLikeError);
   return { name, server, driver: d, make, cpu_us_per_env_step: [], episodes_per_s: [], threads: [] };
 }
@@ -162,8 +168,18 @@ async function math(archiveDir: string) {
   const written = await dirBytes(archiveDir);
   return {
     batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS },
-    no_archive: { cpu_us_per_env_step: round(cpuOff, 3), episodes_per_s: Math.round(median(off.episodes_per_s)), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)), threads: medianThreads(off.threads) },
-    archive: { cpu_us_per_env_step: round(cpuOn, 3), episodes_per_s: Math.round(median(on.episodes_per_s)), rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)), threads: medianThreads(on.threads) },
+    no_archive: {
+      cpu_us_per_env_step: round(cpuOff, 3),
+      episodes_per_s: Math.round(median(off.episodes_per_s)),
+      rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)),
+      threads: medianThreads(off.threads),
+    },
+    archive: {
+      cpu_us_per_env_step: round(cpuOn, 3),
+      episodes_per_s: Math.round(median(on.episodes_per_s)),
+      rounds_cpu: on.cpu_us_per_env_step.map((x) => round(x, 3)),
+      threads: medianThreads(on.threads),
+    },
     cpu_ratio: round(cpuOn / cpuOff, 3),
     added_cpu_us_per_env_step: round(cpuOn - cpuOff, 3),
     throughput_ratio: round(median(on.episodes_per_s) / median(off.episodes_per_s), 3),
@@ -248,7 +264,11 @@ async function code(archiveDir: string) {
  * (the gzip pool too). This is the figure the /proc ratio cannot resolve on code-v0, where a step's own
  * server CPU is milliseconds of Docker API work.
  */
-async function inProcessCost(dir: string, limit: number, repeat: number): Promise<{ episodes: number; steps: number; cpu_us_per_step: number; cpu_us_per_episode: number } | null> {
+async function inProcessCost(
+  dir: string,
+  limit: number,
+  repeat: number,
+): Promise<{ episodes: number; steps: number; cpu_us_per_step: number; cpu_us_per_episode: number } | null> {
   const records: EpisodeRecord[] = [];
   for await (const r of readArchive(dir)) {
     records.push(r);
@@ -267,10 +287,34 @@ async function inProcessCost(dir: string, limit: number, repeat: number): Promis
       const t = Date.parse(r.started_at);
       rec.onOpen({ session_id: session, env_id: r.env_id, kwargs: r.kwargs, connection_id: 'c_1', t });
       if (r.reset === null) continue;
-      rec.onReset({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, seed: r.seed ?? undefined, options: r.options, observation: r.reset.observation, info: r.reset.info, duration_ms: r.reset.duration_ms, t });
-      if (r.final_workspace && 'data' in r.final_workspace) rec.onArtifact({ session_id: session, name: 'final_workspace', data: Buffer.from(r.final_workspace.data, 'base64') });
+      rec.onReset({
+        session_id: session,
+        env_id: r.env_id,
+        episode_id: r.episode_id,
+        seed: r.seed ?? undefined,
+        options: r.options,
+        observation: r.reset.observation,
+        info: r.reset.info,
+        duration_ms: r.reset.duration_ms,
+        t,
+      });
+      if (r.final_workspace && 'data' in r.final_workspace)
+        rec.onArtifact({ session_id: session, name: 'final_workspace', data: Buffer.from(r.final_workspace.data, 'base64') });
       for (const st of r.steps) {
-        rec.onStep({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, step_index: st.step, action: st.action, observation: st.observation, reward: st.reward, terminated: st.terminated, truncated: st.truncated, info: st.info, duration_ms: st.duration_ms, t: st.t });
+        rec.onStep({
+          session_id: session,
+          env_id: r.env_id,
+          episode_id: r.episode_id,
+          step_index: st.step,
+          action: st.action,
+          observation: st.observation,
+          reward: st.reward,
+          terminated: st.terminated,
+          truncated: st.truncated,
+          info: st.info,
+          duration_ms: st.duration_ms,
+          t: st.t,
+        });
         steps++;
       }
       rec.onClose({ session_id: session, env_id: r.env_id, episode_id: r.episode_id, reason: 'closed by client', t });
@@ -279,7 +323,12 @@ async function inProcessCost(dir: string, limit: number, repeat: number): Promis
   }
   const c = process.cpuUsage(c0);
   const us = c.user + c.system;
-  return { episodes: records.length, steps: steps / repeat, cpu_us_per_step: round(us / steps, 2), cpu_us_per_episode: round(us / (records.length * repeat), 2) };
+  return {
+    episodes: records.length,
+    steps: steps / repeat,
+    cpu_us_per_step: round(us / steps, 2),
+    cpu_us_per_episode: round(us / (records.length * repeat), 2),
+  };
 }
 
 /**
@@ -289,7 +338,17 @@ async function inProcessCost(dir: string, limit: number, repeat: number): Promis
  * that gzip. Compared with the no-archive server's CPU per episode, it says how far below 10% any
  * implementation can get on this machine.
  */
-async function floorCost(dir: string, limit: number, repeat: number): Promise<{ episodes: number; bytes_per_episode: number; gzip_us_per_episode: number; stringify_us_per_episode: number; stringify_gzip_us_per_episode: number } | null> {
+async function floorCost(
+  dir: string,
+  limit: number,
+  repeat: number,
+): Promise<{
+  episodes: number;
+  bytes_per_episode: number;
+  gzip_us_per_episode: number;
+  stringify_us_per_episode: number;
+  stringify_gzip_us_per_episode: number;
+} | null> {
   const records: EpisodeRecord[] = [];
   for await (const r of readArchive(dir)) {
     records.push(r);
@@ -330,7 +389,13 @@ async function floorCost(dir: string, limit: number, repeat: number): Promise<{ 
   });
   const bothUs = await cpu(() => gzipAll(records.map((r) => `${JSON.stringify(r)}\n`)));
   if (sink < 0) throw new Error('unreachable');
-  return { episodes: records.length, bytes_per_episode: round(bytes / records.length, 1), gzip_us_per_episode: round(gzipUs, 2), stringify_us_per_episode: round(stringifyUs, 2), stringify_gzip_us_per_episode: round(bothUs, 2) };
+  return {
+    episodes: records.length,
+    bytes_per_episode: round(bytes / records.length, 1),
+    gzip_us_per_episode: round(gzipUs, 2),
+    stringify_us_per_episode: round(stringifyUs, 2),
+    stringify_gzip_us_per_episode: round(bothUs, 2),
+  };
 }
 
 async function main(): Promise<void> {
@@ -346,7 +411,13 @@ async function main(): Promise<void> {
     };
     const floor = m ? await floorCost(join(tmp, 'math'), 20_000, QUICK ? 2 : 10) : null;
     const results = {
-      machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0] as number, 2) },
+      machine: {
+        cpus: cpus().length,
+        node: process.version,
+        date: new Date().toISOString(),
+        loadavg_start: round(load0, 2),
+        loadavg_end: round(loadavg()[0] as number, 2),
+      },
       command: 'npx tsx bench/archive-overhead.bench.ts',
       math: m,
       code: c,
@@ -381,7 +452,11 @@ async function main(): Promise<void> {
       );
     }
     for (const [env, x] of Object.entries(inProcess)) {
-      if (x) lines.push('', `${env.replace('_', '-')}, the archive alone in-process (${x.episodes} archived episodes, ${x.steps} steps, replayed as hook events): ${x.cpu_us_per_step} µs CPU per step, ${x.cpu_us_per_episode} µs per episode`);
+      if (x)
+        lines.push(
+          '',
+          `${env.replace('_', '-')}, the archive alone in-process (${x.episodes} archived episodes, ${x.steps} steps, replayed as hook events): ${x.cpu_us_per_step} µs CPU per step, ${x.cpu_us_per_episode} µs per episode`,
+        );
     }
     if (floor && m) {
       const base = m.no_archive.cpu_us_per_env_step;

@@ -29,7 +29,11 @@ const GAP_MS = Number(process.argv.find((a) => a.startsWith('--gap-ms='))?.slice
 const PER_BLOCK = quick ? 6 : 15;
 const OUT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'grading-paced.json');
 
-const pct = (xs: number[], p: number) => percentile([...xs].sort((a, b) => a - b), p);
+const pct = (xs: number[], p: number) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    p,
+  );
 const r0 = (x: number) => Math.round(x);
 
 async function main() {

@@ -26,9 +26,21 @@ const SERVER_PATH = 'envs/src/code/harness/python/pytest_server.py';
 async function main() {
   const before = execFileSync('git', ['show', `${BEFORE}:${SERVER_PATH}`], { encoding: 'utf8' });
   // An earlier server that reads no HARNESS_SOURCE simply ignores the line; one that does gets the same source.
-  const programs = { before: `HARNESS_SOURCE = ${JSON.stringify(HARNESS_PY)}\n${before}`, after: `HARNESS_SOURCE = ${JSON.stringify(HARNESS_PY)}\n${PYTEST_SERVER_PY}` };
+  const programs = {
+    before: `HARNESS_SOURCE = ${JSON.stringify(HARNESS_PY)}\n${before}`,
+    after: `HARNESS_SOURCE = ${JSON.stringify(HARNESS_PY)}\n${PYTEST_SERVER_PY}`,
+  };
   const tasks = await loadTaskSets([SHIPPED_TASKS_DIR]);
-  const list = TASKS === 'all' ? tasks.filter((t) => t.spec.test.format === 'pytest-harness') : TASKS.split(',').map((id) => tasks.find((t) => t.spec.id === id) ?? (() => { throw new Error(`no shipped task ${id}`); })());
+  const list =
+    TASKS === 'all'
+      ? tasks.filter((t) => t.spec.test.format === 'pytest-harness')
+      : TASKS.split(',').map(
+          (id) =>
+            tasks.find((t) => t.spec.id === id) ??
+            (() => {
+              throw new Error(`no shipped task ${id}`);
+            })(),
+        );
   const handle = await openSandboxProvider('docker', { maxTotal: 4 });
   const srv = pytestServerDir();
   let program = programs.after;
@@ -36,7 +48,11 @@ async function main() {
     async acquire(req: SandboxRequirement): Promise<Sandbox> {
       const sb = await handle.provider.acquire(req);
       if (!req.prepare) return sb;
-      const kill = await sb.exec({ script: `read -r p <${srv}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done`, identity: 'judge', timeout_ms: 30_000 });
+      const kill = await sb.exec({
+        script: `read -r p <${srv}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done`,
+        identity: 'judge',
+        timeout_ms: 30_000,
+      });
       if (kill.exit_code !== 0) throw new Error(`no pooled server to replace: ${kill.stderr}`);
       const r = await sb.exec({ ...pytestServerPrepare(), stdin: program });
       if (r.exit_code !== 0) throw new Error(`server start failed: ${r.stderr}`);
@@ -62,10 +78,17 @@ async function main() {
   } finally {
     await handle.close();
   }
-  const p = (xs: number[], q: number) => Math.round(percentile([...xs].sort((a, b) => a - b), q));
+  const p = (xs: number[], q: number) =>
+    Math.round(
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        q,
+      ),
+    );
   console.log(`## The pre-started pytest: ${BEFORE} against this code, interleaved (${TASKS}, ${ROUNDS} rounds)\n`);
   console.log('| arm | gradings | p50 ms | p90 ms |\n|---|---:|---:|---:|');
-  for (const a of ['before', 'after'] as const) console.log(`| ${a === 'before' ? BEFORE : 'this code'} | ${ms[a].length} | ${p(ms[a], 50)} | ${p(ms[a], 90)} |`);
+  for (const a of ['before', 'after'] as const)
+    console.log(`| ${a === 'before' ? BEFORE : 'this code'} | ${ms[a].length} | ${p(ms[a], 50)} | ${p(ms[a], 90)} |`);
   console.log(`\nratio of p50s (this code / ${BEFORE}): ${(p(ms.after, 50) / p(ms.before, 50)).toFixed(2)}`);
 }
 

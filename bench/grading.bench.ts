@@ -70,7 +70,22 @@ async function main() {
     for (let i = 0; i < 2; i++) await provider.release(await provider.acquire(taskRequirement(all[0]!)));
     provider.acquires = [];
 
-    const perTask: { id: string; total_ms: number; acquire_ms: number; run_ms: number; filter_ms: number; score: number; prestarted: boolean; no_server_ms: number; no_server_score: number; baseline_ms: number; baseline_score: number; untouched_ms: number; untouched_score: number; untouched_failed: number }[] = [];
+    const perTask: {
+      id: string;
+      total_ms: number;
+      acquire_ms: number;
+      run_ms: number;
+      filter_ms: number;
+      score: number;
+      prestarted: boolean;
+      no_server_ms: number;
+      no_server_score: number;
+      baseline_ms: number;
+      baseline_score: number;
+      untouched_ms: number;
+      untouched_score: number;
+      untouched_failed: number;
+    }[] = [];
     // Three arms per task, in a rotating order so none always follows the agent's work:
     //  current   : the judge's pytest pre-started in the pooled grading sandbox (pytest-harness), preflight once per
     //              image, worker started with pytest;
@@ -107,15 +122,35 @@ async function main() {
       const n = got.noServer!;
       const b = got.baseline!;
       const u = await gradeSubmission(task, untouchedTar, { provider, requirement: req, killStragglers: true });
-      perTask.push({ id: task.spec.id, total_ms: r0(g.timings_ms.total), acquire_ms: r0(g.timings_ms.acquire), run_ms: r0(g.timings_ms.run), filter_ms: r0(g.timings_ms.filter), score: g.score.total, prestarted: g.prestarted === true, no_server_ms: r0(n.timings_ms.total), no_server_score: n.score.total, baseline_ms: r0(b.timings_ms.total), baseline_score: b.score.total, untouched_ms: r0(u.timings_ms.total), untouched_score: u.score.total, untouched_failed: u.tests?.failed ?? -1 });
-      process.stderr.write(`${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}${g.prestarted ? ', pre-started pytest' : ''}); no server ${r0(n.timings_ms.total)} ms (score ${n.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total}); untouched ${r0(u.timings_ms.total)} ms (score ${u.score.total}, ${u.tests?.failed ?? '?'} failed)\n`);
+      perTask.push({
+        id: task.spec.id,
+        total_ms: r0(g.timings_ms.total),
+        acquire_ms: r0(g.timings_ms.acquire),
+        run_ms: r0(g.timings_ms.run),
+        filter_ms: r0(g.timings_ms.filter),
+        score: g.score.total,
+        prestarted: g.prestarted === true,
+        no_server_ms: r0(n.timings_ms.total),
+        no_server_score: n.score.total,
+        baseline_ms: r0(b.timings_ms.total),
+        baseline_score: b.score.total,
+        untouched_ms: r0(u.timings_ms.total),
+        untouched_score: u.score.total,
+        untouched_failed: u.tests?.failed ?? -1,
+      });
+      process.stderr.write(
+        `${task.spec.id}: ${r0(g.timings_ms.total)} ms (score ${g.score.total}${g.prestarted ? ', pre-started pytest' : ''}); no server ${r0(n.timings_ms.total)} ms (score ${n.score.total}); baseline ${r0(b.timings_ms.total)} ms (score ${b.score.total}); untouched ${r0(u.timings_ms.total)} ms (score ${u.score.total}, ${u.tests?.failed ?? '?'} failed)\n`,
+      );
     }
 
     // One full episode through the env API (shaping none: agent steps are pure tool calls).
     const def = createCodeEnv({ taskSet: new TaskSet(all, ['train', 'eval']) });
     const abort = new AbortController();
     const noop = () => undefined;
-    const env = await def.create({ signal: abort.signal, logger: { debug: noop, info: noop, warn: noop, error: noop }, sandboxes: provider }, { shaping: 'none' });
+    const env = await def.create(
+      { signal: abort.signal, logger: { debug: noop, info: noop, warn: noop, error: noop }, sandboxes: provider },
+      { shaping: 'none' },
+    );
     const slug = all.find((t) => t.spec.id === 'py-slugify')!;
     provider.acquires = [];
     const t0 = performance.now();
@@ -126,7 +161,10 @@ async function main() {
     const actions = [
       { name: 'list_files', arguments: {} },
       { name: 'read_file', arguments: { path: 'slug.py' } },
-      { name: 'write_file', arguments: { path: 'slug.py', content: Buffer.from(slug.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8') } },
+      {
+        name: 'write_file',
+        arguments: { path: 'slug.py', content: Buffer.from(slug.solution.files.find((f) => f.path === 'slug.py')!.content).toString('utf8') },
+      },
       { name: 'bash', arguments: { command: 'python3 -c "import slug; print(slug.slugify(\'Hello World\'))"' } },
     ];
     for (const a of actions) {
@@ -151,7 +189,11 @@ async function main() {
       agent_steps_ms: r0(steps.reduce((a, b) => a + b, 0)),
       agent_step_ms: steps.map(r0),
       grading_ms: r0(tSubmit),
-      grading_split_ms: { copy_out_filter_ms: r0(tSubmit - grade.timings_ms.total + (grade.timings_ms.total - grade.timings_ms.acquire - grade.timings_ms.run)), acquire_ms: r0(grade.timings_ms.acquire), run_ms: r0(grade.timings_ms.run) },
+      grading_split_ms: {
+        copy_out_filter_ms: r0(tSubmit - grade.timings_ms.total + (grade.timings_ms.total - grade.timings_ms.acquire - grade.timings_ms.run)),
+        acquire_ms: r0(grade.timings_ms.acquire),
+        run_ms: r0(grade.timings_ms.run),
+      },
     };
 
     // 3. What a grading costs the machine, fresh grading sandboxes against sandboxes wiped in place.
@@ -192,10 +234,36 @@ async function main() {
         untouched_total: stat(perTask.map((t) => t.untouched_ms)),
         untouched_failed_tests: perTask.reduce((a, t) => a + Math.max(0, t.untouched_failed), 0),
         untouched_all_below_1: perTask.every((t) => t.untouched_score < 1),
-        ratio_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.baseline_ms), 50)) * 100) / 100,
-        ratio_no_server_p50: Math.round((pct(perTask.map((t) => t.total_ms), 50) / pct(perTask.map((t) => t.no_server_ms), 50)) * 100) / 100,
+        ratio_p50:
+          Math.round(
+            (pct(
+              perTask.map((t) => t.total_ms),
+              50,
+            ) /
+              pct(
+                perTask.map((t) => t.baseline_ms),
+                50,
+              )) *
+              100,
+          ) / 100,
+        ratio_no_server_p50:
+          Math.round(
+            (pct(
+              perTask.map((t) => t.total_ms),
+              50,
+            ) /
+              pct(
+                perTask.map((t) => t.no_server_ms),
+                50,
+              )) *
+              100,
+          ) / 100,
         no_server_all_scored_1: perTask.every((t) => t.no_server_score === 1),
-        baseline_all_scored_1: perTask.every((t) => t.baseline_score === 1), acquire: stat(perTask.map((t) => t.acquire_ms)), run: stat(perTask.map((t) => t.run_ms)), all_scored_1: perTask.every((t) => t.score === 1) },
+        baseline_all_scored_1: perTask.every((t) => t.baseline_score === 1),
+        acquire: stat(perTask.map((t) => t.acquire_ms)),
+        run: stat(perTask.map((t) => t.run_ms)),
+        all_scored_1: perTask.every((t) => t.score === 1),
+      },
       per_task: perTask,
       episode,
       machine_cost: { gradings: N, task: 'py-slugify', ...machine },

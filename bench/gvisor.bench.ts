@@ -112,9 +112,16 @@ async function main(): Promise<void> {
   };
   console.log('\n| measure | runc p50 | runc p95 | runsc p50 | runsc p95 | runsc/runc (p50) |');
   console.log('|---|---|---|---|---|---|');
-  console.log(`| cold start (create to answering channel), n=${N_COLD} | ${result.cold_start.runc.p50_ms} ms | ${result.cold_start.runc.p95_ms} ms | ${result.cold_start.runsc.p50_ms} ms | ${result.cold_start.runsc.p95_ms} ms | ${result.cold_start.ratio_p50}x |`);
-  console.log(`| channel round trip, /bin/true, n=${N_RT} | ${result.channel_true.runc.p50_ms} ms | ${result.channel_true.runc.p95_ms} ms | ${result.channel_true.runsc.p50_ms} ms | ${result.channel_true.runsc.p95_ms} ms | ${result.channel_true.ratio_p50}x |`);
-  if (grade.runc.length) console.log(`| grading ${GRADE_TASK} (code-v0, reference solution), n=${N_GRADE} | ${result.grade_code_v0.runc.p50_ms} ms | ${result.grade_code_v0.runc.p95_ms} ms | ${result.grade_code_v0.runsc.p50_ms} ms | ${result.grade_code_v0.runsc.p95_ms} ms | ${result.grade_code_v0.ratio_p50}x |`);
+  console.log(
+    `| cold start (create to answering channel), n=${N_COLD} | ${result.cold_start.runc.p50_ms} ms | ${result.cold_start.runc.p95_ms} ms | ${result.cold_start.runsc.p50_ms} ms | ${result.cold_start.runsc.p95_ms} ms | ${result.cold_start.ratio_p50}x |`,
+  );
+  console.log(
+    `| channel round trip, /bin/true, n=${N_RT} | ${result.channel_true.runc.p50_ms} ms | ${result.channel_true.runc.p95_ms} ms | ${result.channel_true.runsc.p50_ms} ms | ${result.channel_true.runsc.p95_ms} ms | ${result.channel_true.ratio_p50}x |`,
+  );
+  if (grade.runc.length)
+    console.log(
+      `| grading ${GRADE_TASK} (code-v0, reference solution), n=${N_GRADE} | ${result.grade_code_v0.runc.p50_ms} ms | ${result.grade_code_v0.runc.p95_ms} ms | ${result.grade_code_v0.runsc.p50_ms} ms | ${result.grade_code_v0.runsc.p95_ms} ms | ${result.grade_code_v0.ratio_p50}x |`,
+    );
   const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'gvisor.json');
   await mkdir(path.dirname(out), { recursive: true });
   await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);

@@ -38,10 +38,14 @@ function cpuS(pid: number): number {
 }
 
 async function startServer(): Promise<{ pid: number; url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [`${repo}/bin/sandgym.js`, 'serve', '--driver', 'none', '--fixtures', '--port', '0', '--token', TOKEN, '--log-level', 'warn'], {
-    cwd: repo,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [`${repo}/bin/sandgym.js`, 'serve', '--driver', 'none', '--fixtures', '--port', '0', '--token', TOKEN, '--log-level', 'warn'],
+    {
+      cwd: repo,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   child.stdout!.resume();
   let out = '';
   const url = await new Promise<string>((res, rej) => {
@@ -168,7 +172,9 @@ async function deepFrames(url: string, pid: number): Promise<void> {
   clearInterval(sampler);
   const cpu = cpuS(pid) - cpu0;
   const lat = await p.stop();
-  console.log(`deep frames: ${K} x ${DEEP_MB} MB nested arrays (authenticated): server CPU ${cpu.toFixed(2)} s, all answered in ${wall.toFixed(0)} ms, peak RSS +${(peakRss - rss0).toFixed(0)} MB; ${summary(lat)}`);
+  console.log(
+    `deep frames: ${K} x ${DEEP_MB} MB nested arrays (authenticated): server CPU ${cpu.toFixed(2)} s, all answered in ${wall.toFixed(0)} ms, peak RSS +${(peakRss - rss0).toFixed(0)} MB; ${summary(lat)}`,
+  );
   attacker.terminate();
   control.terminate();
   await sleep(500);
@@ -191,7 +197,9 @@ async function queuedSteps(url: string, pid: number): Promise<void> {
   for (let i = 0; i < Q; i++) ws.send(JSON.stringify({ id: 600_000 + i, type: 'step', session, action: pad }));
   await sleep(10_000);
   const rss1 = rssMb(pid);
-  console.log(`queue: ${Q} x ${STEP_MB} MB steps behind a 20 s step: server RSS +${(rss1 - rss0).toFixed(0)} MB after 10 s, ${capacity} answered CAPACITY at once`);
+  console.log(
+    `queue: ${Q} x ${STEP_MB} MB steps behind a 20 s step: server RSS +${(rss1 - rss0).toFixed(0)} MB after 10 s, ${capacity} answered CAPACITY at once`,
+  );
   const t0 = performance.now();
   const closed = await request(ws, { type: 'close', session }, 60_000).catch((e: Error) => ({ error: e.message }));
   console.log(`close behind the queue: answered in ${(performance.now() - t0).toFixed(0)} ms (${JSON.stringify(closed).slice(0, 80)})`);

@@ -92,12 +92,25 @@ async function gradingLatency(): Promise<unknown[]> {
         // A distinct file per run: nothing is answered from a cache.
         files.set('run.txt', { path: 'run.txt', content: new TextEncoder().encode(String(i)), mode: 0o644 });
         const t0 = performance.now();
-        const r = await gradeSubmission(t, await writeTar([...files.values()]), { provider: h.provider, requirement: { image: t.spec.image, ...(t.spec.limits ? { limits: t.spec.limits } : {}) }, killStragglers: true });
+        const r = await gradeSubmission(t, await writeTar([...files.values()]), {
+          provider: h.provider,
+          requirement: { image: t.spec.image, ...(t.spec.limits ? { limits: t.spec.limits } : {}) },
+          killStragglers: true,
+        });
         ms.push(performance.now() - t0);
         score = r.score.total;
       }
       ms.sort((a, b) => a - b);
-      rows.push({ driver, id, format: t.spec.test.format, score, runs, p50_ms: Math.round(ms[Math.floor(ms.length / 2)] ?? NaN), min_ms: Math.round(ms[0] ?? NaN), max_ms: Math.round(ms.at(-1) ?? NaN) });
+      rows.push({
+        driver,
+        id,
+        format: t.spec.test.format,
+        score,
+        runs,
+        p50_ms: Math.round(ms[Math.floor(ms.length / 2)] ?? NaN),
+        min_ms: Math.round(ms[0] ?? NaN),
+        max_ms: Math.round(ms.at(-1) ?? NaN),
+      });
     }
   } finally {
     await h.close();

@@ -26,7 +26,9 @@ const BIN = process.env.SANDGYM_K8S_BIN_DIR || path.join(os.homedir(), '.cache/s
 
 function sh(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { cwd: root, maxBuffer: 16 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout)));
+    execFile(cmd, args, { cwd: root, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+    );
   });
 }
 async function seconds(f: () => Promise<unknown>): Promise<number> {

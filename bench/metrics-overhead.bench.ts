@@ -85,7 +85,8 @@ async function open(name: Side['name'], args: string[], nodeArgs: string[] = [])
   const items = sessions.map((session) => ({ type: 'step', session, action: 0 }));
   const make = (i: number) => encodeJson({ id: (i % 0x7fff_ffff) + 1, type: 'batch', requests: items });
   const sample = await d.request(make(0));
-  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result')) throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
+  if (sample.type !== 'result' || sample.result.results.some((r: { type: string }) => r.type !== 'result'))
+    throw new Error(`batch failed: ${JSON.stringify(sample).slice(0, 300)}`);
   // Warm-up (JIT, socket buffers).
   await d.pipelined(FRAMES / 4, WINDOW, make, looksLikeError);
   return { name, server, driver: d, make, cpu_us_per_env_step: [], env_steps_per_s: [] };
@@ -113,7 +114,14 @@ function observerNsPerStep(): { added: number; timedShare: number; clockNs: numb
   registry.registerAll(fixtureEnvs);
   const observers = new EpisodeObservers({ warn: () => undefined });
   const tracker = new EpisodeTracker();
-  const src = { registry, sandbox: null, sessionCount: 1, connections: new Set<never>(), queuedRequests: () => 0, socketBytes: () => ({ read: 0, written: 0 }) };
+  const src = {
+    registry,
+    sandbox: null,
+    sessionCount: 1,
+    connections: new Set<never>(),
+    queuedRequests: () => 0,
+    socketBytes: () => ({ read: 0, written: 0 }),
+  };
   const metrics = new ServerMetrics(src, tracker, { processMetrics: false });
   observers.add(tracker);
   observers.add(metrics);
@@ -138,7 +146,20 @@ function observerNsPerStep(): { added: number; timedShare: number; clockNs: numb
       const timed = observers.timeEveryStep || !sameTurn(turn) || sampler.take(s0);
       const now = timed ? monoNow() : Number.NaN;
       if (timed) timedSteps++;
-      const e: StepEvent = { session_id: 's', env_id: 'test/noop-v0', episode_id: 'e', step_index: i, action: 0, observation: 0, reward: 0, terminated: false, truncated: false, info, duration_ms: now - s0, t: origin + (timed ? now : s0) };
+      const e: StepEvent = {
+        session_id: 's',
+        env_id: 'test/noop-v0',
+        episode_id: 'e',
+        step_index: i,
+        action: 0,
+        observation: 0,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info,
+        duration_ms: now - s0,
+        t: origin + (timed ? now : s0),
+      };
       observers.step(e);
     }
     return Number(process.hrtime.bigint() - t0) / n;
@@ -196,10 +217,22 @@ async function main(): Promise<void> {
   const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] as number;
   const armRatios = arms.map((a) => {
     const r = a.cpu_us_per_env_step.map((x, i) => x / (off.cpu_us_per_env_step[i] as number)).sort((x, y) => x - y);
-    return { arm: a.name, cpu_us_per_env_step: round(m(a.cpu_us_per_env_step), 3), cpu_ratio: round(m(r), 3), cpu_ratio_quartiles: [round(q(r, 0.25), 3), round(q(r, 0.75), 3)], rounds_cpu: a.cpu_us_per_env_step.map((x) => round(x, 3)) };
+    return {
+      arm: a.name,
+      cpu_us_per_env_step: round(m(a.cpu_us_per_env_step), 3),
+      cpu_ratio: round(m(r), 3),
+      cpu_ratio_quartiles: [round(q(r, 0.25), 3), round(q(r, 0.75), 3)],
+      rounds_cpu: a.cpu_us_per_env_step.map((x) => round(x, 3)),
+    };
   });
   const results = {
-    machine: { cpus: cpus().length, node: process.version, date: new Date().toISOString(), loadavg_start: round(load0, 2), loadavg_end: round(loadavg()[0]!, 2) },
+    machine: {
+      cpus: cpus().length,
+      node: process.version,
+      date: new Date().toISOString(),
+      loadavg_start: round(load0, 2),
+      loadavg_end: round(loadavg()[0]!, 2),
+    },
     command: 'npx tsx bench/metrics-overhead.bench.ts',
     batch: { sessions: SESSIONS, window: WINDOW, frames_per_round: FRAMES, rounds: ROUNDS, concurrent: CONCURRENT },
     no_metrics: { cpu_us_per_env_step: round(cpuOff, 3), env_steps_per_s: Math.round(tputOff), rounds_cpu: off.cpu_us_per_env_step.map((x) => round(x, 3)) },
@@ -223,9 +256,14 @@ async function main(): Promise<void> {
     `| server CPU per env-step (µs, all threads) | ${results.no_metrics.cpu_us_per_env_step} | ${results.metrics.cpu_us_per_env_step} | ${results.cpu_ratio} [${results.cpu_ratio_quartiles.join('-')}] (${results.cpu_ratio_range.join('-')}) |`,
     `| env-steps/s | ${results.no_metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.metrics.env_steps_per_s.toLocaleString('en-US')} | ${results.throughput_ratio} [${results.throughput_ratio_quartiles.join('-')}] |`,
     `| added per step in-process (sampling, event, tracker, metrics; ${round(100 * timedShare, 2)}% of steps timed), best of 5 (ns) | - | ${results.observer_ns_per_step} | ${results.observer_share_of_server_cpu} of a --no-metrics env-step |`,
-    ...armRatios.map((a) => `| arm ${a.arm}: server CPU per env-step (µs) | ${results.no_metrics.cpu_us_per_env_step} | ${a.cpu_us_per_env_step} | ${a.cpu_ratio} [${a.cpu_ratio_quartiles.join('-')}] |`),
+    ...armRatios.map(
+      (a) =>
+        `| arm ${a.arm}: server CPU per env-step (µs) | ${results.no_metrics.cpu_us_per_env_step} | ${a.cpu_us_per_env_step} | ${a.cpu_ratio} [${a.cpu_ratio_quartiles.join('-')}] |`,
+    ),
   ].join('\n');
-  process.stdout.write(`${table}\n\nclock read (monoNow: process.hrtime) ${results.clock_read_ns} ns; load average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`);
+  process.stdout.write(
+    `${table}\n\nclock read (monoNow: process.hrtime) ${results.clock_read_ns} ns; load average ${results.machine.loadavg_start} -> ${results.machine.loadavg_end}; /metrics exposition ${scrapeBytes} bytes\n`,
+  );
   const dir = join(REPO_ROOT, 'bench', 'results');
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'metrics-overhead.json'), `${JSON.stringify(results, null, 2)}\n`);

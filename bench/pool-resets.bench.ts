@@ -149,10 +149,17 @@ async function idleMemory() {
     mib.push(m[3] === 'KiB' ? v / 1024 : m[3] === 'GiB' ? v * 1024 : v);
   }
   // Outside the container: one containerd shim per sandbox (proportional share, its pages are mostly shared).
-  const shim = await run('sh', ['-c', 'for p in $(pgrep -f containerd-shim-runc-v2); do grep -E "^Pss:" /proc/$p/smaps_rollup; done']).catch(() => ({ stdout: '' }));
+  const shim = await run('sh', ['-c', 'for p in $(pgrep -f containerd-shim-runc-v2); do grep -E "^Pss:" /proc/$p/smaps_rollup; done']).catch(() => ({
+    stdout: '',
+  }));
   const pssKiB = [...shim.stdout.matchAll(/Pss:\s+(\d+) kB/g)].map((m) => Number(m[1]));
   await built.app.close();
-  return { containers: mib.length, cgroup_mib_p50: r1(pct(mib, 50)), cgroup_mib_max: r1(Math.max(...mib)), shim_pss_mib_p50: pssKiB.length ? r1(pct(pssKiB, 50) / 1024) : null };
+  return {
+    containers: mib.length,
+    cgroup_mib_p50: r1(pct(mib, 50)),
+    cgroup_mib_max: r1(Math.max(...mib)),
+    shim_pss_mib_p50: pssKiB.length ? r1(pct(pssKiB, 50) / 1024) : null,
+  };
 }
 
 async function main() {
@@ -164,7 +171,11 @@ async function main() {
   // (rate and remembered burst). `--only=` runs the default alone.
   for (const reuse of ['wipe', 'replace'] as const) {
     if (only && only !== reuse) continue;
-    for (const [autosize, burst] of [[false, false], [true, false], [true, true]] as const) {
+    for (const [autosize, burst] of [
+      [false, false],
+      [true, false],
+      [true, true],
+    ] as const) {
       if (only && !(autosize && burst)) continue;
       const r = await scenario(autosize, reuse, burst);
       process.stderr.write(`${JSON.stringify(r)}\n`);
@@ -177,14 +188,20 @@ async function main() {
     '',
     '| pool | reuse | reset p50 ms | p95 ms | max ms | episodes/s | max idle | max live | hits / misses | creation / wipe ms (EWMA) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map((r) => `| ${r.autosize ? (r.burst_memory ? 'demand-sized (rate + burst)' : 'demand-sized (rate alone)') : 'fixed min_idle 2'} | ${r.reuse} | ${r.reset_p50_ms} | ${r.reset_p95_ms} | ${r.reset_max_ms} | ${r.episodes_per_s} | ${r.max_idle} | ${r.max_live} | ${r.hits} / ${r.misses} | ${r.create_ms} / ${r.wipe_ms} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.autosize ? (r.burst_memory ? 'demand-sized (rate + burst)' : 'demand-sized (rate alone)') : 'fixed min_idle 2'} | ${r.reuse} | ${r.reset_p50_ms} | ${r.reset_p95_ms} | ${r.reset_max_ms} | ${r.episodes_per_s} | ${r.max_idle} | ${r.max_live} | ${r.hits} / ${r.misses} | ${r.create_ms} / ${r.wipe_ms} |`,
+    ),
     '',
     `Idle pooled sandbox memory: ${JSON.stringify(memory)}`,
     '',
   ].join('\n');
   process.stdout.write(`${md}\n`);
   await mkdir(path.dirname(OUT), { recursive: true });
-  await writeFile(OUT, `${JSON.stringify({ when: new Date().toISOString(), host: { cpus: os.cpus().length, load: os.loadavg() }, think_ms: THINK_MS, max_total: MAX_TOTAL, results, memory }, null, 2)}\n`);
+  await writeFile(
+    OUT,
+    `${JSON.stringify({ when: new Date().toISOString(), host: { cpus: os.cpus().length, load: os.loadavg() }, think_ms: THINK_MS, max_total: MAX_TOTAL, results, memory }, null, 2)}\n`,
+  );
 }
 
 await main();

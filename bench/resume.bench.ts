@@ -86,7 +86,10 @@ async function main(): Promise<void> {
   const offUrl = `ws://127.0.0.1:${(off.app.server.address() as net.AddressInfo).port}${wsPath()}`;
   const perStep: Record<'on' | 'off', number[]> = { on: [], off: [] };
   for (let round = 0; round < 8; round++) {
-    for (const [name, url] of [['off', offUrl], ['on', direct]] as const) {
+    for (const [name, url] of [
+      ['off', offUrl],
+      ['on', direct],
+    ] as const) {
       const c = await connect(url, { logger: quiet });
       const e = await c.make<number, number>('test/noop-v0');
       await e.reset();

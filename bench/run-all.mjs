@@ -37,7 +37,9 @@ function jobs() {
   }
   // Python benchmarks named *.bench.py (scheduler-scale: 1,000 Docker sandboxes, ~15-25 min on 2 cores).
   if (existsSync(venvPython)) {
-    for (const f of readdirSync(benchDir).filter((n) => n.endsWith('.bench.py')).sort()) {
+    for (const f of readdirSync(benchDir)
+      .filter((n) => n.endsWith('.bench.py'))
+      .sort()) {
       list.push({ name: f, command: venvPython, args: [join('bench', f)] });
     }
   }

@@ -61,9 +61,11 @@ async function poolVsCold(driver: DockerDriver) {
   const cold: number[] = [];
   for (let i = 0; i < N_COLD; i++) {
     let sb: DriverSandbox | undefined;
-    cold.push(await time(async () => {
-      sb = await driver.create({ image: IMAGE });
-    }));
+    cold.push(
+      await time(async () => {
+        sb = await driver.create({ image: IMAGE });
+      }),
+    );
     void sb?.destroy();
   }
   const pool = new SandboxPool(driver, { image: IMAGE }, { minIdle: 4, maxTotal: 8, refillConcurrency: 2 });
@@ -108,12 +110,37 @@ async function fleet(driver: DockerDriver) {
   );
   const elapsed = (performance.now() - (end - FLEET_SECONDS * 1000)) / 1000;
   await Promise.all(sbs.map((s) => s.destroy()));
-  return { sandboxes: sbs.length, create_failures: failures, start_seconds: r2(startSeconds), commands: count, commands_per_s: Math.round(count / elapsed), latency: stat(lat) };
+  return {
+    sandboxes: sbs.length,
+    create_failures: failures,
+    start_seconds: r2(startSeconds),
+    commands: count,
+    commands_per_s: Math.round(count / elapsed),
+    latency: stat(lat),
+  };
 }
 
 function bwrapRaw(): Promise<number> {
-  const args = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
-    ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []), '--proc', '/proc', '--dev', '/dev', '--', '/bin/true'];
+  const args = [
+    '--unshare-all',
+    '--die-with-parent',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--',
+    '/bin/true',
+  ];
   const t = performance.now();
   return new Promise((resolve, reject) => {
     const c = spawn('bwrap', args, { stdio: 'ignore' });
@@ -130,9 +157,11 @@ async function bwrap() {
   const rt: number[] = [];
   for (let i = 0; i < N_BWRAP; i++) {
     let sb: DriverSandbox | undefined;
-    ready.push(await time(async () => {
-      sb = await driver.create({ image: IMAGE });
-    }));
+    ready.push(
+      await time(async () => {
+        sb = await driver.create({ image: IMAGE });
+      }),
+    );
     if (i === 0 && sb) for (let j = 0; j < 200; j++) rt.push(await time(() => sb!.exec({ argv: ['true'] })));
     await sb?.destroy();
   }
@@ -188,7 +217,11 @@ async function shellEpisodes(driverKind: 'docker' | 'local', reuse: 'replace' | 
  */
 async function identityCost(driver: DockerDriver) {
   const out: Record<string, ReturnType<typeof stat>> = {};
-  for (const [label, background, exclusive] of [['keep', 'keep', false], ['kill', 'kill', false], ['exclusive', 'kill', true]] as const) {
+  for (const [label, background, exclusive] of [
+    ['keep', 'keep', false],
+    ['kill', 'kill', false],
+    ['exclusive', 'kill', true],
+  ] as const) {
     const sb = await driver.create({ image: IMAGE, background });
     try {
       for (let i = 0; i < 20; i++) await sb.exec({ argv: ['true'], exclusive });
@@ -204,8 +237,28 @@ async function identityCost(driver: DockerDriver) {
   const scan = 'for p in /proc/[0-9]*; do while IFS= read -r l; do case $l in Uid:*) break;; esac; done 2>/dev/null <"$p/status"; done';
   const script = [loop('setsid', 'setsid true'), loop('drop', 'setsid nsenter -S 4242 -G 4242 -- true'), loop('scan', scan)].join('; ');
   const perCommandUs = await new Promise<Record<string, number>>((resolve, reject) => {
-    const c = spawn('docker', ['run', '--rm', '--network', 'none', '--cap-drop', 'ALL', '--cap-add', 'SETUID', '--cap-add', 'SETGID', '--cap-add', 'KILL',
-      '--security-opt', 'no-new-privileges', '--user', '0:0', IMAGE, 'sh', '-c', script]);
+    const c = spawn('docker', [
+      'run',
+      '--rm',
+      '--network',
+      'none',
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'SETUID',
+      '--cap-add',
+      'SETGID',
+      '--cap-add',
+      'KILL',
+      '--security-opt',
+      'no-new-privileges',
+      '--user',
+      '0:0',
+      IMAGE,
+      'sh',
+      '-c',
+      script,
+    ]);
     let text = '';
     c.stderr.on('data', (d: Buffer) => (text += d.toString()));
     c.on('error', reject);
@@ -238,8 +291,15 @@ class RawAttached {
   ) {}
   static async start(docker: Docker, loop: string, label: string): Promise<RawAttached> {
     const c = await docker.createContainer({
-      Image: IMAGE, Cmd: ['sh', '-c', loop], OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-      Labels: { 'sandgym.bench': label }, HostConfig: { NetworkMode: 'none', AutoRemove: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+      Image: IMAGE,
+      Cmd: ['sh', '-c', loop],
+      OpenStdin: true,
+      StdinOnce: true,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Labels: { 'sandgym.bench': label },
+      HostConfig: { NetworkMode: 'none', AutoRemove: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
     });
     const stream = (await c.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
     const out = new PassThrough();
@@ -323,17 +383,20 @@ async function floorVsAgents(docker: Docker, binary: DockerDriver, shell: Docker
 async function floorFleet(docker: Docker) {
   const label = `floor-fleet-${process.pid}`;
   const raws: RawAttached[] = [];
-  for (let i = 0; i < WS_FLEET; i += 8) raws.push(...(await Promise.all(Array.from({ length: Math.min(8, WS_FLEET - i) }, () => RawAttached.start(docker, FLOOR_EXEC, label)))));
+  for (let i = 0; i < WS_FLEET; i += 8)
+    raws.push(...(await Promise.all(Array.from({ length: Math.min(8, WS_FLEET - i) }, () => RawAttached.start(docker, FLOOR_EXEC, label)))));
   let count = 0;
   const t0 = performance.now();
   const end = t0 + WS_FLEET_SECONDS * 1000;
   try {
-    await Promise.all(raws.map(async (r) => {
-      while (performance.now() < end) {
-        await r.call();
-        count += 1;
-      }
-    }));
+    await Promise.all(
+      raws.map(async (r) => {
+        while (performance.now() < end) {
+          await r.call();
+          count += 1;
+        }
+      }),
+    );
   } finally {
     await Promise.all(raws.map((r) => r.stop()));
   }
@@ -352,7 +415,13 @@ async function floorFleet(docker: Docker) {
  */
 async function wsFleet(agent: 'binary' | 'shell') {
   process.env.SANDGYM_SANDBOX_AGENT = agent;
-  const built = await buildApp({ driver: 'docker', pools: { min_idle: WS_FLEET, max_total: WS_FLEET, refill_concurrency: 4 }, log_level: 'error', host: '127.0.0.1', port: 0 });
+  const built = await buildApp({
+    driver: 'docker',
+    pools: { min_idle: WS_FLEET, max_total: WS_FLEET, refill_concurrency: 4 },
+    log_level: 'error',
+    host: '127.0.0.1',
+    port: 0,
+  });
   delete process.env.SANDGYM_SANDBOX_AGENT;
   await built.app.listen({ host: '127.0.0.1', port: 0 });
   const service = built.core.sandbox as PooledSandboxService;
@@ -382,15 +451,17 @@ async function wsFleet(agent: 'binary' | 'shell') {
       await reset();
       if (process.env.BENCH_TRACE) console.error(`${new Date().toISOString()} phase ${phases + 1} start`);
       const start = performance.now();
-      await Promise.all(envs.map(async (env) => {
-        for (let n = 0; n < STEPS_PER_PHASE; n++) {
-          const t = performance.now();
-          const r = await env.step(step);
-          if (!String(r.observation).startsWith('exit code: 0')) throw new Error(`bench step failed: ${String(r.observation).slice(0, 200)}`);
-          lat.push(performance.now() - t);
-          count += 1;
-        }
-      }));
+      await Promise.all(
+        envs.map(async (env) => {
+          for (let n = 0; n < STEPS_PER_PHASE; n++) {
+            const t = performance.now();
+            const r = await env.step(step);
+            if (!String(r.observation).startsWith('exit code: 0')) throw new Error(`bench step failed: ${String(r.observation).slice(0, 200)}`);
+            lat.push(performance.now() - t);
+            count += 1;
+          }
+        }),
+      );
       elapsed += (performance.now() - start) / 1000;
       phases += 1;
       if (process.env.BENCH_TRACE) console.error(`${new Date().toISOString()} phase ${phases}: ${((performance.now() - start) / 1000).toFixed(2)} s`);
@@ -416,8 +487,15 @@ if (only === 'ws-fleet') {
 if (only === 'floor') {
   // `npx tsx bench/sandbox.bench.ts --only=floor [--quick]`: the issue-19 rows alone (floor, agents, 64-sandbox fleets).
   const load = os.loadavg();
-  const floor = { when: new Date().toISOString(), loadavg_at_start: load.map(r2), agents: await floorVsAgents(docker, binaryDriver, shellDriver),
-    floor_fleet: await floorFleet(docker), ws_fleet_binary: await wsFleet('binary'), ws_fleet_shell: await wsFleet('shell'), loadavg_at_end: os.loadavg().map(r2) };
+  const floor = {
+    when: new Date().toISOString(),
+    loadavg_at_start: load.map(r2),
+    agents: await floorVsAgents(docker, binaryDriver, shellDriver),
+    floor_fleet: await floorFleet(docker),
+    ws_fleet_binary: await wsFleet('binary'),
+    ws_fleet_shell: await wsFleet('shell'),
+    loadavg_at_end: os.loadavg().map(r2),
+  };
   await Promise.all([binaryDriver.close(), shellDriver.close()]);
   console.log(JSON.stringify(floor, null, 2));
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
@@ -459,24 +537,44 @@ const rows: [string, string, string][] = [
   ['binary judge agent, `/bin/true`, policy kill (default)', `${results.floor.binary_agent.p50_ms} ms`, `${results.floor.binary_agent.p99_ms} ms`],
   ['binary judge agent, policy keep / exclusive', `${results.floor.binary_agent_keep.p50_ms} / ${results.floor.binary_agent_exclusive.p50_ms} ms`, ''],
   ['sh judge agent, `/bin/true`, policy kill', `${results.floor.shell_agent.p50_ms} ms`, `${results.floor.shell_agent.p99_ms} ms`],
-  ['binary / floor, sh / floor, sh / binary (p50)', `${results.floor.binary_over_floor_p50}x / ${results.floor.shell_over_floor_p50}x / ${results.floor.shell_over_binary_p50}x`, ''],
+  [
+    'binary / floor, sh / floor, sh / binary (p50)',
+    `${results.floor.binary_over_floor_p50}x / ${results.floor.shell_over_floor_p50}x / ${results.floor.shell_over_binary_p50}x`,
+    '',
+  ],
   [`floor: commands/s, ${WS_FLEET} raw attached fork + exec loops`, `${results.floor_fleet.commands_per_s}/s`, ''],
-  [`shell-v0 steps/s over the WebSocket, ${WS_FLEET} sessions, bash /bin/true, binary agent`, `${results.ws_fleet_binary.steps_per_s}/s`, `lat p50 ${results.ws_fleet_binary.step_latency.p50_ms} ms`],
+  [
+    `shell-v0 steps/s over the WebSocket, ${WS_FLEET} sessions, bash /bin/true, binary agent`,
+    `${results.ws_fleet_binary.steps_per_s}/s`,
+    `lat p50 ${results.ws_fleet_binary.step_latency.p50_ms} ms`,
+  ],
   [`… same, sh agent`, `${results.ws_fleet_shell.steps_per_s}/s`, `lat p50 ${results.ws_fleet_shell.step_latency.p50_ms} ms`],
   ['channel `true`, policy keep (drop to the agent uid only)', `${results.identity.channel.keep?.p50_ms} ms`, `${results.identity.channel.keep?.p99_ms} ms`],
   ['channel `true`, policy kill (default: + /proc scan after)', `${results.identity.channel.kill?.p50_ms} ms`, `${results.identity.channel.kill?.p99_ms} ms`],
   ['channel `true`, exclusive (+ scan before)', `${results.identity.channel.exclusive?.p50_ms} ms`, `${results.identity.channel.exclusive?.p99_ms} ms`],
-  ['in container: `setsid true` / `setsid nsenter -S -G true` / one /proc scan (µs each)', `${results.identity.in_container_us_per_iteration.setsid} / ${results.identity.in_container_us_per_iteration.drop} / ${results.identity.in_container_us_per_iteration.scan}`, ''],
+  [
+    'in container: `setsid true` / `setsid nsenter -S -G true` / one /proc scan (µs each)',
+    `${results.identity.in_container_us_per_iteration.setsid} / ${results.identity.in_container_us_per_iteration.drop} / ${results.identity.in_container_us_per_iteration.scan}`,
+    '',
+  ],
   ['warm pool acquire', `${results.pool.warm_acquire.p50_ms} ms`, `${results.pool.warm_acquire.p99_ms} ms`],
   ['cold create + start + channel ready', `${results.pool.cold_create_start.p50_ms} ms`, `${results.pool.cold_create_start.p99_ms} ms`],
   [`aggregate commands/s, ${FLEET} sandboxes`, `${results.fleet.commands_per_s}/s`, `lat p99 ${results.fleet.latency.p99_ms} ms`],
   ['bubblewrap spawn (`bwrap ... true`)', `${results.bwrap.bwrap_true.p50_ms} ms`, `${results.bwrap.bwrap_true.p99_ms} ms`],
   ['local sandbox ready (prlimit+bwrap+agent hello)', `${results.bwrap.sandbox_ready.p50_ms} ms`, `${results.bwrap.sandbox_ready.p99_ms} ms`],
   ['local channel round trip', `${results.bwrap.channel_round_trip.p50_ms} ms`, `${results.bwrap.channel_round_trip.p99_ms} ms`],
-  ['shell-v0 episode over WS (make+reset+5 steps+close), docker, replace, warm pool', `${results.shell_v0.docker_replace.episode.p50_ms} ms`, `${results.shell_v0.docker_replace.episode.p99_ms} ms`],
+  [
+    'shell-v0 episode over WS (make+reset+5 steps+close), docker, replace, warm pool',
+    `${results.shell_v0.docker_replace.episode.p50_ms} ms`,
+    `${results.shell_v0.docker_replace.episode.p99_ms} ms`,
+  ],
   ['shell-v0 step over WS (bash + check), docker', `${results.shell_v0.docker_replace.step.p50_ms} ms`, `${results.shell_v0.docker_replace.step.p99_ms} ms`],
   ['shell-v0 episode, docker, reuse wipe', `${results.shell_v0.docker_wipe.episode.p50_ms} ms`, `${results.shell_v0.docker_wipe.episode.p99_ms} ms`],
-  ['shell-v0 episode, local (bubblewrap), replace', `${results.shell_v0.local_replace.episode.p50_ms} ms`, `${results.shell_v0.local_replace.episode.p99_ms} ms`],
+  [
+    'shell-v0 episode, local (bubblewrap), replace',
+    `${results.shell_v0.local_replace.episode.p50_ms} ms`,
+    `${results.shell_v0.local_replace.episode.p99_ms} ms`,
+  ],
 ];
 console.log(`\n| metric | p50 | p99 |\n|---|---|---|`);
 for (const [a, b, d] of rows) console.log(`| ${a} | ${b} | ${d} |`);

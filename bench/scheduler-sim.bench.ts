@@ -375,7 +375,18 @@ function replay(make: () => Policy, reqs: Req[], trace: Trace): number {
 const reqs = workload();
 const episodes = reqs.reduce((a, r) => a + r.units, 0);
 console.log(
-  JSON.stringify({ bench: 'scheduler-sim', seed: SEED, episodes, requests: reqs.length, capacity: CAPACITY, fail_p: FAIL_P, retry_budget: RETRY_BUDGET, group: GROUP, preempt_grace_s: PREEMPT_GRACE_S, time_unit: 's' }),
+  JSON.stringify({
+    bench: 'scheduler-sim',
+    seed: SEED,
+    episodes,
+    requests: reqs.length,
+    capacity: CAPACITY,
+    fail_p: FAIL_P,
+    retry_budget: RETRY_BUDGET,
+    group: GROUP,
+    preempt_grace_s: PREEMPT_GRACE_S,
+    time_unit: 's',
+  }),
 );
 const schedulerWith = (grace: number) => (): Policy =>
   new Scheduler({

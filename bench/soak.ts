@@ -155,7 +155,8 @@ async function codeWorker(client: SandgymClient, w: number, until: number, tally
           for (const f of task.files) total += (await env.step({ name: 'write_file', arguments: f })).reward ?? 0;
           const fin = await env.step({ name: 'submit', arguments: {} });
           total += fin.reward ?? 0;
-          if (Math.abs(total - 1) > 1e-9 || !fin.terminated) tally.count('WRONG_REWARD', `code-v0 ${task.id}: reward ${total}, info ${JSON.stringify(fin.info).slice(0, 300)}`);
+          if (Math.abs(total - 1) > 1e-9 || !fin.terminated)
+            tally.count('WRONG_REWARD', `code-v0 ${task.id}: reward ${total}, info ${JSON.stringify(fin.info).slice(0, 300)}`);
           else tally.episodes['code-v0']++;
         }
       } finally {
@@ -203,11 +204,26 @@ async function main(): Promise<void> {
   const load0 = await loadavg();
   const server: ServerProcess = await startProcess(
     process.execPath,
-    ['--import', path.join(REPO_ROOT, 'bench', 'lib', 'soak-probe.mjs'), 'bin/sandgym.js', 'serve', '--port', '0', '--driver', 'docker', '--log-level', 'warn', '--config', config],
+    [
+      '--import',
+      path.join(REPO_ROOT, 'bench', 'lib', 'soak-probe.mjs'),
+      'bin/sandgym.js',
+      'serve',
+      '--port',
+      '0',
+      '--driver',
+      'docker',
+      '--log-level',
+      'warn',
+      '--config',
+      config,
+    ],
     /sandgym listening on (ws:\/\/\S+)/,
   );
   const pid = server.pid;
-  process.stderr.write(`[soak] server pid ${pid} at ${server.url}; ${shellWorkers} shell-v0 + ${codeWorkers} code-v0 workers, max_total ${M} per pool, ${args.seconds} s\n`);
+  process.stderr.write(
+    `[soak] server pid ${pid} at ${server.url}; ${shellWorkers} shell-v0 + ${codeWorkers} code-v0 workers, max_total ${M} per pool, ${args.seconds} s\n`,
+  );
   const tally = new Tally();
   const samples: Sample[] = [];
   const tasks = await loadCodeTasks();
@@ -275,9 +291,17 @@ async function main(): Promise<void> {
       last_window_mean: r1(mean(lastW, (s) => s.heap_used) / MB),
       slope_mb_per_h: r1(slopePerHour(steady.map((s) => ({ t: s.t, y: s.heap_used / MB })))),
     },
-    handles: { first_window_mean: r1(mean(first, (s) => s.handles)), last_window_mean: r1(mean(lastW, (s) => s.handles)), max: Math.max(0, ...samples.map((s) => s.handles)) },
+    handles: {
+      first_window_mean: r1(mean(first, (s) => s.handles)),
+      last_window_mean: r1(mean(lastW, (s) => s.handles)),
+      max: Math.max(0, ...samples.map((s) => s.handles)),
+    },
     containers: { max: maxContainers, leaked_after_shutdown: leaked },
-    episodes: { ...tally.episodes, total: tally.episodes['shell-v0'] + tally.episodes['code-v0'], per_min: r1(((tally.episodes['shell-v0'] + tally.episodes['code-v0']) / elapsed) * 60) },
+    episodes: {
+      ...tally.episodes,
+      total: tally.episodes['shell-v0'] + tally.episodes['code-v0'],
+      per_min: r1(((tally.episodes['shell-v0'] + tally.episodes['code-v0']) / elapsed) * 60),
+    },
     errors: { total: tally.errorTotal, by_code: Object.fromEntries(tally.errors), first: tally.samplesOfErrors },
     loadavg: { start: load0, end: load1 },
     cpus: os.cpus().length,

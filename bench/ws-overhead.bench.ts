@@ -50,9 +50,31 @@ interface Results {
   command: string;
   note: string;
   /** *_cpu_us: server-process CPU time (user+system, /proc) per step or frame: steady even on a busy machine. */
-  rtt: Record<Encoding, { sandgym: LatencySummary; echo: LatencySummary; ping: LatencySummary; frame_bytes: number; p50_ratio: number; p99_ratio: number; ping_p50_ratio: number; sandgym_cpu_us_per_step: number; echo_cpu_us_per_frame: number }>;
+  rtt: Record<
+    Encoding,
+    {
+      sandgym: LatencySummary;
+      echo: LatencySummary;
+      ping: LatencySummary;
+      frame_bytes: number;
+      p50_ratio: number;
+      p99_ratio: number;
+      ping_p50_ratio: number;
+      sandgym_cpu_us_per_step: number;
+      echo_cpu_us_per_frame: number;
+    }
+  >;
   ts_client_rtt: Record<Encoding, LatencySummary>;
-  pipelined: Record<Encoding, { one_session_steps_per_s: number; sessions_64_steps_per_s: number; window: number; one_session_cpu_us_per_step: number; sessions_64_cpu_us_per_step: number }>;
+  pipelined: Record<
+    Encoding,
+    {
+      one_session_steps_per_s: number;
+      sessions_64_steps_per_s: number;
+      window: number;
+      one_session_cpu_us_per_step: number;
+      sessions_64_cpu_us_per_step: number;
+    }
+  >;
   batch: Record<Encoding, { env_steps_per_s: number; env_steps_per_s_one_in_flight: number; batch_size: number; window: number; cpu_us_per_env_step: number }>;
   memory: { idle_sessions: number; connections: number; rss_before_mib: number; rss_after_mib: number; bytes_per_session: number };
 }
@@ -262,15 +284,32 @@ function table(r: Results): string {
   rows.push(['step / echo ratio p50 (p99)', ...both((e) => `${r.rtt[e].p50_ratio}× (${r.rtt[e].p99_ratio}×)`), 'p50 ≤ 1.5×']);
   rows.push(['ping RTT p50 (µs), ratio to echo', ...both((e) => `${r.rtt[e].ping.p50_us} = ${r.rtt[e].ping_p50_ratio}×`), '']);
   rows.push(['step frame size (bytes)', ...both((e) => String(r.rtt[e].frame_bytes)), '']);
-  rows.push(['server CPU per sequential step: sandgym / echo per frame (µs)', ...both((e) => `${r.rtt[e].sandgym_cpu_us_per_step} / ${r.rtt[e].echo_cpu_us_per_frame}`), '']);
+  rows.push([
+    'server CPU per sequential step: sandgym / echo per frame (µs)',
+    ...both((e) => `${r.rtt[e].sandgym_cpu_us_per_step} / ${r.rtt[e].echo_cpu_us_per_frame}`),
+    '',
+  ]);
   rows.push(['TS client step RTT p50 / p99 (µs)', ...both((e) => `${r.ts_client_rtt[e].p50_us} / ${r.ts_client_rtt[e].p99_us}`), '']);
   rows.push([`pipelined steps/s, 1 session (${PIPE_WINDOW} in flight)`, ...both((e) => fmt(r.pipelined[e].one_session_steps_per_s)), '']);
   rows.push([`pipelined steps/s, 64 sessions (${PIPE_WINDOW} in flight)`, ...both((e) => fmt(r.pipelined[e].sessions_64_steps_per_s)), '']);
-  rows.push(['server CPU per pipelined step, 1 / 64 sessions (µs)', ...both((e) => `${r.pipelined[e].one_session_cpu_us_per_step} / ${r.pipelined[e].sessions_64_cpu_us_per_step}`), '']);
+  rows.push([
+    'server CPU per pipelined step, 1 / 64 sessions (µs)',
+    ...both((e) => `${r.pipelined[e].one_session_cpu_us_per_step} / ${r.pipelined[e].sessions_64_cpu_us_per_step}`),
+    '',
+  ]);
   rows.push([`batch of 64: env-steps/s (${BATCH_WINDOW} frames in flight)`, ...both((e) => fmt(r.batch[e].env_steps_per_s)), '≥ 100,000']);
   rows.push(['batch of 64: env-steps/s (1 frame in flight)', ...both((e) => fmt(r.batch[e].env_steps_per_s_one_in_flight)), '']);
-  rows.push(['server CPU per env-step in batch (µs) → env-steps/s per core', ...both((e) => `${r.batch[e].cpu_us_per_env_step} → ${fmt(Math.round(1e6 / r.batch[e].cpu_us_per_env_step))}`), '']);
-  rows.push([`memory per idle session (${fmt(r.memory.idle_sessions)} sessions, ${r.memory.connections} connections)`, `${fmt(r.memory.bytes_per_session)} B`, '(msgpack setup)', '≤ 10 KiB']);
+  rows.push([
+    'server CPU per env-step in batch (µs) → env-steps/s per core',
+    ...both((e) => `${r.batch[e].cpu_us_per_env_step} → ${fmt(Math.round(1e6 / r.batch[e].cpu_us_per_env_step))}`),
+    '',
+  ]);
+  rows.push([
+    `memory per idle session (${fmt(r.memory.idle_sessions)} sessions, ${r.memory.connections} connections)`,
+    `${fmt(r.memory.bytes_per_session)} B`,
+    '(msgpack setup)',
+    '≤ 10 KiB',
+  ]);
   return rows.map((cells, i) => `| ${cells.join(' | ')} |${i === 0 ? `\n|${cells.map(() => '---').join('|')}|` : ''}`).join('\n');
 }
 
@@ -286,7 +325,15 @@ async function main(): Promise<void> {
   const log = (m: string) => process.stderr.write(`[ws-overhead] ${m}\n`);
   try {
     const results: Partial<Results> = {
-      machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '?', mem_gib: round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString(), loadavg_start: round(loadavg()[0]!, 2), loadavg_end: 0 },
+      machine: {
+        cpus: cpus().length,
+        cpu_model: cpus()[0]?.model ?? '?',
+        mem_gib: round(totalmem() / 2 ** 30),
+        node: process.version,
+        date: new Date().toISOString(),
+        loadavg_start: round(loadavg()[0]!, 2),
+        loadavg_end: 0,
+      },
       command: 'npx tsx bench/ws-overhead.bench.ts',
       note: 'sandgym (CLI, --fixtures) and the ws echo floor each run in a separate process from the load generator; loopback; env test/noop-v0; round trips alternate between sandgym and the echo in rounds of 500 so load drift hits both',
       rtt: {} as Results['rtt'],
@@ -322,7 +369,9 @@ async function main(): Promise<void> {
     const partial = !['rtt', 'client', 'pipelined', 'batch', 'memory'].every((p) => PHASES.has(p));
     // A partial run only prints its numbers (one JSON line): it never overwrites the full results.
     if (!partial) await writeFile(join(resultsDir, 'ws-overhead.json'), JSON.stringify(full, null, 2) + '\n');
-    console.log(`## ws-overhead (${full.machine.cpus} × ${full.machine.cpu_model}, Node ${full.machine.node}, load average ${full.machine.loadavg_start} -> ${full.machine.loadavg_end}${QUICK ? ', QUICK run' : ''})\n`);
+    console.log(
+      `## ws-overhead (${full.machine.cpus} × ${full.machine.cpu_model}, Node ${full.machine.node}, load average ${full.machine.loadavg_start} -> ${full.machine.loadavg_end}${QUICK ? ', QUICK run' : ''})\n`,
+    );
     console.log(partial ? JSON.stringify(full) : table(full));
     console.log(`\n${full.note}. Command: \`${full.command}\`. Raw numbers: bench/results/ws-overhead.json`);
   } finally {

@@ -70,7 +70,8 @@ const SUBPATHS = Object.entries(JSON.parse(readFileSync(path.join(ROOT, 'package
 function sourceOf(spec, absSource) {
   if (!spec.startsWith('#')) return path.resolve(path.dirname(absSource), spec.replace(/\.js$/, '.ts'));
   for (const m of SUBPATHS) {
-    if (spec.startsWith(m.head) && spec.endsWith(m.tail)) return path.join(ROOT, `${m.thead}${spec.slice(m.head.length, spec.length - m.tail.length)}${m.ttail}`);
+    if (spec.startsWith(m.head) && spec.endsWith(m.tail))
+      return path.join(ROOT, `${m.thead}${spec.slice(m.head.length, spec.length - m.tail.length)}${m.ttail}`);
   }
   throw new Error(`${path.relative(ROOT, absSource)}: '${spec}' matches no package.json imports entry`);
 }
@@ -186,4 +187,6 @@ if (!existsSync(path.join(ROOT, 'server/dist/cli/main.js'))) throw new Error('bu
 const stamp = path.join(ROOT, 'server/dist/.build-stamp');
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);
-console.error(`[build] ${files} modules compiled, client and inspector bundled${process.argv.includes('--no-types') ? '' : ', declarations in types/'} in ${Date.now() - t0} ms`);
+console.error(
+  `[build] ${files} modules compiled, client and inspector bundled${process.argv.includes('--no-types') ? '' : ', declarations in types/'} in ${Date.now() - t0} ms`,
+);

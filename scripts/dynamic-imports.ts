@@ -77,7 +77,12 @@ export function findInSource(file: string, text: string): Finding[] {
   const found: Finding[] = [];
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node)) {
-      const call = node.expression.kind === ts.SyntaxKind.ImportKeyword ? 'import' : ts.isIdentifier(node.expression) && node.expression.text === 'require' ? 'require' : null;
+      const call =
+        node.expression.kind === ts.SyntaxKind.ImportKeyword
+          ? 'import'
+          : ts.isIdentifier(node.expression) && node.expression.text === 'require'
+            ? 'require'
+            : null;
       const arg = node.arguments[0];
       if (call && !isLiteral(arg)) {
         found.push({ file, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1, call, expr: arg ? arg.getText(sf) : '' });
@@ -114,5 +119,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.stderr.write(`\nx ${bad} dynamic-import problem(s)\n`);
     process.exit(1);
   }
-  process.stdout.write(`✔ no non-literal dynamic imports in product code (${r.allowed.length} allowed: ${[...new Set(r.allowed.map((a) => relative('.', a.file)))].join(', ')})\n`);
+  process.stdout.write(
+    `✔ no non-literal dynamic imports in product code (${r.allowed.length} allowed: ${[...new Set(r.allowed.map((a) => relative('.', a.file)))].join(', ')})\n`,
+  );
 }

@@ -54,7 +54,11 @@ export async function startProcess(command: string, args: string[], ready: RegEx
 }
 
 export function startSandgym(extraArgs: string[] = [], nodeArgs: string[] = []): Promise<ServerProcess> {
-  return startProcess(process.execPath, [...nodeArgs, 'bin/sandgym.js', 'serve', '--port', '0', '--fixtures', '--log-level', 'warn', '--driver', 'none', ...extraArgs], /sandgym listening on (ws:\/\/\S+)/);
+  return startProcess(
+    process.execPath,
+    [...nodeArgs, 'bin/sandgym.js', 'serve', '--port', '0', '--fixtures', '--log-level', 'warn', '--driver', 'none', ...extraArgs],
+    /sandgym listening on (ws:\/\/\S+)/,
+  );
 }
 
 export function startEcho(): Promise<ServerProcess> {

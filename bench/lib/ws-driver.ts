@@ -94,7 +94,12 @@ export class Driver {
   }
 
   /** Keeps `window` requests in flight until `total` replies arrived; returns elapsed ms. */
-  pipelined(total: number, window: number, make: (i: number) => Frame, isError: (data: Buffer) => number | boolean = () => 0): Promise<{ elapsed_ms: number; errors: number }> {
+  pipelined(
+    total: number,
+    window: number,
+    make: (i: number) => Frame,
+    isError: (data: Buffer) => number | boolean = () => 0,
+  ): Promise<{ elapsed_ms: number; errors: number }> {
     return new Promise((resolve) => {
       let sent = 0;
       let received = 0;

@@ -42,7 +42,14 @@ async function importModule(abs: string): Promise<unknown> {
 
 /** A TS file compiled as CommonJS shows up as `{ default: { default: <export> } }`. */
 function unwrapCjsDefault(v: unknown): unknown {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && 'default' in v && !('id' in v) && Object.keys(v).every((k) => k === 'default' || k === '__esModule')) {
+  if (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    'default' in v &&
+    !('id' in v) &&
+    Object.keys(v).every((k) => k === 'default' || k === '__esModule')
+  ) {
     return (v as { default: unknown }).default;
   }
   return v;

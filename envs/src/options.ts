@@ -20,7 +20,10 @@ export function splitOption(options: Record<string, unknown>, splits: readonly s
   const split = options.split;
   if (split === undefined) return fallback;
   if (typeof split !== 'string' || !splits.includes(split)) {
-    throw new InvalidArgument(`unknown split ${JSON.stringify(typeof split === 'string' ? split.slice(0, 64) : split)} (known: ${splits.join(', ')})`, '/split');
+    throw new InvalidArgument(
+      `unknown split ${JSON.stringify(typeof split === 'string' ? split.slice(0, 64) : split)} (known: ${splits.join(', ')})`,
+      '/split',
+    );
   }
   return split;
 }

@@ -6,7 +6,14 @@ import { Rng } from '../src/rng.js';
 
 describe('Rng', () => {
   it('is deterministic and uses the whole 53-bit seed', () => {
-    const seq = (s: number) => Array.from({ length: 5 }, ((r) => () => r.nextU32())(new Rng(s)));
+    const seq = (s: number) =>
+      Array.from(
+        { length: 5 },
+        (
+          (r) => () =>
+            r.nextU32()
+        )(new Rng(s)),
+      );
     expect(seq(42)).toEqual(seq(42));
     expect(seq(42)).not.toEqual(seq(43));
     expect(seq(2 ** 40)).not.toEqual(seq(2 ** 40 + 2 ** 33));

@@ -44,7 +44,9 @@ function tsHeader(what: string): string {
 
 /** Schema files (not the error registry), sorted so output is stable. */
 export function loadSchemas(): Map<string, { [k: string]: Json }> {
-  const files = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.json') && f !== 'errors.json').sort();
+  const files = readdirSync(SCHEMA_DIR)
+    .filter((f) => f.endsWith('.json') && f !== 'errors.json')
+    .sort();
   const out = new Map<string, { [k: string]: Json }>();
   for (const f of files) {
     const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, f), 'utf8')) as { [k: string]: Json };
@@ -172,8 +174,7 @@ export function generatePython(reg: Record<string, RegistryEntry>): string {
 
 export function errorTableMarkdown(reg: Record<string, RegistryEntry>): string {
   const rows = Object.entries(reg).map(
-    ([code, e]) =>
-      `| \`${code}\` | ${e.retryable} | ${e.scope} | ${e.close_code ?? '–'} | \`${e.message}\` | ${e.description.replace(/\|/g, '\\|')} |`,
+    ([code, e]) => `| \`${code}\` | ${e.retryable} | ${e.scope} | ${e.close_code ?? '–'} | \`${e.message}\` | ${e.description.replace(/\|/g, '\\|')} |`,
   );
   return [
     BEGIN,

@@ -327,16 +327,29 @@ class MsgpackScanner {
     if (t <= 0x9f) return this.array(t & 0x0f, depth);
     if (t <= 0xbf) return this.str(t & 0x1f, false);
     switch (t) {
-      case 0xc0: case 0xc2: case 0xc3: return; // nil, false, true
-      case 0xc1: throw parseError('reserved msgpack byte 0xc1');
-      case 0xc4: case 0xc5: case 0xc6: {
+      case 0xc0:
+      case 0xc2:
+      case 0xc3:
+        return; // nil, false, true
+      case 0xc1:
+        throw parseError('reserved msgpack byte 0xc1');
+      case 0xc4:
+      case 0xc5:
+      case 0xc6: {
         this.refuse('msgpack bin values are not part of the protocol data model');
         const len = t === 0xc4 ? this.u8() : t === 0xc5 ? this.u16() : this.u32();
         this.need(len);
         this.pos += len;
         return;
       }
-      case 0xc7: case 0xc8: case 0xc9: case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: {
+      case 0xc7:
+      case 0xc8:
+      case 0xc9:
+      case 0xd4:
+      case 0xd5:
+      case 0xd6:
+      case 0xd7:
+      case 0xd8: {
         this.refuse('msgpack ext values are not part of the protocol data model');
         const len = t === 0xc7 ? this.u8() : t === 0xc8 ? this.u16() : t === 0xc9 ? this.u32() : 1 << (t - 0xd4);
         this.need(len + 1);
@@ -357,9 +370,21 @@ class MsgpackScanner {
         if (!Number.isFinite(f)) this.refuse('NaN and Infinity are not allowed');
         return;
       }
-      case 0xcc: case 0xd0: this.need(1); this.pos += 1; return;
-      case 0xcd: case 0xd1: this.need(2); this.pos += 2; return;
-      case 0xce: case 0xd2: this.need(4); this.pos += 4; return;
+      case 0xcc:
+      case 0xd0:
+        this.need(1);
+        this.pos += 1;
+        return;
+      case 0xcd:
+      case 0xd1:
+        this.need(2);
+        this.pos += 2;
+        return;
+      case 0xce:
+      case 0xd2:
+        this.need(4);
+        this.pos += 4;
+        return;
       case 0xcf: {
         this.need(8);
         const hi = this.view.getUint32(this.pos);
@@ -375,13 +400,20 @@ class MsgpackScanner {
         if (hi > 0x1fffff || hi < -0x200000 || (hi === -0x200000 && lo === 0)) this.refuse('int64 beyond ±(2^53-1)');
         return;
       }
-      case 0xd9: return this.str(this.u8(), false);
-      case 0xda: return this.str(this.u16(), false);
-      case 0xdb: return this.str(this.u32(), false);
-      case 0xdc: return this.array(this.u16(), depth);
-      case 0xdd: return this.array(this.u32(), depth);
-      case 0xde: return this.map(this.u16(), depth);
-      case 0xdf: return this.map(this.u32(), depth);
+      case 0xd9:
+        return this.str(this.u8(), false);
+      case 0xda:
+        return this.str(this.u16(), false);
+      case 0xdb:
+        return this.str(this.u32(), false);
+      case 0xdc:
+        return this.array(this.u16(), depth);
+      case 0xdd:
+        return this.array(this.u32(), depth);
+      case 0xde:
+        return this.map(this.u16(), depth);
+      case 0xdf:
+        return this.map(this.u32(), depth);
     }
     throw parseError(`unexpected msgpack byte 0x${t.toString(16)}`);
   }
@@ -553,7 +585,8 @@ function walkEncodable(v: unknown, path: string, depth: number, json: boolean): 
         return null;
       }
       const proto: unknown = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return { path, reason: 'only plain objects and arrays are allowed (no typed arrays, Maps, Dates, class instances)' };
+      if (proto !== Object.prototype && proto !== null)
+        return { path, reason: 'only plain objects and arrays are allowed (no typed arrays, Maps, Dates, class instances)' };
       for (const key of Object.keys(v)) {
         if (key === '__proto__') return { path, reason: 'object key "__proto__" is not allowed' };
         const item: unknown = (v as Record<string, unknown>)[key];

@@ -85,11 +85,7 @@ export function formatErrorMessage(template: string, params: Readonly<Record<str
  * Builds a ProtocolError whose message is the registry template for `code` filled from `params`.
  * Example: protocolError('UNKNOWN_ENV', { env_id: 'x' }) -> "unknown env 'x'".
  */
-export function protocolError(
-  code: ErrorCode,
-  params: Readonly<Record<string, unknown>> = {},
-  details?: Record<string, unknown>,
-): ProtocolError {
+export function protocolError(code: ErrorCode, params: Readonly<Record<string, unknown>> = {}, details?: Record<string, unknown>): ProtocolError {
   return new ProtocolError(code, formatErrorMessage(ERROR_REGISTRY[code].message, params), details);
 }
 

@@ -8,18 +8,7 @@
 import type { ValidateFunction } from 'ajv';
 import { compileUserSchema, userSchemaAjv } from './ajv.js';
 import { describeAjvError, matchesSpaceSchema } from './validate.js';
-import type {
-  Bound,
-  Bounds,
-  BoxSpace,
-  Dtype,
-  JsonSpace,
-  MultiBinarySpace,
-  Space,
-  TextSpace,
-  Tool,
-  ToolCallSpace,
-} from './generated/types.js';
+import type { Bound, Bounds, BoxSpace, Dtype, JsonSpace, MultiBinarySpace, Space, TextSpace, Tool, ToolCallSpace } from './generated/types.js';
 
 export interface SpaceViolation {
   /** JSON Pointer of the offending part of the value (or of the space definition). */
@@ -242,9 +231,7 @@ function checkText(space: TextSpace, value: unknown): SpaceViolation | null {
 
 function checkMultiBinary(space: MultiBinarySpace, value: unknown): SpaceViolation | null {
   const shape = typeof space.n === 'number' ? [space.n] : space.n;
-  return checkNested(shape, 0, value, (v) =>
-    v === 0 || v === 1 ? null : violation('', `expected 0 or 1, got ${describe(v)}`),
-  );
+  return checkNested(shape, 0, value, (v) => (v === 0 || v === 1 ? null : violation('', `expected 0 or 1, got ${describe(v)}`)));
 }
 
 /** Walks nested arrays of the given shape, calling `leaf` with each element and its index path. */
@@ -367,9 +354,7 @@ function checkBoxDefinition(space: BoxSpace): SpaceViolation | null {
   for (const which of ['low', 'high'] as const) {
     const bounds = space[which];
     if (Array.isArray(bounds)) {
-      const bad = checkNested(space.shape, 0, bounds, (b) =>
-        typeof b === 'number' || b === 'inf' || b === '-inf' ? null : violation('', 'expected a bound'),
-      );
+      const bad = checkNested(space.shape, 0, bounds, (b) => (typeof b === 'number' || b === 'inf' || b === '-inf' ? null : violation('', 'expected a bound')));
       if (bad) return { path: `/${which}${bad.path}`, reason: `${which} must be a scalar or have the box's shape: ${bad.reason}` };
     }
   }
@@ -636,8 +621,22 @@ function invalidCandidates(space: Space): InvalidSample[] {
     case 'box': {
       const sample = validSample(space);
       add(space.shape.length === 0 ? [sample] : [sample], 'wrong shape (an extra dimension)');
-      if (space.shape.length > 0) add(buildNested(space.shape.map((n, i) => (i === 0 ? n + 1 : n)), () => 0), 'wrong shape (one element too many)');
-      if (space.shape.length > 0 && space.shape[0]! > 0) add(buildNested(space.shape.map((n, i) => (i === 0 ? n - 1 : n)), () => 0), 'wrong shape (one element too few)');
+      if (space.shape.length > 0)
+        add(
+          buildNested(
+            space.shape.map((n, i) => (i === 0 ? n + 1 : n)),
+            () => 0,
+          ),
+          'wrong shape (one element too many)',
+        );
+      if (space.shape.length > 0 && space.shape[0]! > 0)
+        add(
+          buildNested(
+            space.shape.map((n, i) => (i === 0 ? n - 1 : n)),
+            () => 0,
+          ),
+          'wrong shape (one element too few)',
+        );
       const first = new Array<number>(space.shape.length).fill(0);
       const lo = boundValue(boundAt(space.low, first), 'low');
       const hi = boundValue(boundAt(space.high, first), 'high');
@@ -677,9 +676,21 @@ function invalidCandidates(space: Space): InvalidSample[] {
     }
     case 'multi_binary': {
       const shape = typeof space.n === 'number' ? [space.n] : space.n;
-      add(buildNested(shape, () => 2), 'elements equal to 2');
-      add(buildNested(shape.map((n, i) => (i === 0 ? n + 1 : n)), () => 0), 'wrong shape');
-      add(buildNested(shape, () => true), 'booleans instead of 0/1');
+      add(
+        buildNested(shape, () => 2),
+        'elements equal to 2',
+      );
+      add(
+        buildNested(
+          shape.map((n, i) => (i === 0 ? n + 1 : n)),
+          () => 0,
+        ),
+        'wrong shape',
+      );
+      add(
+        buildNested(shape, () => true),
+        'booleans instead of 0/1',
+      );
       break;
     }
     case 'text': {

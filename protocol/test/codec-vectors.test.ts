@@ -36,9 +36,7 @@ describe('codec vectors: refused inputs', () => {
     it(`${c.encoding}: ${c.name} -> ${c.error}`, () => {
       const opts = c.max_bytes !== undefined ? { maxBytes: c.max_bytes } : {};
       const run = (): unknown =>
-        c.encoding === 'msgpack'
-          ? decodeMsgpack(hexToBytes(c.hex ?? ''), opts)
-          : decodeJson(c.hex !== undefined ? hexToBytes(c.hex) : (c.text ?? ''), opts);
+        c.encoding === 'msgpack' ? decodeMsgpack(hexToBytes(c.hex ?? ''), opts) : decodeJson(c.hex !== undefined ? hexToBytes(c.hex) : (c.text ?? ''), opts);
       let caught: unknown;
       try {
         run();

@@ -30,13 +30,23 @@ describe('vector coverage', () => {
   it('every request type has a schema vector file with valid and invalid cases', () => {
     for (const type of REQUEST_TYPES) {
       const file = readVector<SchemaFile>(`schema/${type}.json`);
-      expect(file.cases.some((c) => c.valid), type).toBe(true);
-      expect(file.cases.some((c) => !c.valid), type).toBe(true);
+      expect(
+        file.cases.some((c) => c.valid),
+        type,
+      ).toBe(true);
+      expect(
+        file.cases.some((c) => !c.valid),
+        type,
+      ).toBe(true);
     }
   });
   it('every error code except the unreachable ones is exercised by a transcript', () => {
     const seen = new Set<string>();
-    for (const { t } of transcripts) codesIn(t.steps.map((s) => [s.expect, s.expect_any_order]), seen);
+    for (const { t } of transcripts)
+      codesIn(
+        t.steps.map((s) => [s.expect, s.expect_any_order]),
+        seen,
+      );
     // SHUTTING_DOWN needs a server shutdown, INTERNAL a server bug, UNSUPPORTED an optional feature the
     // reference server lacks: schema/error.json covers their frames.
     // CONNECTION_TIMEOUT needs a peer that stops mid-message or never says hello: server/test/hardening.test.ts.
@@ -46,7 +56,18 @@ describe('vector coverage', () => {
   });
 });
 
-const SERVER_CONFIG_KEYS = new Set(['fixtures', 'tokens', 'resume_grace_ms', 'max_message_bytes', 'max_sessions_per_connection', 'max_sessions', 'max_batch', 'step_timeout_ms', 'idle_timeout_ms', 'heartbeat_ms']);
+const SERVER_CONFIG_KEYS = new Set([
+  'fixtures',
+  'tokens',
+  'resume_grace_ms',
+  'max_message_bytes',
+  'max_sessions_per_connection',
+  'max_sessions',
+  'max_batch',
+  'step_timeout_ms',
+  'idle_timeout_ms',
+  'heartbeat_ms',
+]);
 const STEP_KEYS = new Set(['send', 'send_raw', 'send_raw_hex', 'invalid', 'expect', 'expect_any_order', 'expect_close', 'note']);
 
 /** Replaces {"$var": name} with a plausible session id so the frame can be schema-checked. */
@@ -65,9 +86,14 @@ function concretize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(concretize);
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    if ('$type' in o) return ({ number: 1, integer: 1, string: 's', boolean: true, object: {}, array: [], null: null } as Record<string, unknown>)[o.$type as string];
+    if ('$type' in o)
+      return ({ number: 1, integer: 1, string: 's', boolean: true, object: {}, array: [], null: null } as Record<string, unknown>)[o.$type as string];
     if ('$any' in o || '$capture' in o) return 'captured';
-    return Object.fromEntries(Object.entries(o).filter(([, x]) => !(x && typeof x === 'object' && '$absent' in x)).map(([k, x]) => [k, concretize(x)]));
+    return Object.fromEntries(
+      Object.entries(o)
+        .filter(([, x]) => !(x && typeof x === 'object' && '$absent' in x))
+        .map(([k, x]) => [k, concretize(x)]),
+    );
   }
   return v;
 }
@@ -126,7 +152,10 @@ describe('transcripts are well-formed', () => {
         });
       });
       it('request ids are unique within the transcript', () => {
-        const ids = t.steps.flatMap((s) => (Array.isArray(s.send) ? s.send : s.send ? [s.send] : [])).map((f) => (f as { id?: unknown }).id).filter((id) => typeof id === 'number' && id >= 0);
+        const ids = t.steps
+          .flatMap((s) => (Array.isArray(s.send) ? s.send : s.send ? [s.send] : []))
+          .map((f) => (f as { id?: unknown }).id)
+          .filter((id) => typeof id === 'number' && id >= 0);
         expect(new Set(ids).size).toBe(ids.length);
       });
       it('every $var is captured earlier', () => {

@@ -14,9 +14,33 @@ const encodingOf = (bin: boolean): Encoding => (bin ? 'msgpack' : 'json');
 describe('encodability check and checked encoding', () => {
   it('isEncodable agrees with findUnencodable on edge values', () => {
     const values: unknown[] = [
-      0, -0, 1.5, 1e21, -1e21, 1e20, 2 ** 60, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), 'x', true, null, undefined,
-      [1, undefined], { a: undefined }, { a: [1, { b: Number.NaN }] }, new Thing(), new Date(0), new Uint8Array(2), Object.create(null),
-      10n, () => 1, Symbol('s'), JSON.parse('{"__proto__": 1}'),
+      0,
+      -0,
+      1.5,
+      1e21,
+      -1e21,
+      1e20,
+      2 ** 60,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      2 ** 53 - 1,
+      2 ** 53,
+      -(2 ** 53),
+      'x',
+      true,
+      null,
+      undefined,
+      [1, undefined],
+      { a: undefined },
+      { a: [1, { b: Number.NaN }] },
+      new Thing(),
+      new Date(0),
+      new Uint8Array(2),
+      Object.create(null),
+      10n,
+      () => 1,
+      Symbol('s'),
+      JSON.parse('{"__proto__": 1}'),
     ];
     for (const bin of [false, true]) {
       values.forEach((v, i) => expect(isEncodable(v, encodingOf(bin)), `value #${i} ${bin}`).toBe(findUnencodable(v, encodingOf(bin)) === null));
@@ -27,7 +51,8 @@ describe('encodability check and checked encoding', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.boolean(), (v, bin) => {
         expect(isEncodable(v, encodingOf(bin))).toBe(findUnencodable(v, encodingOf(bin)) === null);
-        if (isEncodable(v, encodingOf(bin))) expect(encodeCheckedFrame({ id: 1, type: 'result', result: v }, bin)).toEqual(encodeFrame({ id: 1, type: 'result', result: v }, bin));
+        if (isEncodable(v, encodingOf(bin)))
+          expect(encodeCheckedFrame({ id: 1, type: 'result', result: v }, bin)).toEqual(encodeFrame({ id: 1, type: 'result', result: v }, bin));
       }),
       { numRuns: 300 },
     );

@@ -16,10 +16,38 @@ import {
 describe('error registry', () => {
   it('lists the contract codes with their retryable/scope/close codes', () => {
     expect(ERROR_CODES).toEqual([
-      'PARSE_ERROR', 'INVALID_MESSAGE', 'HANDSHAKE_REQUIRED', 'UNSUPPORTED_VERSION', 'UNKNOWN_TYPE', 'UNSUPPORTED', 'UNKNOWN_ENV', 'UNKNOWN_SESSION',
-      'INVALID_ARGUMENT', 'INVALID_ACTION', 'RESET_NEEDED', 'CAPACITY', 'TIMEOUT', 'ENV_ERROR', 'SANDBOX_ERROR', 'PREEMPTED', 'UNAUTHORIZED', 'TOO_LARGE', 'CONNECTION_TIMEOUT', 'RESUME_EXPIRED', 'RESUME_REFUSED', 'SHUTTING_DOWN', 'INTERNAL',
+      'PARSE_ERROR',
+      'INVALID_MESSAGE',
+      'HANDSHAKE_REQUIRED',
+      'UNSUPPORTED_VERSION',
+      'UNKNOWN_TYPE',
+      'UNSUPPORTED',
+      'UNKNOWN_ENV',
+      'UNKNOWN_SESSION',
+      'INVALID_ARGUMENT',
+      'INVALID_ACTION',
+      'RESET_NEEDED',
+      'CAPACITY',
+      'TIMEOUT',
+      'ENV_ERROR',
+      'SANDBOX_ERROR',
+      'PREEMPTED',
+      'UNAUTHORIZED',
+      'TOO_LARGE',
+      'CONNECTION_TIMEOUT',
+      'RESUME_EXPIRED',
+      'RESUME_REFUSED',
+      'SHUTTING_DOWN',
+      'INTERNAL',
     ]);
-    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].retryable)).toEqual(['CAPACITY', 'TIMEOUT', 'SANDBOX_ERROR', 'PREEMPTED', 'CONNECTION_TIMEOUT', 'SHUTTING_DOWN']);
+    expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].retryable)).toEqual([
+      'CAPACITY',
+      'TIMEOUT',
+      'SANDBOX_ERROR',
+      'PREEMPTED',
+      'CONNECTION_TIMEOUT',
+      'SHUTTING_DOWN',
+    ]);
     expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].scope === 'session')).toEqual(['RESET_NEEDED', 'TIMEOUT', 'ENV_ERROR', 'SANDBOX_ERROR', 'PREEMPTED']);
     expect(ERROR_CODES.filter((c) => ERROR_REGISTRY[c].scope === 'connection')).toEqual(['UNAUTHORIZED', 'TOO_LARGE', 'CONNECTION_TIMEOUT', 'SHUTTING_DOWN']);
     expect(ERROR_REGISTRY.UNAUTHORIZED.closeCode).toBe(4401);
@@ -63,7 +91,11 @@ describe('error registry', () => {
     }
   });
   it('fromWireError maps unknown codes to INTERNAL and keeps details', () => {
-    expect(fromWireError({ code: 'CAPACITY', message: 'm', details: { retry_after_ms: 5 } })).toMatchObject({ code: 'CAPACITY', retryable: true, details: { retry_after_ms: 5 } });
+    expect(fromWireError({ code: 'CAPACITY', message: 'm', details: { retry_after_ms: 5 } })).toMatchObject({
+      code: 'CAPACITY',
+      retryable: true,
+      details: { retry_after_ms: 5 },
+    });
     expect(fromWireError({ code: 'NEW_CODE', message: 'm' }).code).toBe('INTERNAL');
   });
 });

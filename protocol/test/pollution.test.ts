@@ -27,7 +27,11 @@ function deepMerge(target: Record<string, unknown>, source: Record<string, unkno
 
 describe('prototype pollution', () => {
   it('JSON "__proto__" keys are refused (raw and \\u-escaped, at any depth)', () => {
-    for (const text of ['{"__proto__":{"polluted":true}}', '{"a":[{"__proto__":{"polluted":true}}]}', '{"\\u005f\\u005fproto\\u005f\\u005f":{"polluted":true}}']) {
+    for (const text of [
+      '{"__proto__":{"polluted":true}}',
+      '{"a":[{"__proto__":{"polluted":true}}]}',
+      '{"\\u005f\\u005fproto\\u005f\\u005f":{"polluted":true}}',
+    ]) {
       expect(() => decodeJson(text)).toThrow(ProtocolError);
     }
   });

@@ -29,16 +29,26 @@ const wireValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.boolean(),
     fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
     fc.maxSafeInteger(),
-    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Object.is(d, -0) && (!Number.isInteger(d) || Number.isSafeInteger(d) || Math.abs(d) >= 1e21)),
+    fc
+      .double({ noNaN: true, noDefaultInfinity: true })
+      .filter((d) => !Object.is(d, -0) && (!Number.isInteger(d) || Number.isSafeInteger(d) || Math.abs(d) >= 1e21)),
     fc.string({ unit: 'binary' }),
     fc.array(tie('value'), { maxLength: 5 }),
-    fc.dictionary(fc.string().filter((k) => k !== '__proto__'), tie('value'), { maxKeys: 5 }),
+    fc.dictionary(
+      fc.string().filter((k) => k !== '__proto__'),
+      tie('value'),
+      { maxKeys: 5 },
+    ),
   ),
 })).value;
 
 const uint32 = fc.integer({ min: 0, max: 0xffffffff });
 const session = fc.string({ minLength: 1, maxLength: 20 });
-const obj = fc.dictionary(fc.string().filter((k) => k !== '__proto__'), wireValue, { maxKeys: 4 });
+const obj = fc.dictionary(
+  fc.string().filter((k) => k !== '__proto__'),
+  wireValue,
+  { maxKeys: 4 },
+);
 const opt = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
 const clean = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
@@ -49,8 +59,22 @@ const batchItem = fc.oneof(
 );
 
 const request: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
-  fc.record({ id: uint32, type: fc.constant('hello'), versions: fc.array(fc.integer({ min: 1, max: 65535 }), { minLength: 1, maxLength: 16 }), client: fc.record({ name: fc.string({ minLength: 1, maxLength: 128 }), version: fc.string({ maxLength: 128 }) }), token: opt(fc.string({ minLength: 1, maxLength: 100 })) }).map(clean),
-  fc.record({ id: uint32, type: fc.constant('ping'), t: opt(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e15, max: 1e15 }).filter((d) => !Object.is(d, -0))) }).map(clean),
+  fc
+    .record({
+      id: uint32,
+      type: fc.constant('hello'),
+      versions: fc.array(fc.integer({ min: 1, max: 65535 }), { minLength: 1, maxLength: 16 }),
+      client: fc.record({ name: fc.string({ minLength: 1, maxLength: 128 }), version: fc.string({ maxLength: 128 }) }),
+      token: opt(fc.string({ minLength: 1, maxLength: 100 })),
+    })
+    .map(clean),
+  fc
+    .record({
+      id: uint32,
+      type: fc.constant('ping'),
+      t: opt(fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e15, max: 1e15 }).filter((d) => !Object.is(d, -0))),
+    })
+    .map(clean),
   fc.record({ id: uint32, type: fc.constant('list_envs') }),
   fc.record({ id: uint32, type: fc.constant('make'), env_id: fc.string({ minLength: 1, maxLength: 256 }), kwargs: opt(obj) }).map(clean),
   fc.record({ id: uint32, type: fc.constant('reset'), session, seed: opt(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })), options: opt(obj) }).map(clean),
@@ -77,7 +101,11 @@ const boxSpace = fc
 const toolSchema = fc.constantFrom<object>(
   { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
   { type: 'object', properties: { a: { type: 'number' }, b: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['a', 'b'] },
-  { type: 'object', properties: { mode: { enum: ['fast', 'slow'] }, tags: { type: 'array', items: { type: 'string' }, maxItems: 3 } }, additionalProperties: false },
+  {
+    type: 'object',
+    properties: { mode: { enum: ['fast', 'slow'] }, tags: { type: 'array', items: { type: 'string' }, maxItems: 3 } },
+    additionalProperties: false,
+  },
   { type: 'object', properties: {} },
 );
 
@@ -85,18 +113,33 @@ const space: fc.Arbitrary<Space> = fc.letrec<{ space: Space }>((tie) => ({
   space: fc.oneof(
     { depthSize: 'small', maxDepth: 3 },
     boxSpace,
-    fc.record({ type: fc.constant('discrete'), n: fc.integer({ min: 1, max: 50 }), start: opt(fc.integer({ min: -10, max: 10 })) }).map((s) => clean(s) as Space),
+    fc
+      .record({ type: fc.constant('discrete'), n: fc.integer({ min: 1, max: 50 }), start: opt(fc.integer({ min: -10, max: 10 })) })
+      .map((s) => clean(s) as Space),
     fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 4 }).map((nvec) => ({ type: 'multi_discrete', nvec }) as Space),
-    fc.oneof(fc.integer({ min: 1, max: 5 }), fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 })).map((n) => ({ type: 'multi_binary', n }) as Space),
-    fc.record({ min: fc.integer({ min: 0, max: 3 }), extra: fc.integer({ min: 0, max: 10 }), charset: opt(fc.constantFrom('abc', '01', 'xyz日')) }).map(({ min, extra, charset }) => clean({ type: 'text', max_length: min + extra, min_length: min, charset }) as Space),
-    fc.uniqueArray(fc.record({ key: fc.string({ maxLength: 6 }).filter((k) => k !== '__proto__'), space: tie('space') }), { selector: (e) => e.key, maxLength: 3 }).map((spaces) => ({ type: 'dict', spaces }) as Space),
+    fc
+      .oneof(fc.integer({ min: 1, max: 5 }), fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }))
+      .map((n) => ({ type: 'multi_binary', n }) as Space),
+    fc
+      .record({ min: fc.integer({ min: 0, max: 3 }), extra: fc.integer({ min: 0, max: 10 }), charset: opt(fc.constantFrom('abc', '01', 'xyz日')) })
+      .map(({ min, extra, charset }) => clean({ type: 'text', max_length: min + extra, min_length: min, charset }) as Space),
+    fc
+      .uniqueArray(fc.record({ key: fc.string({ maxLength: 6 }).filter((k) => k !== '__proto__'), space: tie('space') }), {
+        selector: (e) => e.key,
+        maxLength: 3,
+      })
+      .map((spaces) => ({ type: 'dict', spaces }) as Space),
     fc.array(tie('space'), { maxLength: 3 }).map((spaces) => ({ type: 'tuple', spaces }) as Space),
     tie('space').map((s) => ({ type: 'sequence', space: s }) as Space),
     fc.array(tie('space'), { minLength: 1, maxLength: 3 }).map((spaces) => ({ type: 'one_of', spaces }) as Space),
     toolSchema.map((schema) => ({ type: 'json', schema }) as Space),
-    fc.uniqueArray(fc.record({ name: fc.constantFrom('echo', 'add', 'search', 'finish'), parameters: toolSchema }), { selector: (t) => t.name, minLength: 1, maxLength: 3 }).map(
-      (tools) => ({ type: 'tool_call', tools: tools.map((t) => ({ ...t, description: `tool ${t.name}` })) }) as Space,
-    ),
+    fc
+      .uniqueArray(fc.record({ name: fc.constantFrom('echo', 'add', 'search', 'finish'), parameters: toolSchema }), {
+        selector: (t) => t.name,
+        minLength: 1,
+        maxLength: 3,
+      })
+      .map((tools) => ({ type: 'tool_call', tools: tools.map((t) => ({ ...t, description: `tool ${t.name}` })) }) as Space),
   ),
 })).space;
 

@@ -143,15 +143,27 @@ export function resolveScheduling(sc: SchedulingConfig = {}): ResolvedScheduling
     known.add(c);
   }
   const check = (key: string, list: readonly string[]): void => {
-    for (const c of list) if (!known.has(c)) throw new ConfigError(`config: ${key.replaceAll('/', '.')} names '${c}', which is not in scheduling.classes (${classes.join(', ')})`, key);
+    for (const c of list)
+      if (!known.has(c))
+        throw new ConfigError(`config: ${key.replaceAll('/', '.')} names '${c}', which is not in scheduling.classes (${classes.join(', ')})`, key);
   };
-  const defaultClass = sc.default_class ?? (sc.classes ? (classes.includes(DEFAULT_SCHEDULING.default_class) ? DEFAULT_SCHEDULING.default_class : (classes[classes.length - 1] as string)) : DEFAULT_SCHEDULING.default_class);
+  const defaultClass =
+    sc.default_class ??
+    (sc.classes
+      ? classes.includes(DEFAULT_SCHEDULING.default_class)
+        ? DEFAULT_SCHEDULING.default_class
+        : (classes[classes.length - 1] as string)
+      : DEFAULT_SCHEDULING.default_class);
   check('scheduling/default_class', [defaultClass]);
   const preemptible = [...(sc.preemptible_classes ?? (sc.classes ? [] : DEFAULT_SCHEDULING.preemptible_classes))];
   check('scheduling/preemptible_classes', preemptible);
   const maxQueued = sc.max_queued ?? DEFAULT_SCHEDULING.max_queued;
   const perClient = sc.max_queued_per_client ?? Math.min(maxQueued, DEFAULT_SCHEDULING.max_queued_per_client);
-  if (perClient > maxQueued) throw new ConfigError(`config: scheduling.max_queued_per_client (${perClient}) exceeds scheduling.max_queued (${maxQueued})`, 'scheduling/max_queued_per_client');
+  if (perClient > maxQueued)
+    throw new ConfigError(
+      `config: scheduling.max_queued_per_client (${perClient}) exceeds scheduling.max_queued (${maxQueued})`,
+      'scheduling/max_queued_per_client',
+    );
   // By default a client gets the default class and those below it: eval (above) is for the tokens an operator grants it.
   const from = classes.indexOf(defaultClass);
   const defaultGrant = { classes: [...(sc.default_grant?.classes ?? classes.slice(from))], weight: sc.default_grant?.weight ?? 1 };
@@ -159,7 +171,8 @@ export function resolveScheduling(sc: SchedulingConfig = {}): ResolvedScheduling
   const grants = new Map<string, Required<SchedulingGrant>>();
   (sc.grants ?? []).forEach((g, i) => {
     const token = g.token_sha256.toLowerCase();
-    if (grants.has(token)) throw new ConfigError(`config: scheduling.grants[${i}] repeats token_sha256 ${token.slice(0, 12)}…`, `scheduling/grants/${i}/token_sha256`);
+    if (grants.has(token))
+      throw new ConfigError(`config: scheduling.grants[${i}] repeats token_sha256 ${token.slice(0, 12)}…`, `scheduling/grants/${i}/token_sha256`);
     check(`scheduling/grants/${i}/classes`, g.classes);
     grants.set(token, { classes: [...g.classes], weight: g.weight ?? 1 });
   });
@@ -221,7 +234,13 @@ export interface KubernetesSandboxConfig {
   /** Default IfNotPresent. */
   image_pull_policy?: 'Always' | 'IfNotPresent' | 'Never';
   node_selector?: Record<string, string>;
-  tolerations?: { key?: string; operator?: 'Exists' | 'Equal'; value?: string; effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute'; toleration_seconds?: number }[];
+  tolerations?: {
+    key?: string;
+    operator?: 'Exists' | 'Equal';
+    value?: string;
+    effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+    toleration_seconds?: number;
+  }[];
   /** Image of the init container that removes the pod's network (needs `ip`); default sandgym/busybox:1. */
   network_init_image?: string;
   /** CPU request as a fraction of the cpus limit (default 0.1); memory is always requested in full. */
@@ -358,7 +377,14 @@ export const CONFIG_SCHEMA = {
       type: 'object',
       // A misspelt pool key used to be accepted and do nothing.
       additionalProperties: false,
-      properties: { min_idle: { type: 'integer', minimum: 0 }, max_total: posInt, refill_concurrency: posInt, autosize: { type: 'boolean' }, demand_window_ms: posInt, burst_memory_ms: { type: 'integer', minimum: 0 } },
+      properties: {
+        min_idle: { type: 'integer', minimum: 0 },
+        max_total: posInt,
+        refill_concurrency: posInt,
+        autosize: { type: 'boolean' },
+        demand_window_ms: posInt,
+        burst_memory_ms: { type: 'integer', minimum: 0 },
+      },
     },
     sandbox: {
       type: 'object',

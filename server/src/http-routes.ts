@@ -46,7 +46,10 @@ export function registerHttpRoutes(app: FastifyInstance, core: ServerCore, obs: 
       const v = q[k];
       if ((k !== 'env' && k !== 'split') || typeof v !== 'string' || v === '' || v.length > MAX_QUERY_CHARS) {
         const name = k.slice(0, 64);
-        const reason = k === 'env' || k === 'split' ? `query parameter '${name}' must be given once, 1..${MAX_QUERY_CHARS} characters` : `unknown query parameter '${name}' (known: env, split)`;
+        const reason =
+          k === 'env' || k === 'split'
+            ? `query parameter '${name}' must be given once, 1..${MAX_QUERY_CHARS} characters`
+            : `unknown query parameter '${name}' (known: env, split)`;
         return reply.code(400).send({ error: protocolError('INVALID_ARGUMENT', { path: `/${name}`, reason }, { path: `/${name}`, reason }).toWire() });
       }
       filter[k] = v;

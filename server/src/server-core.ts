@@ -92,7 +92,15 @@ export class ServerCore<R extends Resumable = Resumable> {
     this.helloResult = {
       version: Math.max(...PROTOCOL_VERSIONS),
       server: { name: 'sandgym', version: SERVER_VERSION },
-      capabilities: { batch: true, msgpack: true, pipelining: true, tool_call: true, events: true, sandbox: sandbox !== null, resume: config.resume_grace_ms > 0 },
+      capabilities: {
+        batch: true,
+        msgpack: true,
+        pipelining: true,
+        tool_call: true,
+        events: true,
+        sandbox: sandbox !== null,
+        resume: config.resume_grace_ms > 0,
+      },
       limits: {
         max_message_bytes: config.max_message_bytes,
         max_sessions: config.max_sessions_per_connection,
@@ -120,7 +128,8 @@ export class ServerCore<R extends Resumable = Resumable> {
     let max = 0;
     if (this.connections.size >= c.max_connections) [limit, max] = ['max_connections', c.max_connections];
     else if (this.pendingHandshakes >= c.max_pending_handshakes) [limit, max] = ['max_pending_handshakes', c.max_pending_handshakes];
-    else if ((this.perAddress.get(address) ?? 0) >= c.max_connections_per_address) [limit, max] = ['max_connections_per_address', c.max_connections_per_address];
+    else if ((this.perAddress.get(address) ?? 0) >= c.max_connections_per_address)
+      [limit, max] = ['max_connections_per_address', c.max_connections_per_address];
     if (limit === null) return null;
     const reason = `${limit} (${max}) reached`;
     return protocolError('CAPACITY', { reason }, { reason, limit, retry_after_ms: CONNECTION_RETRY_MS });
@@ -198,10 +207,13 @@ export class ServerCore<R extends Resumable = Resumable> {
     this.idleTimer.unref();
     // Unfinished messages (a frame or fragments that stop arriving): checked a few times per deadline.
     const mt = this.config.message_timeout_ms;
-    this.messageTimer = setInterval(() => {
-      const now = Date.now();
-      for (const c of this.connections) c.checkUnfinishedMessage(now, mt);
-    }, Math.min(1000, Math.max(10, Math.floor(mt / 4))));
+    this.messageTimer = setInterval(
+      () => {
+        const now = Date.now();
+        for (const c of this.connections) c.checkUnfinishedMessage(now, mt);
+      },
+      Math.min(1000, Math.max(10, Math.floor(mt / 4))),
+    );
     this.messageTimer.unref();
   }
 

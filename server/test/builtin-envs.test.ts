@@ -42,40 +42,50 @@ describe('built-in envs over the wire', () => {
     for (const e of envs) expect(e.rubric!.length).toBeGreaterThan(0);
   });
 
-  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])('%s: same seed and actions -> same transitions; reward = sum of the weighted components', async (envId) => {
-    const envs = (await c.ok('list_envs')).envs;
-    const rubric = rubricOf(envId, envs);
-    const actions =
-      envId === 'calculator-tools-v0'
-        ? [{ name: 'calculate', arguments: { expression: '2^10 - 24' } }, { name: 'submit', arguments: { answer: 1000 } }]
-        : envId === 'wordle-v0'
-          ? ['crane', 'moist', 'xxxxx', 'pudgy']
-          : ['The answer is \\boxed{12}'];
-    const a = await episode(envId, 1234, actions);
-    const b = await episode(envId, 1234, actions);
-    expect(a).toEqual(b);
-    const other = await episode(envId, 98765, actions);
-    expect(other.reset.observation).not.toEqual(a.reset.observation);
-    for (const step of a.steps) {
-      const comps = step.info.reward_components as Record<string, number>;
-      expect(Object.keys(comps).sort()).toEqual(rubric.map((r) => r.name).sort());
-      const sum = rubric.reduce((acc, r) => acc + comps[r.name]!, 0);
-      expect(step.reward).toBeCloseTo(sum, 9);
-    }
-    // math (format 0.1) and wordle (information 0.1 per unit) score a non-zero part here, so the sum above is not
-    // vacuous and would fail for unweighted components; calculator-tools' one weight is 1.
-    if (envId !== 'calculator-tools-v0') expect(a.steps.some((st) => Object.values(st.info.reward_components as Record<string, number>).some((v) => v !== 0))).toBe(true);
-  });
+  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])(
+    '%s: same seed and actions -> same transitions; reward = sum of the weighted components',
+    async (envId) => {
+      const envs = (await c.ok('list_envs')).envs;
+      const rubric = rubricOf(envId, envs);
+      const actions =
+        envId === 'calculator-tools-v0'
+          ? [
+              { name: 'calculate', arguments: { expression: '2^10 - 24' } },
+              { name: 'submit', arguments: { answer: 1000 } },
+            ]
+          : envId === 'wordle-v0'
+            ? ['crane', 'moist', 'xxxxx', 'pudgy']
+            : ['The answer is \\boxed{12}'];
+      const a = await episode(envId, 1234, actions);
+      const b = await episode(envId, 1234, actions);
+      expect(a).toEqual(b);
+      const other = await episode(envId, 98765, actions);
+      expect(other.reset.observation).not.toEqual(a.reset.observation);
+      for (const step of a.steps) {
+        const comps = step.info.reward_components as Record<string, number>;
+        expect(Object.keys(comps).sort()).toEqual(rubric.map((r) => r.name).sort());
+        const sum = rubric.reduce((acc, r) => acc + comps[r.name]!, 0);
+        expect(step.reward).toBeCloseTo(sum, 9);
+      }
+      // math (format 0.1) and wordle (information 0.1 per unit) score a non-zero part here, so the sum above is not
+      // vacuous and would fail for unweighted components; calculator-tools' one weight is 1.
+      if (envId !== 'calculator-tools-v0')
+        expect(a.steps.some((st) => Object.values(st.info.reward_components as Record<string, number>).some((v) => v !== 0))).toBe(true);
+    },
+  );
 
-  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])('%s refuses an unknown kwarg and an unknown reset option with INVALID_ARGUMENT; the session survives', async (envId) => {
-    const made = await c.fails('make', { env_id: envId, kwargs: { difficulty_level: 'easy' } });
-    expect(made).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/difficulty_level' } });
-    const s = await c.make(envId);
-    const reset = await c.fails('reset', { session: s, seed: 1, options: { split: 'test' } });
-    expect(reset).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/split' } });
-    await c.ok('reset', { session: s, seed: 1 });
-    await c.ok('close', { session: s });
-  });
+  it.each(['math-v0', 'wordle-v0', 'calculator-tools-v0'])(
+    '%s refuses an unknown kwarg and an unknown reset option with INVALID_ARGUMENT; the session survives',
+    async (envId) => {
+      const made = await c.fails('make', { env_id: envId, kwargs: { difficulty_level: 'easy' } });
+      expect(made).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/difficulty_level' } });
+      const s = await c.make(envId);
+      const reset = await c.fails('reset', { session: s, seed: 1, options: { split: 'test' } });
+      expect(reset).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/split' } });
+      await c.ok('reset', { session: s, seed: 1 });
+      await c.ok('close', { session: s });
+    },
+  );
 
   it('math-v0 is single-turn and grades a correct boxed answer 1.0', async () => {
     const s = await c.make('math-v0', { difficulty: 'easy' });

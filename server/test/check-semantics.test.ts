@@ -32,21 +32,29 @@ async function check(envId: string): Promise<{ code: number | null; report: Repo
 const failedOf = (report: Report) => report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
 
 describe('sandgym check: env semantics', () => {
-  it.each(Object.entries(BROKEN))('%s fails the check of its rule (exit 1) and names the defect', async (envId, [name, says]) => {
-    const { code, report } = await check(envId);
-    expect(code).toBe(EXIT.FAILED);
-    const failed = report.checks.find((c) => c.name === name);
-    expect(failed, JSON.stringify(report.checks)).toMatchObject({ ok: false });
-    expect(failed!.detail).toMatch(says);
-  }, 60_000);
+  it.each(Object.entries(BROKEN))(
+    '%s fails the check of its rule (exit 1) and names the defect',
+    async (envId, [name, says]) => {
+      const { code, report } = await check(envId);
+      expect(code).toBe(EXIT.FAILED);
+      const failed = report.checks.find((c) => c.name === name);
+      expect(failed, JSON.stringify(report.checks)).toMatchObject({ ok: false });
+      expect(failed!.detail).toMatch(says);
+    },
+    60_000,
+  );
 
-  it.each([...GOOD, 'math-v0', 'wordle-v0', 'calculator-tools-v0', 'test/truncate-v0'])('%s passes every check (exit 0)', async (envId) => {
-    const { code, report } = await check(envId);
-    expect(failedOf(report)).toEqual([]);
-    expect(code).toBe(EXIT.OK);
-    const names = report.checks.map((c) => c.name);
-    expect(names).toEqual(expect.arrayContaining(['submit_ends_episode', 'unknown_arguments_refused', 'step_semantics']));
-    // The step rules saw steps: the check is not vacuous.
-    expect(report.checks.find((c) => c.name === 'step_semantics')?.detail).toMatch(/^[1-9]\d* steps of the checks above/);
-  }, 60_000);
+  it.each([...GOOD, 'math-v0', 'wordle-v0', 'calculator-tools-v0', 'test/truncate-v0'])(
+    '%s passes every check (exit 0)',
+    async (envId) => {
+      const { code, report } = await check(envId);
+      expect(failedOf(report)).toEqual([]);
+      expect(code).toBe(EXIT.OK);
+      const names = report.checks.map((c) => c.name);
+      expect(names).toEqual(expect.arrayContaining(['submit_ends_episode', 'unknown_arguments_refused', 'step_semantics']));
+      // The step rules saw steps: the check is not vacuous.
+      expect(report.checks.find((c) => c.name === 'step_semantics')?.detail).toMatch(/^[1-9]\d* steps of the checks above/);
+    },
+    60_000,
+  );
 });

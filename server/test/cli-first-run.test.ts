@@ -69,7 +69,6 @@ function serve(args: string[], env: NodeJS.ProcessEnv) {
   });
 }
 
-
 describe('sandgym --version and --help', () => {
   it('--version and -V print the package and protocol versions and exit 0', async () => {
     for (const flag of ['--version', '-V']) {
@@ -93,7 +92,9 @@ describe('no sandbox driver on the machine (no Docker daemon, no bubblewrap)', (
     try {
       // One warning says what is missing and how to enable the sandboxed envs; no stack.
       expect(s.stderr()).not.toMatch(STACK_FRAME);
-      expect(s.stderr()).toMatch(/no sandbox driver available.*serving the envs that need no sandbox.*shell-v0, code-v0 answer UNSUPPORTED.*npx sandgym images build.*bubblewrap/);
+      expect(s.stderr()).toMatch(
+        /no sandbox driver available.*serving the envs that need no sandbox.*shell-v0, code-v0 answer UNSUPPORTED.*npx sandgym images build.*bubblewrap/,
+      );
       const c = await RawClient.connect(s.url);
       for (const id of ['math-v0', 'wordle-v0', 'calculator-tools-v0']) {
         const session = await c.make(id);
@@ -116,8 +117,16 @@ describe('no sandbox driver on the machine (no Docker daemon, no bubblewrap)', (
   });
 
   it('a driver asked for by name that does not work: exit 4, one line', async () => {
-    expectOneLineError(await runCli(['serve', '--port', '0', '--driver', 'docker', '--log-level', 'silent'], noSandboxEnv()), 4, /^sandgym serve: sandbox driver docker: no Docker daemon answers/);
-    expectOneLineError(await runCli(['serve', '--port', '0', '--driver', 'local', '--log-level', 'silent'], noSandboxEnv()), 4, /^sandgym serve: sandbox driver local: bubblewrap \(bwrap\) is missing/);
+    expectOneLineError(
+      await runCli(['serve', '--port', '0', '--driver', 'docker', '--log-level', 'silent'], noSandboxEnv()),
+      4,
+      /^sandgym serve: sandbox driver docker: no Docker daemon answers/,
+    );
+    expectOneLineError(
+      await runCli(['serve', '--port', '0', '--driver', 'local', '--log-level', 'silent'], noSandboxEnv()),
+      4,
+      /^sandgym serve: sandbox driver local: bubblewrap \(bwrap\) is missing/,
+    );
   });
 });
 
@@ -141,7 +150,11 @@ describe('serve on a port in use', () => {
 
 describe('a server that cannot be used', () => {
   it('unreachable --url: exit 4, one line', async () => {
-    expectOneLineError(await runCli(['envs', '--url', 'ws://127.0.0.1:9/v2/ws']), 4, /^sandgym envs: cannot connect to ws:\/\/127\.0\.0\.1:9\/v2\/ws: .*ECONNREFUSED/);
+    expectOneLineError(
+      await runCli(['envs', '--url', 'ws://127.0.0.1:9/v2/ws']),
+      4,
+      /^sandgym envs: cannot connect to ws:\/\/127\.0\.0\.1:9\/v2\/ws: .*ECONNREFUSED/,
+    );
   });
 
   it('a bad token: exit 4, one line naming the refusal', async () => {
@@ -170,7 +183,10 @@ describe.skipIf(!HAS_DOCKER)('a sandbox image that is not built (docker)', () =>
     );
     const s = await serve(['--driver', 'docker', '--env-module', module, '--log-level', 'warn'], {});
     try {
-      const mentions = s.stderr().split('\n').filter((l) => l.includes(image));
+      const mentions = s
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes(image));
       expect(mentions, s.stderr()).toHaveLength(1);
       expect(mentions[0]).toMatch(/is missing \(needed by user\/needs-image-v0\): run `npx sandgym images build`/);
       expect(s.stderr()).not.toMatch(/404|No such image/);
@@ -198,7 +214,9 @@ describe('sandgym play', () => {
     for (const opt of [['--port', '9000'], ['--host=0.0.0.0'], ['--token', 't'], ['--insecure']]) {
       const r = await runCli(['play', 'wordle-v0', '--', ...opt]);
       expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`^sandgym play: '${opt[0]!.split('=')[0]}' after -- does not apply: the in-process server listens on a free loopback port`));
+      expect(r.stderr).toMatch(
+        new RegExp(`^sandgym play: '${opt[0]!.split('=')[0]}' after -- does not apply: the in-process server listens on a free loopback port`),
+      );
       expect(r.stderr).not.toMatch(STACK_FRAME);
     }
   });

@@ -111,7 +111,10 @@ describe('config files', () => {
   });
 
   it('layers: defaults < file < flags; tokens are unioned from every source', async () => {
-    const p = file('layers.json', JSON.stringify({ port: 1234, max_batch: 9, tokens: ['from-file'], idle_timeout_ms: 5000, driver: 'docker', pools: { min_idle: 3 } }));
+    const p = file(
+      'layers.json',
+      JSON.stringify({ port: 1234, max_batch: 9, tokens: ['from-file'], idle_timeout_ms: 5000, driver: 'docker', pools: { min_idle: 3 } }),
+    );
     const tf = file('tokens.txt', 'from-tokens-file\n');
     const cfg = (await serveConfigFromArgs(['--config', p, '--port', '0', '--token', 'from-flag', '--tokens-file', tf], { SANDGYM_TOKENS: 'env1,env2' }))!;
     expect(cfg.port).toBe(0);
@@ -156,7 +159,10 @@ describe('config files', () => {
   });
 
   it('a later layer overrides the ones before it, except where it leaves an option undefined; lists are unioned', () => {
-    const c = resolveConfig({ port: 1, max_batch: 9, tokens: ['a'], env_modules: ['m1'] }, { port: 2, max_batch: undefined, tokens: ['b', 'a'], env_modules: ['m2'] });
+    const c = resolveConfig(
+      { port: 1, max_batch: 9, tokens: ['a'], env_modules: ['m1'] },
+      { port: 2, max_batch: undefined, tokens: ['b', 'a'], env_modules: ['m2'] },
+    );
     expect(c.port).toBe(2);
     expect(c.max_batch).toBe(9);
     expect(c.tokens).toEqual(['a', 'b']);

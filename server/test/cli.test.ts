@@ -37,7 +37,9 @@ describe('sandgym serve', () => {
 
   it('tokens from --tokens-file and SANDGYM_TOKENS are accepted; others are not', async () => {
     const tokens = file('tokens.txt', '# comment\nfile-token\n\n');
-    const s = await startCliServer(['--port', '0', '--tokens-file', tokens, '--token', 'flag-token', '--log-level', 'silent'], { SANDGYM_TOKENS: 'env-a, env-b' });
+    const s = await startCliServer(['--port', '0', '--tokens-file', tokens, '--token', 'flag-token', '--log-level', 'silent'], {
+      SANDGYM_TOKENS: 'env-a, env-b',
+    });
     for (const t of ['file-token', 'flag-token', 'env-a', 'env-b']) {
       const c = await RawClient.connect(s.url, { token: t });
       await c.close();

@@ -79,7 +79,10 @@ describe('env failures', () => {
 
   it('InvalidArgument maps to INVALID_ARGUMENT (make, reset) and INVALID_ACTION (step)', async () => {
     const c = await RawClient.connect(server.url());
-    expect(await c.fails('make', { env_id: 'x/args-v0', kwargs: { explode: true } })).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/explode' } });
+    expect(await c.fails('make', { env_id: 'x/args-v0', kwargs: { explode: true } })).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      details: { path: '/explode' },
+    });
     const s = await c.make('x/args-v0');
     expect(await c.fails('reset', { session: s, options: { level: 9 } })).toMatchObject({ code: 'INVALID_ARGUMENT', details: { path: '/level' } });
     expect((await c.ok('reset', { session: s, options: { level: 2 } })).info).toEqual({ level: 2 });

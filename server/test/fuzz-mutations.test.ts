@@ -44,7 +44,13 @@ const TEMPLATES: Array<Record<string, unknown>> = [
   { type: 'step', session: 's_nope', action: { name: 'echo', arguments: { text: 'hi', n: [1, 2, { k: null }] } } },
   { type: 'reset', session: 's_nope', seed: 7, options: { task_id: 'x' } },
   { type: 'close', session: 's_nope' },
-  { type: 'batch', requests: [{ type: 'step', session: 's_nope', action: 1 }, { type: 'close', session: 's_nope' }] },
+  {
+    type: 'batch',
+    requests: [
+      { type: 'step', session: 's_nope', action: 1 },
+      { type: 'close', session: 's_nope' },
+    ],
+  },
   { type: 'make', env_id: 'no/such-env', kwargs: { a: 1 } },
 ];
 

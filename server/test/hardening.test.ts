@@ -62,7 +62,9 @@ function refusedUpgrade(url: string): Promise<{ status: number; retryAfter: stri
     ws.once('unexpected-response', (_req, res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: JSON.parse(text) as Frame }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: JSON.parse(text) as Frame }),
+      );
     });
     ws.once('error', () => undefined);
   });
@@ -120,7 +122,11 @@ describe('pre-auth budget', () => {
     const s = await server({ tokens: [TOKEN], handshake_timeout_ms: 200 });
     const c = await open(s.url());
     const err = await c.nextUnclaimed();
-    expect(err).toMatchObject({ id: null, type: 'error', error: { code: 'CONNECTION_TIMEOUT', scope: 'connection', details: { what: 'hello', timeout_ms: 200 } } });
+    expect(err).toMatchObject({
+      id: null,
+      type: 'error',
+      error: { code: 'CONNECTION_TIMEOUT', scope: 'connection', details: { what: 'hello', timeout_ms: 200 } },
+    });
     expect((await c.closed).code).toBe(4408);
     await until(() => s.core.pendingHandshakes === 0, 10_000, 'the pending handshake to be released');
   });
@@ -212,14 +218,22 @@ describe('every request whose id can be read gets its reply', () => {
     const c = await connect(s.url());
     const session = await c.make('test/tools-v0');
     await c.ok('reset', { session });
-    c.sendRaw(`{"id": 12, "type": "step", "session": ${JSON.stringify(session)}, "action": {"name": "echo", "arguments": {"text": "a", "__proto__": {"x": 1}}}}`);
+    c.sendRaw(
+      `{"id": 12, "type": "step", "session": ${JSON.stringify(session)}, "action": {"name": "echo", "arguments": {"text": "a", "__proto__": {"x": 1}}}}`,
+    );
     expect((await c.waitFor(12)).error.code).toBe('PARSE_ERROR');
   });
 
   it('NaN in msgpack and a too-large integer in JSON are refused with the id', async () => {
     const s = await server();
     const c = await connect(s.url());
-    c.sendRaw(mp.map([['t', mp.nan], ['type', mp.str('ping')], ['id', mp.uint(13)]]));
+    c.sendRaw(
+      mp.map([
+        ['t', mp.nan],
+        ['type', mp.str('ping')],
+        ['id', mp.uint(13)],
+      ]),
+    );
     expect((await c.waitFor(13)).error.code).toBe('PARSE_ERROR');
     c.sendRaw('{"id": 14, "type": "ping", "t": 123456789012345678901}');
     expect((await c.waitFor(14)).error.code).toBe('PARSE_ERROR');
@@ -251,7 +265,11 @@ describe('every request whose id can be read gets its reply', () => {
     const session = await c.make('test/tools-v0');
     await c.ok('reset', { session });
     const big = 'k'.repeat(1024 * 1024);
-    for (const action of [{ [big]: 1, name: 'echo', arguments: { text: 'a' } }, { name: 'echo', arguments: { text: 'a', [big]: 1 } }, { name: big, arguments: {} }]) {
+    for (const action of [
+      { [big]: 1, name: 'echo', arguments: { text: 'a' } },
+      { name: 'echo', arguments: { text: 'a', [big]: 1 } },
+      { name: big, arguments: {} },
+    ]) {
       const r = await c.request('step', { session, action });
       expect(r.error.code).toBe('INVALID_ACTION');
       expect(String(r.error.details.path).length).toBeLessThanOrEqual(256);
@@ -298,7 +316,9 @@ describe('bounded queues and output', () => {
     const n = Math.ceil((24 * 1024 * 1024) / one);
     for (const r of readers) {
       (r.ws as unknown as { _socket: { pause(): void } })._socket.pause();
-      const frames = Array.from({ length: n }, (_, i) => JSON.stringify({ id: 1000 + i, type: 'list_envs' })).join('\n').split('\n');
+      const frames = Array.from({ length: n }, (_, i) => JSON.stringify({ id: 1000 + i, type: 'list_envs' }))
+        .join('\n')
+        .split('\n');
       for (const f of frames) r.sendRaw(f);
     }
     await until(() => s.core.output.overflows >= 1, 60_000, 'a slow reader to be terminated');
@@ -307,7 +327,11 @@ describe('bounded queues and output', () => {
     expect(s.core.output.total).toBeLessThanOrEqual(cap + 3 * (4 * 1024 * 1024 + one));
     expect(await control.ok('ping', { t: 5 })).toEqual({ t: 5 });
     for (const r of readers) r.ws.terminate();
-    await until(() => s.core.output.total === 0, 20_000, `the budget to drain to 0 once the readers are gone (${s.core.output.total}, ${s.core.connections.size} connections)`).catch((e) => {
+    await until(
+      () => s.core.output.total === 0,
+      20_000,
+      `the budget to drain to 0 once the readers are gone (${s.core.output.total}, ${s.core.connections.size} connections)`,
+    ).catch((e) => {
       throw new Error(`${String(e)}: now ${s.core.output.total} in ${s.core.connections.size} connections`);
     });
   });

@@ -151,7 +151,11 @@ describe('resume attacks: tokens', () => {
     await reply;
     // Spent, own, refused, expired: every error path, each with a real token in the request.
     const { c: c3 } = await open(server);
-    const errors = [await c3.fails('resume', { token: resumeToken }), await c2.fails('resume', { token: res.resume_token }), await c2.fails('resume', { token: helloToken2 })];
+    const errors = [
+      await c3.fails('resume', { token: resumeToken }),
+      await c2.fails('resume', { token: res.resume_token }),
+      await c2.fails('resume', { token: helloToken2 }),
+    ];
     for (const e of errors) {
       for (const t of [resumeToken, res.resume_token, helloToken2]) expect(JSON.stringify(e)).not.toContain(t);
     }
@@ -243,7 +247,7 @@ describe('resume attacks: replies', () => {
     await c.close();
   });
 
-  it('one connection cannot collect a second connection\'s sessions: resume twice, with its own new token, or after a make is RESUME_REFUSED and spends nothing', async () => {
+  it("one connection cannot collect a second connection's sessions: resume twice, with its own new token, or after a make is RESUME_REFUSED and spends nothing", async () => {
     const victims = await Promise.all([open(server), open(server)]);
     const sessions = await Promise.all(victims.map(({ c }) => c.make('test/counter-v0')));
     await Promise.all(victims.map(({ c }) => cut(c)));
@@ -251,7 +255,10 @@ describe('resume attacks: replies', () => {
     const { c } = await open(server);
     const first = await c.ok('resume', { token: victims[0].resumeToken });
     expect(first.sessions).toEqual([sessions[0]]);
-    expect(await c.fails('resume', { token: victims[1].resumeToken })).toMatchObject({ code: 'RESUME_REFUSED', details: { reason: expect.stringContaining('already holds sessions') } });
+    expect(await c.fails('resume', { token: victims[1].resumeToken })).toMatchObject({
+      code: 'RESUME_REFUSED',
+      details: { reason: expect.stringContaining('already holds sessions') },
+    });
     expect(await c.fails('resume', { token: first.resume_token })).toMatchObject({ code: 'RESUME_REFUSED' });
     expect(server.core.resume.detached.size).toBe(1);
     // After a make on a fresh connection: refused as well.
@@ -427,7 +434,9 @@ describe('resume attacks: memory across tenants', () => {
     // Before tenants were counted, b's connection expired (first come, first kept).
     const server = await startServer({ resume_grace_ms: 60_000, max_buffered_output_bytes: LIMIT });
     try {
-      const heldBy = (tenant: string) => [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0 && (d as unknown as { replay: { tenant: string } }).replay.tenant === tenant).length;
+      const heldBy = (tenant: string) =>
+        [...server.core.resume.detached].filter((d) => booksOf(d).heldBytes > 0 && (d as unknown as { replay: { tenant: string } }).replay.tenant === tenant)
+          .length;
       const a = await Promise.all([drop(server, 'tenant-a', 400), drop(server, 'tenant-a', 400)]);
       await until(() => heldBy('conn:tenant-a') === 2, 30_000, "tenant a's two replies held");
       const pool = server.core.resume.pool;
@@ -478,7 +487,8 @@ describe('resume attacks: memory across tenants', () => {
       expect(keys).toHaveLength(2);
       for (const k of keys) expect(k).toMatch(/^token:[0-9a-f]{16}$/);
       const [ka, kb] = keys as [string, string];
-      const held = (k: string) => [...server.core.connections].filter((c) => (c as unknown as { link: { replay: { tenant: string } } }).link.replay.tenant === k).length;
+      const held = (k: string) =>
+        [...server.core.connections].filter((c) => (c as unknown as { link: { replay: { tenant: string } } }).link.replay.tenant === k).length;
       expect([held(ka), held(kb)].sort()).toEqual([1, 2]);
       expect(pool.of(ka) + pool.of(kb)).toBe(pool.total);
       for (const c of [a1, a2, b]) await c.close();
@@ -513,7 +523,7 @@ describe('resume attacks: memory across tenants', () => {
 });
 
 describe('resume attacks: shutdown', () => {
-  it('a resume while the server shuts down is SHUTTING_DOWN: it cannot pull a detached connection\'s sessions out of the shutdown\'s reach', async () => {
+  it("a resume while the server shuts down is SHUTTING_DOWN: it cannot pull a detached connection's sessions out of the shutdown's reach", async () => {
     // An env whose close waits until the test lets it go: the shutdown is held open, deterministically,
     // on a connection that has no session left on its books (they are forgotten before being closed).
     let release = () => {};
@@ -545,7 +555,7 @@ describe('resume attacks: shutdown', () => {
 });
 
 describe('resume attacks: limits follow the sessions', () => {
-  it('makes still running when the connection drops count against the resuming connection\'s max_sessions_per_connection', async () => {
+  it("makes still running when the connection drops count against the resuming connection's max_sessions_per_connection", async () => {
     // An env whose create waits until the test lets it go: the makes are pending across the drop and resume.
     let release = () => {};
     const gate = new Promise<void>((r) => {
@@ -557,7 +567,10 @@ describe('resume attacks: limits follow the sessions', () => {
     const server = await startServer({ resume_grace_ms: 60_000, max_sessions_per_connection: 2 }, { registry });
     try {
       const { c: a, resumeToken } = await open(server);
-      const pending = [sendWithId(a, 11, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined), sendWithId(a, 12, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined)];
+      const pending = [
+        sendWithId(a, 11, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined),
+        sendWithId(a, 12, 'make', { env_id: 'x/held-make-v0' }).catch(() => undefined),
+      ];
       await a.ok('ping'); // both makes were read (frames of one connection are handled in order)
       await cut(a);
       await until(() => server.core.resume.detached.size === 1, 10_000, 'A detached');
@@ -614,8 +627,15 @@ describe('resume attacks: a close the server initiates is a goodbye', () => {
       const { c: c2 } = await open(server);
       // The oversized frame was handled before c2's hello (one event loop, frames in arrival order is
       // not guaranteed across sockets): wait until the server has ended c's connection.
-      await until(() => [...server.core.connections].some((k) => (k as unknown as { link: { ended: boolean } }).link.ended), 10_000, 'the server to end the connection');
-      expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_EXPIRED', details: { reason: expect.stringContaining('server closed') } });
+      await until(
+        () => [...server.core.connections].some((k) => (k as unknown as { link: { ended: boolean } }).link.ended),
+        10_000,
+        'the server to end the connection',
+      );
+      expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({
+        code: 'RESUME_EXPIRED',
+        details: { reason: expect.stringContaining('server closed') },
+      });
       expect(server.sessionCount()).toBe(1);
       c.ws.terminate();
       await until(() => server.sessionCount() === 0, 10_000, 'the sessions to close');
@@ -670,7 +690,12 @@ describe('resume attacks: a drop-and-resume loop is no activity', () => {
         attachedMs += Date.now() - t0;
         if (server.sessionCount() === 0) break;
         await cut(c);
-        if (!(await until(() => server.core.resume.detached.size === 1 || server.sessionCount() === 0, 10_000, 'detach').then(() => server.core.resume.detached.size === 1))) break;
+        if (
+          !(await until(() => server.core.resume.detached.size === 1 || server.sessionCount() === 0, 10_000, 'detach').then(
+            () => server.core.resume.detached.size === 1,
+          ))
+        )
+          break;
         const next = await open(server);
         highIds(next.c, 100_000 + round * 1000);
         const r = await sendWithId(next.c, 100_000 + round * 1000 + 999, 'resume', { token: resumeToken });
@@ -719,7 +744,10 @@ describe('resume attacks: a server that answers resume weirdly does not hang the
   };
   // How the hostile server answers the resume (null: never answers).
   const answers: Record<string, Frame | null> = {
-    'an error resume never gets (INTERNAL)': { type: 'error', error: { code: 'INTERNAL', message: 'internal error: boom', retryable: false, scope: 'request' } },
+    'an error resume never gets (INTERNAL)': {
+      type: 'error',
+      error: { code: 'INTERNAL', message: 'internal error: boom', retryable: false, scope: 'request' },
+    },
     'a result that is not an object': { type: 'result', result: ['no'] },
     'lost that is not a list': { type: 'result', result: { resume_token: 'r_x', sessions: [], unseen: [], lost: 7 } },
     silence: null,
@@ -764,7 +792,13 @@ describe('resume attacks: a server that answers resume weirdly does not hang the
         const env = await client.make('x');
         await env.reset();
         const guard = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the step hung')), GRACE_MS + 15_000).unref());
-        const e = await Promise.race([env.step(0).then(() => null, (err: unknown) => err), guard]);
+        const e = await Promise.race([
+          env.step(0).then(
+            () => null,
+            (err: unknown) => err,
+          ),
+          guard,
+        ]);
         expect(e).toBeInstanceOf(SandgymError);
       } finally {
         await client.close();

@@ -109,7 +109,11 @@ describe('session resume: pure envs', () => {
     await cut(c1);
     await until(() => detachedCount(server) === 1, 10_000, 'detach');
     // Wait until every step has run, so all four replies are held (none can be in flight).
-    await until(() => !(server.core.resume.detached.values().next().value as unknown as { replay: { inflight: Set<number> } }).replay.inflight.size, 30_000, 'steps done');
+    await until(
+      () => !(server.core.resume.detached.values().next().value as unknown as { replay: { inflight: Set<number> } }).replay.inflight.size,
+      30_000,
+      'steps done',
+    );
     const { c: c2 } = await open(server);
     highIds(c2);
     // Awaited before the resume: the replies may arrive in the same read as its result.
@@ -189,9 +193,16 @@ describe('session resume: pure envs', () => {
     await c1.make('test/counter-v0');
     const { c: c2, resumeToken: t2 } = await open(server);
     await c2.make('test/counter-v0');
-    expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_REFUSED', details: { reason: expect.stringContaining('already holds sessions') } });
+    expect(await c2.fails('resume', { token: resumeToken })).toMatchObject({
+      code: 'RESUME_REFUSED',
+      details: { reason: expect.stringContaining('already holds sessions') },
+    });
     const { c: fresh } = await open(server);
-    expect(await fresh.fails('resume', { token: `r_${randomBytes(24).toString('base64url')}` })).toMatchObject({ code: 'RESUME_EXPIRED', retryable: false, scope: 'request' });
+    expect(await fresh.fails('resume', { token: `r_${randomBytes(24).toString('base64url')}` })).toMatchObject({
+      code: 'RESUME_EXPIRED',
+      retryable: false,
+      scope: 'request',
+    });
     // A token that was never issued, with the shape of one that was: same answer.
     expect(await fresh.fails('resume', { token: `${t2}x` })).toMatchObject({ code: 'RESUME_EXPIRED' });
     // c1's token still works after all that (and c1, still open, is closed by the resume).
@@ -298,7 +309,10 @@ describe('session resume: grace, limits, principals', () => {
       await cut(c1);
       await until(() => detachedCount(server) === 1, 10_000, 'detach');
       const { c: bob } = await open(server, 'bob-token');
-      expect(await bob.fails('resume', { token: resumeToken })).toMatchObject({ code: 'RESUME_REFUSED', details: { reason: expect.stringContaining('another principal') } });
+      expect(await bob.fails('resume', { token: resumeToken })).toMatchObject({
+        code: 'RESUME_REFUSED',
+        details: { reason: expect.stringContaining('another principal') },
+      });
       // Alice over the Authorization header instead of hello: same principal.
       const alice = await RawClient.open(server.url(), { headers: { authorization: 'Bearer alice-token' } });
       await alice.ok('hello', HELLO);
@@ -320,7 +334,10 @@ describe('session resume: grace, limits, principals', () => {
       await cut(c1);
       await until(() => server.sessionCount() === 0, 10_000, 'sessions closed on drop');
       const { c: c2 } = await open(server);
-      expect(await c2.fails('resume', { token: 'r_x' })).toMatchObject({ code: 'RESUME_EXPIRED', details: { reason: expect.stringContaining('does not offer resume') } });
+      expect(await c2.fails('resume', { token: 'r_x' })).toMatchObject({
+        code: 'RESUME_EXPIRED',
+        details: { reason: expect.stringContaining('does not offer resume') },
+      });
       await c2.close();
     } finally {
       await server.stop();

@@ -55,10 +55,28 @@ function fakeService() {
           state.acquired++;
           return {
             id: `fake-${state.acquired}`,
-            exec: async (req) => ({ exit_code: 0, signal: null, stdout: `${req.argv!.slice(1).join(' ')}\n`, stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1 }),
+            exec: async (req) => ({
+              exit_code: 0,
+              signal: null,
+              stdout: `${req.argv!.slice(1).join(' ')}\n`,
+              stderr: '',
+              truncated: false,
+              timed_out: false,
+              oom_killed: false,
+              duration_ms: 1,
+            }),
             putFiles: async () => {},
             getFile: async () => new Uint8Array(),
-            execBinary: async () => ({ exit_code: 0, signal: null, stdout: new Uint8Array(), stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1 }),
+            execBinary: async () => ({
+              exit_code: 0,
+              signal: null,
+              stdout: new Uint8Array(),
+              stderr: '',
+              truncated: false,
+              timed_out: false,
+              oom_killed: false,
+              duration_ms: 1,
+            }),
             getTar: async () => new Uint8Array(),
             putTar: async () => {},
           };

@@ -32,7 +32,14 @@ describe('scheduling config', () => {
     expect(refused({ classes: ['a', 'b'], default_class: 'c' }).key).toBe('scheduling/default_class');
     expect(refused({ preemptible_classes: ['nope'] }).key).toBe('scheduling/preemptible_classes');
     expect(refused({ grants: [{ token_sha256: sha('x'), classes: ['vip'] }] }).key).toBe('scheduling/grants/0/classes');
-    expect(refused({ grants: [{ token_sha256: sha('x'), classes: ['train'] }, { token_sha256: sha('x').toUpperCase(), classes: ['eval'] }] }).key).toBe('scheduling/grants/1/token_sha256');
+    expect(
+      refused({
+        grants: [
+          { token_sha256: sha('x'), classes: ['train'] },
+          { token_sha256: sha('x').toUpperCase(), classes: ['eval'] },
+        ],
+      }).key,
+    ).toBe('scheduling/grants/1/token_sha256');
     expect(refused({ default_grant: { classes: ['vip'] } }).key).toBe('scheduling/default_grant/classes');
     expect(refused({ max_queued: 10, max_queued_per_client: 11 }).key).toBe('scheduling/max_queued_per_client');
   });

@@ -107,7 +107,12 @@ async function serve(capacity: number, scheduling: SchedulingConfig = {}, tokens
 async function client(s: TestServer, token?: string, group?: string): Promise<{ c: RawClient; hello: Frame }> {
   const c = await RawClient.open(s.url());
   clients.push(c);
-  const r = await call(c, 'hello', { versions: [2], client: { name: 'test', version: '0' }, ...(token ? { token } : {}), ...(group ? { client_group: group } : {}) });
+  const r = await call(c, 'hello', {
+    versions: [2],
+    client: { name: 'test', version: '0' },
+    ...(token ? { token } : {}),
+    ...(group ? { client_group: group } : {}),
+  });
   if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
   return { c, hello: r.result as Frame };
 }

@@ -55,7 +55,11 @@ async function serve(config: Record<string, unknown> = {}): Promise<TestServer> 
   registry.register(typedEnv);
   server = await startServer(
     { scheduling: { enabled: true }, ...config },
-    { sandbox: new PooledSandboxService(driver, pools, undefined, undefined, sched), registry, logger: pino({ level: process.env.SANDGYM_TEST_LOG ?? 'silent' }) },
+    {
+      sandbox: new PooledSandboxService(driver, pools, undefined, undefined, sched),
+      registry,
+      logger: pino({ level: process.env.SANDGYM_TEST_LOG ?? 'silent' }),
+    },
   );
   return server;
 }

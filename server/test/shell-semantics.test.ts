@@ -62,9 +62,19 @@ describe.skipIf(!dockerOk)('shell-v0 episode semantics over the wire (docker)', 
   it("shaping: 'every_step' checks after every command; rewards are the check's changes and sum to the final check", async () => {
     const env = await episode({ shaping: 'every_step' });
     const rewards: number[] = [];
-    for (const [command, reward] of [[SOLVE, 1], ['rm hello.txt', -1], ['true', 0], [SOLVE, 1]] as const) {
+    for (const [command, reward] of [
+      [SOLVE, 1],
+      ['rm hello.txt', -1],
+      ['true', 0],
+      [SOLVE, 1],
+    ] as const) {
       const s = await env.step(bash(command));
-      expect({ command, reward: s.reward, terminated: s.terminated, solved: components(s.info).solved }).toEqual({ command, reward, terminated: false, solved: reward });
+      expect({ command, reward: s.reward, terminated: s.terminated, solved: components(s.info).solved }).toEqual({
+        command,
+        reward,
+        terminated: false,
+        solved: reward,
+      });
       rewards.push(s.reward);
     }
     const end = await env.step(submit);
@@ -102,8 +112,21 @@ describe.skipIf(!dockerOk)('shell-v0 episode semantics over the wire (docker)', 
   it('passes every check of sandgym check, the seeded-determinism ones included (info.sandbox is ignored)', async () => {
     const report = await checkEnv(server.url(), 'shell-v0', { seed: 3, kwargs: { reuse: 'wipe' }, requestTimeoutMs: 60_000 });
     expect(report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`)).toEqual([]);
-    const mustRun = ['seeded_reset_deterministic', 'seeded_rollout_deterministic', 'valid_action_steps', 'episode_ends_within_limit', 'submit_ends_episode', 'unknown_arguments_refused', 'step_semantics'];
-    expect(report.checks.filter((c) => mustRun.includes(c.name) && !c.skipped).map((c) => c.name).sort()).toEqual([...mustRun].sort());
+    const mustRun = [
+      'seeded_reset_deterministic',
+      'seeded_rollout_deterministic',
+      'valid_action_steps',
+      'episode_ends_within_limit',
+      'submit_ends_episode',
+      'unknown_arguments_refused',
+      'step_semantics',
+    ];
+    expect(
+      report.checks
+        .filter((c) => mustRun.includes(c.name) && !c.skipped)
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual([...mustRun].sort());
     expect(report.ok).toBe(true);
   }, 240_000);
 });

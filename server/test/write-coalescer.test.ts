@@ -239,7 +239,13 @@ describe('the server-wide output budget, per tenant', () => {
     const overflowed: string[] = [];
     const conn = async (tenant: string, name: string) => {
       const p = await pair();
-      const out = new WriteCoalescer(p.server, p.serverSocket, { highWaterBytes: hw, hardLimitBytes: 1 << 30, budget, tenant: `conn:${name}`, onOverflow: () => overflowed.push(name) });
+      const out = new WriteCoalescer(p.server, p.serverSocket, {
+        highWaterBytes: hw,
+        hardLimitBytes: 1 << 30,
+        budget,
+        tenant: `conn:${name}`,
+        onOverflow: () => overflowed.push(name),
+      });
       out.setTenant(tenant); // as hello does: what it holds moves with it
       (p.client as unknown as { _socket: { pause(): void } })._socket.pause();
       return { ...p, out };

@@ -88,13 +88,24 @@ describe('schema conformance of every result', () => {
       const s = made.session;
       expect(validateResult('reset', await c.ok('reset', { session: s, seed: 1 })).ok).toBe(true);
       const action =
-        env === 'test/dict-v0' ? { move: [0, 0], say: 'hi' } : env.includes('tools') ? { name: env === 'test/tools-v0' ? 'echo' : 'calculate', arguments: env === 'test/tools-v0' ? { text: 'x' } : { expression: '1+1' } } : env.startsWith('test/') ? 1 : 'crane';
+        env === 'test/dict-v0'
+          ? { move: [0, 0], say: 'hi' }
+          : env.includes('tools')
+            ? { name: env === 'test/tools-v0' ? 'echo' : 'calculate', arguments: env === 'test/tools-v0' ? { text: 'x' } : { expression: '1+1' } }
+            : env.startsWith('test/')
+              ? 1
+              : 'crane';
       const step = await c.ok('step', { session: s, action });
       expect(validateResult('step', step), env).toMatchObject({ ok: true });
       expect(validateResult('close', await c.ok('close', { session: s })).ok).toBe(true);
     }
     const s = await c.make('test/counter-v0');
-    const batch = await c.ok('batch', { requests: [{ type: 'reset', session: s }, { type: 'step', session: s, action: 5 }] });
+    const batch = await c.ok('batch', {
+      requests: [
+        { type: 'reset', session: s },
+        { type: 'step', session: s, action: 5 },
+      ],
+    });
     expect(validateResult('batch', batch).ok).toBe(true);
     const errFrame = await c.request('step', { session: 's_nope', action: 0 });
     expect(validateServerMessage(errFrame).ok).toBe(true);

@@ -36,14 +36,17 @@ function tree(files: Record<string, string>): string {
     'server/src/env-host/sandbox-adapter.ts': "import type { Limits } from '../sandbox/types.js';\nexport const seam = (l?: Limits) => [l];\n",
     'server/src/session/deadline.ts': 'export const deadline = 1;\n',
     'server/src/transport/resume.ts': 'export interface Resumable { expire(): void }\n',
-    'server/src/server-core.ts': "import type { Session } from './session/session.js';\nimport type { Resumable } from './transport/resume.js';\nexport interface ConnectionHandle { s?: Session; r?: Resumable }\n",
-    'server/src/connection/connection.ts': "import type { ConnectionHandle } from '../server-core.js';\nimport { Session } from '../session/session.js';\nimport { seam } from '../env-host/sandbox-adapter.js';\nexport const c = (h: ConnectionHandle) => [h, Session, seam];\n",
+    'server/src/server-core.ts':
+      "import type { Session } from './session/session.js';\nimport type { Resumable } from './transport/resume.js';\nexport interface ConnectionHandle { s?: Session; r?: Resumable }\n",
+    'server/src/connection/connection.ts':
+      "import type { ConnectionHandle } from '../server-core.js';\nimport { Session } from '../session/session.js';\nimport { seam } from '../env-host/sandbox-adapter.js';\nexport const c = (h: ConnectionHandle) => [h, Session, seam];\n",
     'server/src/admission/session-admission.ts': "import { deadline } from '../session/deadline.js';\nexport const a = deadline;\n",
     'server/src/trajectory/trajectory.ts': 'export const t = 1;\n',
     'server/src/play/session.ts': "import { t } from '../trajectory/trajectory.js';\nexport const p = t;\n",
     'server/src/cli/play.ts': "import { p } from '../play/session.js';\nimport { c } from '../connection/connection.js';\nexport const cli = [p, c];\n",
     'server/src/observability/metrics.ts': "import type { ConnectionHandle } from '../server-core.js';\nexport type M = ConnectionHandle;\n",
-    'envs/src/api.ts': "import type { Wire } from '../../protocol/src/index.js';\nimport type { Limits } from '../../sandbox-contract/index.js';\nexport type Env = [Wire, Limits];\n",
+    'envs/src/api.ts':
+      "import type { Wire } from '../../protocol/src/index.js';\nimport type { Limits } from '../../sandbox-contract/index.js';\nexport type Env = [Wire, Limits];\n",
     'clients/ts/src/index.ts': "export type { Wire } from '../../../protocol/src/index.js';\n",
     ...files,
   };
@@ -72,7 +75,8 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
   it('fails on every kind of import against the direction, dynamic and type-only ones included', async () => {
     const root = tree({
       // A driver reaching into sessions (type-only still counts) and into envs.
-      'server/src/sandbox/bad-driver.ts': "import type { Session } from '../session/session.js';\nimport type { Env } from '../../../envs/src/api.js';\nexport type X = [Session, Env];\n",
+      'server/src/sandbox/bad-driver.ts':
+        "import type { Session } from '../session/session.js';\nimport type { Env } from '../../../envs/src/api.js';\nexport type X = [Session, Env];\n",
       // envs reaching the server through a literal dynamic import, and through a `typeof import()` type.
       'envs/src/bad-env.ts':
         "export async function f() { return (await import('../../server/src/env-host/sandbox-adapter.js')).seam; }\nexport type T = typeof import('../../server/src/sandbox/types.js');\n",
@@ -100,7 +104,11 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
       'no-unresolvable-import: envs/src/typo.ts → ./no-such-module.js',
       'no-unlisted-package: server/src/uses-dev.ts → node_modules/dev-only/index.js',
     ];
-    for (const e of expected) expect(lines.some((l) => l.includes(e)), `missing: ${e}\n${r.out}`).toBe(true);
+    for (const e of expected)
+      expect(
+        lines.some((l) => l.includes(e)),
+        `missing: ${e}\n${r.out}`,
+      ).toBe(true);
     // Nothing else: the allowed edges (seam -> session, envs -> contract, ...) are not reported.
     expect(lines, r.out).toHaveLength(expected.length);
   });
@@ -109,7 +117,8 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
     const root = tree({
       // The core reaching its connections (the old connection ⇄ server-core ⇄ session circle, type-only).
       'server/src/server-core-bad.ts': 'export {};\n',
-      'server/src/session/bad-session.ts': "import type { ConnectionHandle } from '../server-core.js';\nimport type { c } from '../connection/connection.js';\nexport type B = [ConnectionHandle, typeof c];\n",
+      'server/src/session/bad-session.ts':
+        "import type { ConnectionHandle } from '../server-core.js';\nimport type { c } from '../connection/connection.js';\nexport type B = [ConnectionHandle, typeof c];\n",
       'server/src/admission/bad-admission.ts': "import type { Session } from '../session/session.js';\nexport type A = Session;\n",
       'server/src/env-host/bad-host.ts': "import type { Session } from '../session/session.js';\nexport type H = Session;\n",
       'server/src/transport/bad-transport.ts': "import type { Session } from '../session/session.js';\nexport type T = Session;\n",
@@ -119,7 +128,10 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
       'server/src/trajectory/bad-trajectory.ts': "import { p } from '../play/session.js';\nexport const b = p;\n",
     });
     // server-core.ts itself, replaced by one that imports a connection.
-    writeFileSync(join(root, 'server/src/server-core.ts'), "import type { c } from './connection/connection.js';\nexport interface ConnectionHandle { c?: typeof c }\n");
+    writeFileSync(
+      join(root, 'server/src/server-core.ts'),
+      "import type { c } from './connection/connection.js';\nexport interface ConnectionHandle { c?: typeof c }\n",
+    );
     const r = await depcruise(root);
     expect(r.code).not.toBe(0);
     const lines = r.out.split('\n').filter((l) => l.includes('error '));
@@ -135,7 +147,11 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
       'nothing-imports-the-cli: server/src/play/bad-play.ts → server/src/cli/play.ts',
       'trajectory-is-neutral: server/src/trajectory/bad-trajectory.ts → server/src/play/session.ts',
     ];
-    for (const e of expected) expect(lines.some((l) => l.includes(e)), `missing: ${e}\n${r.out}`).toBe(true);
+    for (const e of expected)
+      expect(
+        lines.some((l) => l.includes(e)),
+        `missing: ${e}\n${r.out}`,
+      ).toBe(true);
     // The one circle these make (server-core.ts -> connection -> server-core.ts) is reported too.
     expect(lines.filter((l) => l.includes('no-circular')).length, r.out).toBeGreaterThan(0);
   });
@@ -154,10 +170,20 @@ describe('dependency direction (dependency-cruiser with .dependency-cruiser.cjs)
     expect(r.code).not.toBe(0);
     const circles = r.out.split('\n').filter((l) => l.includes('error no-circular'));
     // Each circle is reported (from one of its modules).
-    for (const pair of [['clients/ts/src/a.ts', 'clients/ts/src/b.ts'], ['envs/src/x.ts', 'envs/src/y.ts'], ['server/src/observability/store.ts', 'server/src/observability/s3.ts']]) {
-      expect(circles.some((l) => pair.some((m) => l.includes(`no-circular: ${m}`))), `missing circle ${pair.join(' ⇄ ')}\n${r.out}`).toBe(true);
+    for (const pair of [
+      ['clients/ts/src/a.ts', 'clients/ts/src/b.ts'],
+      ['envs/src/x.ts', 'envs/src/y.ts'],
+      ['server/src/observability/store.ts', 'server/src/observability/s3.ts'],
+    ]) {
+      expect(
+        circles.some((l) => pair.some((m) => l.includes(`no-circular: ${m}`))),
+        `missing circle ${pair.join(' ⇄ ')}\n${r.out}`,
+      ).toBe(true);
     }
-    expect(r.out.split('\n').filter((l) => l.includes('error ') && !l.includes('no-circular')), r.out).toEqual([]);
+    expect(
+      r.out.split('\n').filter((l) => l.includes('error ') && !l.includes('no-circular')),
+      r.out,
+    ).toEqual([]);
   });
 });
 

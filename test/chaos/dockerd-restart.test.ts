@@ -122,7 +122,11 @@ describe.skipIf(!RUN)('dockerd restarted mid-episode (private daemon)', () => {
       // Back: the events stream reconnects, new episodes are solved, the pool refills.
       const tBack = Date.now();
       const daemonMs = await d.start();
-      const reconnectMs = await waitFor(() => (srv.output().match(/docker events stream reconnected/g) ?? []).length > reconnectsBefore, 60_000, 'the events stream to reconnect');
+      const reconnectMs = await waitFor(
+        () => (srv.output().match(/docker events stream reconnected/g) ?? []).length > reconnectsBefore,
+        60_000,
+        'the events stream to reconnect',
+      );
       expect(await solvedEpisode(client)).toBe(1);
       const solvedMs = Date.now() - tBack;
       expect(await solvedEpisode(client)).toBe(1);
@@ -152,7 +156,12 @@ describe.skipIf(!RUN)('dockerd restarted mid-episode (private daemon)', () => {
     } catch (e) {
       // What was left and what the server said about it (CI failed here once without saying which).
       const left = await d.containers();
-      const said = srv.output().split('\n').filter((l) => /contain|destroy|remov|reconcil|shutdown|sandbox/i.test(l)).slice(-40).join('\n');
+      const said = srv
+        .output()
+        .split('\n')
+        .filter((l) => /contain|destroy|remov|reconcil|shutdown|sandbox/i.test(l))
+        .slice(-40)
+        .join('\n');
       throw new Error(`${(e as Error).message}: left ${JSON.stringify(left)}\nserver log (last lines about sandboxes):\n${said}`);
     }
     expect(loadMs).toBeGreaterThan(0);

@@ -94,13 +94,22 @@ export class PrivateDockerd {
     const proc = spawn(
       'dockerd',
       [
-        '--host', this.host,
-        '--data-root', path.join(this.dir, 'data'),
-        '--exec-root', path.join(this.dir, 'exec'),
-        '--pidfile', path.join(this.dir, 'dockerd.pid'),
-        '--bridge=none', '--iptables=false', '--ip6tables=false', '--ip-masq=false',
-        '--containerd-namespace', ns,
-        '--containerd-plugins-namespace', `${ns}-plugins`,
+        '--host',
+        this.host,
+        '--data-root',
+        path.join(this.dir, 'data'),
+        '--exec-root',
+        path.join(this.dir, 'exec'),
+        '--pidfile',
+        path.join(this.dir, 'dockerd.pid'),
+        '--bridge=none',
+        '--iptables=false',
+        '--ip6tables=false',
+        '--ip-masq=false',
+        '--containerd-namespace',
+        ns,
+        '--containerd-plugins-namespace',
+        `${ns}-plugins`,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
@@ -113,7 +122,8 @@ export class PrivateDockerd {
     proc.stdout!.on('data', onData);
     proc.stderr!.on('data', onData);
     for (;;) {
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`private dockerd exited (${proc.exitCode ?? proc.signalCode}):\n${this.output()}`);
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        throw new Error(`private dockerd exited (${proc.exitCode ?? proc.signalCode}):\n${this.output()}`);
       if ((await this.docker(['version', '--format', '{{.Server.Version}}'])).code === 0) return Date.now() - t0;
       if (Date.now() - t0 > timeoutMs) throw new Error(`private dockerd did not answer within ${timeoutMs} ms:\n${this.output()}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -170,10 +180,13 @@ export class PrivateDockerd {
   async containers(label = 'sandgym.managed=1'): Promise<{ name: string; state: string }[]> {
     const r = await this.docker(['ps', '-a', '--filter', `label=${label}`, '--format', '{{.Names}} {{.State}}']);
     if (r.code !== 0) throw new Error(`docker ps on the private daemon: ${r.stderr}`);
-    return r.stdout.split('\n').filter(Boolean).map((l) => {
-      const [name, state] = l.split(' ');
-      return { name: name!, state: state ?? '' };
-    });
+    return r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [name, state] = l.split(' ');
+        return { name: name!, state: state ?? '' };
+      });
   }
 
   /** containerd-shim processes whose -address is under our directory, and their process trees. */
@@ -225,7 +238,10 @@ export class PrivateDockerd {
     for (const id of this.seenIds) {
       for (const c of ['', ...controllers]) await rmdir(path.join('/sys/fs/cgroup', c, 'docker', id)).catch(() => undefined);
     }
-    const mounts = (await readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(this.dir));
+    const mounts = (await readFile('/proc/self/mounts', 'utf8'))
+      .split('\n')
+      .map((l) => l.split(' ')[1] ?? '')
+      .filter((m) => m.startsWith(this.dir));
     for (const m of mounts.sort((a, b) => b.length - a.length)) await run('umount', ['-l', m]);
     await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
   }

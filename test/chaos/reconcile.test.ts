@@ -24,7 +24,21 @@ describe.skipIf(!HAS_DOCKER)('DockerDriver.reconcile (docker)', () => {
     const paused = await driver.create({ image: TEST_IMAGE });
     const vanished = await driver.create({ image: TEST_IMAGE });
     const stray = `sandgym-${instanceId.slice(0, 8)}-stray${randomBytes(3).toString('hex')}`;
-    await docker(['run', '-d', '--name', stray, '--network', 'none', '--label', 'sandgym.managed=1', '--label', `sandgym.owner=${instanceId}`, TEST_IMAGE, 'sleep', '120']);
+    await docker([
+      'run',
+      '-d',
+      '--name',
+      stray,
+      '--network',
+      'none',
+      '--label',
+      'sandgym.managed=1',
+      '--label',
+      `sandgym.owner=${instanceId}`,
+      TEST_IMAGE,
+      'sleep',
+      '120',
+    ]);
     await docker(['pause', paused.id]);
     // Removed behind the driver's back; the attach stream may or may not have told the sandbox yet.
     await docker(['rm', '-f', vanished.id]);
@@ -50,10 +64,51 @@ describe.skipIf(!HAS_DOCKER)('DockerDriver.reconcile (docker)', () => {
       // stopped (created, never started) and running.
       const created = `sandgym-${own.instanceId.slice(0, 8)}-lost${randomBytes(3).toString('hex')}`;
       const running = `sandgym-${own.instanceId.slice(0, 8)}-run${randomBytes(3).toString('hex')}`;
-      await docker(['create', '--name', created, '--network', 'none', '--label', 'sandgym.managed=1', '--label', `sandgym.owner=${own.instanceId}`, TEST_IMAGE, 'sleep', '120']);
-      await docker(['run', '-d', '--name', running, '--network', 'none', '--label', 'sandgym.managed=1', '--label', `sandgym.owner=${own.instanceId}`, TEST_IMAGE, 'sleep', '120']);
+      await docker([
+        'create',
+        '--name',
+        created,
+        '--network',
+        'none',
+        '--label',
+        'sandgym.managed=1',
+        '--label',
+        `sandgym.owner=${own.instanceId}`,
+        TEST_IMAGE,
+        'sleep',
+        '120',
+      ]);
+      await docker([
+        'run',
+        '-d',
+        '--name',
+        running,
+        '--network',
+        'none',
+        '--label',
+        'sandgym.managed=1',
+        '--label',
+        `sandgym.owner=${own.instanceId}`,
+        TEST_IMAGE,
+        'sleep',
+        '120',
+      ]);
       // Another instance's container is not this driver's to remove.
-      await docker(['run', '-d', '--name', other, '--network', 'none', '--label', 'sandgym.managed=1', '--label', 'sandgym.owner=someone-else', TEST_IMAGE, 'sleep', '120']);
+      await docker([
+        'run',
+        '-d',
+        '--name',
+        other,
+        '--network',
+        'none',
+        '--label',
+        'sandgym.managed=1',
+        '--label',
+        'sandgym.owner=someone-else',
+        TEST_IMAGE,
+        'sleep',
+        '120',
+      ]);
       await own.close();
       for (const name of [live.id, created, running]) expect(await containerExists(name)).toBe(false);
       expect(await containerExists(other)).toBe(true);

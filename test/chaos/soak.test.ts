@@ -21,28 +21,32 @@ interface Summary {
   rss_mb: { max: number };
 }
 
-it.skipIf(!RUN)('soak, short mode (45 s at 80% of capacity): zero errors, both envs served, zero containers left after shutdown', async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-soak-test-'));
-  try {
-    const json = path.join(dir, 'soak.json');
-    const out = await new Promise<string>((resolve, reject) => {
-      execFile(
-        path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx'),
-        ['bench/soak.ts', '--seconds', '45', '--max-total', '5', '--sample-s', '5', '--json', json],
-        { cwd: REPO_ROOT, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
-        (err, stdout, stderr) => (err ? reject(new Error(`soak failed: ${err.message}\n${stdout}\n${stderr.slice(-4000)}`)) : resolve(stdout)),
-      );
-    });
-    const { summary } = JSON.parse(await readFile(json, 'utf8')) as { summary: Summary };
-    expect(summary.errors.total, `${out}\n${summary.errors.first.join('\n')}`).toBe(0);
-    expect(summary.episodes['shell-v0']).toBeGreaterThan(0);
-    expect(summary.episodes['code-v0']).toBeGreaterThan(0);
-    expect(summary.samples).toBeGreaterThan(0);
-    expect(summary.rss_mb.max).toBeGreaterThan(0);
-    // Sandboxes existed while it ran, and none after the clean shutdown.
-    expect(summary.containers.max).toBeGreaterThan(0);
-    expect(summary.containers.leaked_after_shutdown).toBe(0);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}, 300_000);
+it.skipIf(!RUN)(
+  'soak, short mode (45 s at 80% of capacity): zero errors, both envs served, zero containers left after shutdown',
+  async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-soak-test-'));
+    try {
+      const json = path.join(dir, 'soak.json');
+      const out = await new Promise<string>((resolve, reject) => {
+        execFile(
+          path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx'),
+          ['bench/soak.ts', '--seconds', '45', '--max-total', '5', '--sample-s', '5', '--json', json],
+          { cwd: REPO_ROOT, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+          (err, stdout, stderr) => (err ? reject(new Error(`soak failed: ${err.message}\n${stdout}\n${stderr.slice(-4000)}`)) : resolve(stdout)),
+        );
+      });
+      const { summary } = JSON.parse(await readFile(json, 'utf8')) as { summary: Summary };
+      expect(summary.errors.total, `${out}\n${summary.errors.first.join('\n')}`).toBe(0);
+      expect(summary.episodes['shell-v0']).toBeGreaterThan(0);
+      expect(summary.episodes['code-v0']).toBeGreaterThan(0);
+      expect(summary.samples).toBeGreaterThan(0);
+      expect(summary.rss_mb.max).toBeGreaterThan(0);
+      // Sandboxes existed while it ran, and none after the clean shutdown.
+      expect(summary.containers.max).toBeGreaterThan(0);
+      expect(summary.containers.leaked_after_shutdown).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+  300_000,
+);

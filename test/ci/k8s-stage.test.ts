@@ -91,6 +91,8 @@ describe('npm test', () => {
     expect(vitest).toContain("--exclude 'server/test/sandbox/kubernetes-*.test.ts'");
     // The stage runs those (and the contract on pods only).
     const stageScript = readFileSync(STAGE, 'utf8');
-    expect(stageScript).toMatch(/SANDGYM_CONTRACT_DRIVERS=kubernetes npx vitest run test\/kubernetes\/ server\/test\/sandbox\/kubernetes- server\/test\/sandbox\/driver-contract\.test\.ts/);
+    expect(stageScript).toMatch(
+      /SANDGYM_CONTRACT_DRIVERS=kubernetes npx vitest run test\/kubernetes\/ server\/test\/sandbox\/kubernetes- server\/test\/sandbox\/driver-contract\.test\.ts/,
+    );
   });
 });

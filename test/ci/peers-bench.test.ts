@@ -32,7 +32,10 @@ if (!present) console.warn(`[peers bench] skipping: ${reason}`);
 
 interface PeersResult {
   sequential: Record<string, { n: number; p50_us: number; p95_us: number; server_cpu_us_per_step: number }>;
-  throughput: Record<string, Record<string, { steps_per_s: number; server_cpu_us_per_step: number; loadgen_cpu_share: number; server_cpu_share: number; bound: string }>>;
+  throughput: Record<
+    string,
+    Record<string, { steps_per_s: number; server_cpu_us_per_step: number; loadgen_cpu_share: number; server_cpu_share: number; bound: string }>
+  >;
   memory: Record<string, { sessions: number; connections: number; bytes_per_session: number }>;
   desync: Record<string, { client_timed_out: boolean; verdict: string }>;
   machine: { loadavg_start: number; loadavg_end: number };

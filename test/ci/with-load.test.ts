@@ -34,7 +34,10 @@ describe('.ci/with-load', () => {
     // Inside the command each burner is a live process of its own.
     const r = await run('2', 'for p in $SANDGYM_CI_BURNERS; do kill -0 "$p" && echo "live $p"; done; exit 3');
     expect(r.code).toBe(3);
-    const pids = r.stdout.trim().split('\n').map((l) => Number(l.replace('live ', '')));
+    const pids = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => Number(l.replace('live ', '')));
     expect(pids).toHaveLength(2);
     expect(r.stderr).toContain('load mode: 2 CPU burners');
     // The script waited for them after killing them: gone by the time it exited.

@@ -18,7 +18,10 @@ const BROKEN_BY_DESIGN = new Set(['test/crash-v0', 'test/sandbox-fail-v0']);
 const KWARGS: Record<string, Record<string, unknown>> = { 'test/slow-v0': { delay_ms: 1 } };
 
 function failures(report: CheckReport): string {
-  return report.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`).join('\n');
+  return report.checks
+    .filter((c) => !c.ok)
+    .map((c) => `${c.name}: ${c.detail}`)
+    .join('\n');
 }
 
 let server: TestServer;
@@ -64,7 +67,17 @@ describe('env checker', () => {
       ]);
       checked.push(spec.id);
     }
-    expect(checked).toEqual(expect.arrayContaining(['test/counter-v0', 'test/truncate-v0', 'test/dict-v0', 'test/tools-v0', 'test/noop-v0', 'test/slow-v0', 'fixture/volatile-info-v0']));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'test/counter-v0',
+        'test/truncate-v0',
+        'test/dict-v0',
+        'test/tools-v0',
+        'test/noop-v0',
+        'test/slow-v0',
+        'fixture/volatile-info-v0',
+      ]),
+    );
   });
 
   it('passes over msgpack too', async () => {
@@ -123,7 +136,14 @@ describe('sandgym check', () => {
   });
 
   it('exits 2 on usage errors', async () => {
-    for (const argv of [[], ['test/counter-v0'], ['test/counter-v0', '--url', server.url, '--seed', '-1'], ['a', 'b', '--url', server.url], ['x', '--url', server.url, '--bogus', '1'], ['x', '--url', 'http://x']]) {
+    for (const argv of [
+      [],
+      ['test/counter-v0'],
+      ['test/counter-v0', '--url', server.url, '--seed', '-1'],
+      ['a', 'b', '--url', server.url],
+      ['x', '--url', server.url, '--bogus', '1'],
+      ['x', '--url', 'http://x'],
+    ]) {
       const r = await runCli(argv);
       expect(r.code, JSON.stringify(argv)).toBe(2);
       expect(r.err).toMatch(/^sandgym check: .*\nRun "sandgym check --help" for usage\.\n$/);

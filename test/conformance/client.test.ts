@@ -3,7 +3,17 @@
 // later replies, every pending request rejected at once on a drop, and typed errors.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, isRetryable, PROTOCOL_VERSIONS, SandgymError, type Encoding, type EnvHandle, type FrameRecord, type SandgymClient, type ServerEvent } from '../../clients/ts/src/index.js';
+import {
+  connect,
+  isRetryable,
+  PROTOCOL_VERSIONS,
+  SandgymError,
+  type Encoding,
+  type EnvHandle,
+  type FrameRecord,
+  type SandgymClient,
+  type ServerEvent,
+} from '../../clients/ts/src/index.js';
 import { spawnServer, startServer, type TestServer } from '../helpers/server.js';
 
 const ENCODINGS: Encoding[] = ['json', 'msgpack'];

@@ -26,13 +26,22 @@ describe('transcript matcher', () => {
 
   it('implements $type for every JSON type', () => {
     const cases: [string, unknown, boolean][] = [
-      ['number', 1.5, true], ['number', '1', false], ['number', Number.NaN, false],
-      ['integer', 3, true], ['integer', 3.5, false],
-      ['string', '', true], ['string', 1, false],
-      ['boolean', false, true], ['boolean', null, false],
-      ['object', {}, true], ['object', [], false], ['object', null, false],
-      ['array', [], true], ['array', {}, false],
-      ['null', null, true], ['null', undefined, false],
+      ['number', 1.5, true],
+      ['number', '1', false],
+      ['number', Number.NaN, false],
+      ['integer', 3, true],
+      ['integer', 3.5, false],
+      ['string', '', true],
+      ['string', 1, false],
+      ['boolean', false, true],
+      ['boolean', null, false],
+      ['object', {}, true],
+      ['object', [], false],
+      ['object', null, false],
+      ['array', [], true],
+      ['array', {}, false],
+      ['null', null, true],
+      ['null', undefined, false],
     ];
     for (const [type, value, ok] of cases) expect(match({ $type: type }, value).ok, `${type} vs ${String(value)}`).toBe(ok);
     expect(() => match({ $type: 'bogus' }, 1)).toThrow(/unknown \$type/);
@@ -71,18 +80,20 @@ describe('transcript matcher', () => {
   });
 
   it('matches pipelined replies in any order, with backtracking over captures', () => {
-    const expected = [{ id: 1, result: { session: { $capture: 'a' } } }, { id: 2, type: 'error' }];
-    const actual = [{ id: 2, type: 'error', error: {} }, { id: 1, type: 'result', result: { session: 's' } }];
+    const expected = [
+      { id: 1, result: { session: { $capture: 'a' } } },
+      { id: 2, type: 'error' },
+    ];
+    const actual = [
+      { id: 2, type: 'error', error: {} },
+      { id: 1, type: 'result', result: { session: 's' } },
+    ];
     const caps: Captures = {};
     expect(matchAnyOrder(expected, actual, caps).ok).toBe(true);
     expect(caps.a).toBe('s');
     // A greedy first pairing would capture from the wrong frame; backtracking recovers.
     const caps2: Captures = {};
-    const r = matchAnyOrder(
-      [{ v: { $capture: 'x' } }, { v: 1 }],
-      [{ v: 1 }, { v: 2 }],
-      caps2,
-    );
+    const r = matchAnyOrder([{ v: { $capture: 'x' } }, { v: 1 }], [{ v: 1 }, { v: 2 }], caps2);
     expect(r.ok).toBe(true);
     expect(caps2.x).toBe(2);
     expect(matchAnyOrder([{ v: 1 }, { v: 1 }], [{ v: 1 }, { v: 2 }]).ok).toBe(false);

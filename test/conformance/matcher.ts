@@ -119,7 +119,10 @@ export function matchAnyOrder(expected: unknown[], actual: unknown[], captures: 
   };
   const result = solve(0, { ...captures });
   if (!result) {
-    return fail('$', `no assignment of ${actual.length} frames to expectations; e.g. ${firstFailure && !firstFailure.ok ? `${firstFailure.path}: ${firstFailure.reason}` : 'none'}`);
+    return fail(
+      '$',
+      `no assignment of ${actual.length} frames to expectations; e.g. ${firstFailure && !firstFailure.ok ? `${firstFailure.path}: ${firstFailure.reason}` : 'none'}`,
+    );
   }
   Object.assign(captures, result);
   return { ok: true };

@@ -38,7 +38,9 @@ const FRAME_TIMEOUT_MS = 10_000;
 function loadTranscripts(): { file: string; t: Transcript }[] {
   let files: string[] = [];
   try {
-    files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+    files = readdirSync(DIR)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
   } catch {
     return [];
   }
@@ -134,7 +136,9 @@ async function replay(t: Transcript, encoding: Encoding): Promise<void> {
     const extra = sock.buffered;
     if (extra > 0 && !sock.closeInfo) {
       const frame = await sock.next(10);
-      throw new Error(`${t.name} [${encoding}]: ${extra} unexpected frame(s) after the last step, first: ${show(frame.kind === 'frame' ? frame.message : frame)}`);
+      throw new Error(
+        `${t.name} [${encoding}]: ${extra} unexpected frame(s) after the last step, first: ${show(frame.kind === 'frame' ? frame.message : frame)}`,
+      );
     }
   } finally {
     await sock.close();

@@ -48,15 +48,16 @@ const randomBytes = fc.uint8Array({ minLength: 0, maxLength: 512 }).map((b): Fuz
 const randomText = fc.string({ unit: 'binary', maxLength: 512 }).map((s): FuzzFrame => ({ label: 'random text', data: s, expectId: { oneOf: [null] } }));
 
 /** Arbitrary JSON-ish values (incl. big integers and -0 the codec refuses) in either encoding. */
-const arbitraryValue = fc
-  .tuple(fc.jsonValue({ maxDepth: 4 }), encodingFlag)
-  .map(([v, binary]) => frameOf('arbitrary value', v, binary, false));
+const arbitraryValue = fc.tuple(fc.jsonValue({ maxDepth: 4 }), encodingFlag).map(([v, binary]) => frameOf('arbitrary value', v, binary, false));
 
 /** Requests that look right but break exactly one rule; `session` is the good session id, `tools` a reset test/tools-v0 session. */
 function plausibleWrong(session: string, tools: string): fc.Arbitrary<FuzzFrame> {
   const hello = { versions: [...PROTOCOL_VERSIONS], client: { name: 'fuzz', version: '0' } };
   const mutations: fc.Arbitrary<[string, Record<string, unknown>]>[] = [
-    fc.string({ minLength: 1, maxLength: 12 }).filter((t) => !['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'result', 'error', 'event'].includes(t)).map((t) => ['unknown type', { type: t }]),
+    fc
+      .string({ minLength: 1, maxLength: 12 })
+      .filter((t) => !['hello', 'ping', 'list_envs', 'make', 'reset', 'step', 'close', 'batch', 'result', 'error', 'event'].includes(t))
+      .map((t) => ['unknown type', { type: t }]),
     fc.constant(['second hello', { type: 'hello', ...hello }]),
     fc.constantFrom<[string, Record<string, unknown>]>(
       ['step missing action', { type: 'step', session }],
@@ -75,13 +76,41 @@ function plausibleWrong(session: string, tools: string): fc.Arbitrary<FuzzFrame>
       ['make slow with bad kwargs', { type: 'make', env_id: 'test/slow-v0', kwargs: { delay_ms: -5 } }],
       ['make unknown env', { type: 'make', env_id: 'fuzz/nope-v0' }],
     ),
-    fc.string({ maxLength: 20 }).filter((s) => s !== session).map((s) => ['step on unknown session', { type: 'step', session: s, action: 0 }]),
-    fc.oneof(fc.constant(-1), fc.constant(1.5), fc.constant('1'), fc.constant(null), fc.constant({})).map((seed) => ['reset bad seed', { type: 'reset', session: `x${String(seed)}`, seed }]),
+    fc
+      .string({ maxLength: 20 })
+      .filter((s) => s !== session)
+      .map((s) => ['step on unknown session', { type: 'step', session: s, action: 0 }]),
+    fc
+      .oneof(fc.constant(-1), fc.constant(1.5), fc.constant('1'), fc.constant(null), fc.constant({}))
+      .map((seed) => ['reset bad seed', { type: 'reset', session: `x${String(seed)}`, seed }]),
     // Tool names that exist on Object.prototype must not resolve to anything.
-    fc.constantFrom('constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'prototype', '').map((name) => ['invalid action on good session', { type: 'step', session: tools, action: { name, arguments: {} } }]),
-    fc.constantFrom<unknown>({ name: 'echo' }, { name: 'echo', arguments: { text: 1 } }, { name: 'echo', arguments: { text: 'x', extra: 1 } }, { name: 'add', arguments: { a: '1', b: 2 } }, { name: 'echo', arguments: [] }, ['echo', {}], { name: 'echo', arguments: { text: 'x' }, more: 1 }).map((action) => ['invalid action on good session', { type: 'step', session: tools, action }]),
+    fc
+      .constantFrom('constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'prototype', '')
+      .map((name) => ['invalid action on good session', { type: 'step', session: tools, action: { name, arguments: {} } }]),
+    fc
+      .constantFrom<unknown>(
+        { name: 'echo' },
+        { name: 'echo', arguments: { text: 1 } },
+        { name: 'echo', arguments: { text: 'x', extra: 1 } },
+        { name: 'add', arguments: { a: '1', b: 2 } },
+        { name: 'echo', arguments: [] },
+        ['echo', {}],
+        { name: 'echo', arguments: { text: 'x' }, more: 1 },
+      )
+      .map((action) => ['invalid action on good session', { type: 'step', session: tools, action }]),
     // Invalid actions on the good session: must be INVALID_ACTION and leave it untouched.
-    fc.oneof(fc.constant(2), fc.constant(-1), fc.constant(0.5), fc.constant('1'), fc.constant([1]), fc.constant({ a: 1 }), fc.constant(true), fc.integer({ min: 2, max: 2 ** 31 })).map((action) => ['invalid action on good session', { type: 'step', session, action }]),
+    fc
+      .oneof(
+        fc.constant(2),
+        fc.constant(-1),
+        fc.constant(0.5),
+        fc.constant('1'),
+        fc.constant([1]),
+        fc.constant({ a: 1 }),
+        fc.constant(true),
+        fc.integer({ min: 2, max: 2 ** 31 }),
+      )
+      .map((action) => ['invalid action on good session', { type: 'step', session, action }]),
   ];
   return fc.tuple(fc.oneof(...mutations), fuzzId, encodingFlag).map(([[label, body], id, binary]) => frameOf(label, { id, ...body }, binary, true));
 }
@@ -89,15 +118,16 @@ function plausibleWrong(session: string, tools: string): fc.Arbitrary<FuzzFrame>
 const withBadId = fc.tuple(badId, encodingFlag).map(([id, binary]) => frameOf('bad id', { id, type: 'ping' }, binary, true));
 
 /** Deep nesting: beyond msgpack's depth cap, and deep JSON (inside an action and at top level). */
-const deepNesting = (session: string) => fc.tuple(fc.integer({ min: 600, max: 20_000 }), encodingFlag, fc.boolean()).map(([depth, binary, inAction]): FuzzFrame => {
-  // Inside an action for the good session, so the server's action validation meets it too.
-  // Written by hand: JSON.stringify and msgpackr's packer recurse and overflow at these depths.
-  if (binary) return { label: `nesting depth ${depth} (msgpack)`, data: deepMsgpack(depth, inAction ? session : undefined), expectId: { oneOf: [null, 5] } };
-  let text = '0';
-  for (let i = 0; i < depth; i++) text = i % 2 ? `[${text}]` : `{"k":${text}}`;
-  if (inAction) text = `{"id":5,"type":"step","session":${JSON.stringify(session)},"action":${text}}`;
-  return { label: `nesting depth ${depth} (json)`, data: text, expectId: { oneOf: [null, 5] } };
-});
+const deepNesting = (session: string) =>
+  fc.tuple(fc.integer({ min: 600, max: 20_000 }), encodingFlag, fc.boolean()).map(([depth, binary, inAction]): FuzzFrame => {
+    // Inside an action for the good session, so the server's action validation meets it too.
+    // Written by hand: JSON.stringify and msgpackr's packer recurse and overflow at these depths.
+    if (binary) return { label: `nesting depth ${depth} (msgpack)`, data: deepMsgpack(depth, inAction ? session : undefined), expectId: { oneOf: [null, 5] } };
+    let text = '0';
+    for (let i = 0; i < depth; i++) text = i % 2 ? `[${text}]` : `{"k":${text}}`;
+    if (inAction) text = `{"id":5,"type":"step","session":${JSON.stringify(session)},"action":${text}}`;
+    return { label: `nesting depth ${depth} (json)`, data: text, expectId: { oneOf: [null, 5] } };
+  });
 
 /** msgpack bytes of the same nesting, written by hand (msgpackr's packer itself recurses too deep). */
 function deepMsgpack(depth: number, session: string | undefined): Uint8Array {
@@ -121,17 +151,48 @@ const protoKeys = fc.tuple(fuzzId, encodingFlag).map(([id, binary]): FuzzFrame =
 });
 
 /** Big frames under the limit: long strings where short ones belong. */
-const bigFrame = fc.tuple(fc.integer({ min: 10_000, max: MAX_MESSAGE_BYTES - 1_000 }), fuzzId, encodingFlag).map(([size, id, binary]) =>
-  frameOf(`big frame ${size} B`, { id, type: 'step', session: 'x'.repeat(size) }, binary, true),
-);
+const bigFrame = fc
+  .tuple(fc.integer({ min: 10_000, max: MAX_MESSAGE_BYTES - 1_000 }), fuzzId, encodingFlag)
+  .map(([size, id, binary]) => frameOf(`big frame ${size} B`, { id, type: 'step', session: 'x'.repeat(size) }, binary, true));
 
-const malformedJson = fc.constantFrom('', '{', '{"id":1,', '[]', 'null', '1', '"str"', '{"id":1,"type":"ping"}}', '{"id":99999999999999999999,"type":"ping"}', '{"id":1,"type":"ping","t":1e400}', 'NaN', '{"id":1,"type":"ping","t":NaN}', '\u0000').map((s): FuzzFrame => ({
-  label: `malformed json ${JSON.stringify(s).slice(0, 40)}`,
-  data: s,
-  // A refused value in a well-formed frame keeps the frame's id (PROTOCOL.md §2); the rest have none.
-  expectId: s === '{"id":1,"type":"ping","t":1e400}' ? 1 : { oneOf: [null] },
-}));
-const malformedMsgpack = fc.constantFrom('', 'c1', '81', '82a1', 'c4026869', 'd6ff00000001', 'cf0020000000000000', 'cb7ff8000000000000', '81a2696401a474797065a470696e67c0', '81a269640100').map((hex): FuzzFrame => ({ label: `malformed msgpack ${hex || '(empty)'}`, data: new Uint8Array(Buffer.from(hex, 'hex')), expectId: { oneOf: [null] } }));
+const malformedJson = fc
+  .constantFrom(
+    '',
+    '{',
+    '{"id":1,',
+    '[]',
+    'null',
+    '1',
+    '"str"',
+    '{"id":1,"type":"ping"}}',
+    '{"id":99999999999999999999,"type":"ping"}',
+    '{"id":1,"type":"ping","t":1e400}',
+    'NaN',
+    '{"id":1,"type":"ping","t":NaN}',
+    '\u0000',
+  )
+  .map(
+    (s): FuzzFrame => ({
+      label: `malformed json ${JSON.stringify(s).slice(0, 40)}`,
+      data: s,
+      // A refused value in a well-formed frame keeps the frame's id (PROTOCOL.md §2); the rest have none.
+      expectId: s === '{"id":1,"type":"ping","t":1e400}' ? 1 : { oneOf: [null] },
+    }),
+  );
+const malformedMsgpack = fc
+  .constantFrom(
+    '',
+    'c1',
+    '81',
+    '82a1',
+    'c4026869',
+    'd6ff00000001',
+    'cf0020000000000000',
+    'cb7ff8000000000000',
+    '81a2696401a474797065a470696e67c0',
+    '81a269640100',
+  )
+  .map((hex): FuzzFrame => ({ label: `malformed msgpack ${hex || '(empty)'}`, data: new Uint8Array(Buffer.from(hex, 'hex')), expectId: { oneOf: [null] } }));
 
 // ------------------------------------------------------------------ harness
 

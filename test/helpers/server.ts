@@ -50,7 +50,10 @@ export interface SpawnedServer {
  * Spawns `node bin/sandgym.js serve --port 0 <args>` and resolves once it prints its URL
  * ("sandgym listening on ws://..."). `nodeArgs` go to node itself (e.g. --cpu-prof).
  */
-export async function spawnServer(args: string[] = ['--fixtures'], opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; startTimeoutMs?: number } = {}): Promise<SpawnedServer> {
+export async function spawnServer(
+  args: string[] = ['--fixtures'],
+  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; startTimeoutMs?: number } = {},
+): Promise<SpawnedServer> {
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'bin/sandgym.js', 'serve', '--port', '0', '--driver', 'none', ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...opts.env },
@@ -59,7 +62,10 @@ export async function spawnServer(args: string[] = ['--fixtures'], opts: { nodeA
   let output = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not print its URL within ${opts.startTimeoutMs ?? 30_000} ms:\n${output}`)), opts.startTimeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not print its URL within ${opts.startTimeoutMs ?? 30_000} ms:\n${output}`)),
+      opts.startTimeoutMs ?? 30_000,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = /sandgym listening on (ws:\/\/\S+)/.exec(output);

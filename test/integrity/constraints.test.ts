@@ -24,7 +24,9 @@ const STEP_TIMEOUT_MS = 60_000;
 const GRAPH = (await loadTaskSets([SHIPPED_TASKS_DIR])).find((t) => t.spec.id === 'py-fix-graph-paths');
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 const GRAPH_FIX = text(GRAPH?.solution.files.find((f) => f.path === 'graphs/algo.py')?.content ?? new Uint8Array());
-const GRAPH_EDITED = text(GRAPH?.wrong.find((w) => w.name === 'also-edits-graph-py')?.solution.files.find((f) => f.path === 'graphs/graph.py')?.content ?? new Uint8Array());
+const GRAPH_EDITED = text(
+  GRAPH?.wrong.find((w) => w.name === 'also-edits-graph-py')?.solution.files.find((f) => f.path === 'graphs/graph.py')?.content ?? new Uint8Array(),
+);
 
 /** Honest: insertion by (length, word), no sorted/.sort/heapq anywhere. */
 const HONEST = `def order_words(words):
@@ -51,17 +53,26 @@ interface Attack {
 
 const ATTACKS: Record<string, Attack> = {
   'getattr with a name built from pieces (the source test sees no "sorted(")': {
-    files: { 'order.py': 'import builtins\n_arrange = getattr(builtins, "sor" + "ted")\n\n\ndef order_words(words):\n    return _arrange(words, key=lambda w: (len(w), w))\n' },
+    files: {
+      'order.py':
+        'import builtins\n_arrange = getattr(builtins, "sor" + "ted")\n\n\ndef order_words(words):\n    return _arrange(words, key=lambda w: (len(w), w))\n',
+    },
     honest: { 'order.py': HONEST },
     reason: /^constraint violated: order\.py:1: dynamic spelling import of builtins .*\(forbidden_calls "sorted", forbidden_calls "\.sort", \.\.\.\)$/,
   },
   'getattr with a non-literal name reaching list.sort': {
-    files: { 'order.py': 'def order_words(words):\n    out = list(words)\n    getattr(out, "".join(["so", "rt"]))(key=lambda w: (len(w), w))\n    return out\n' },
+    files: {
+      'order.py': 'def order_words(words):\n    out = list(words)\n    getattr(out, "".join(["so", "rt"]))(key=lambda w: (len(w), w))\n    return out\n',
+    },
     honest: { 'order.py': HONEST },
-    reason: /^constraint violated: order\.py:3: dynamic spelling getattr\(\) with a name that is not a string literal .*\(forbidden_calls "sorted", forbidden_calls "\.sort", \.\.\.\)$/,
+    reason:
+      /^constraint violated: order\.py:3: dynamic spelling getattr\(\) with a name that is not a string literal .*\(forbidden_calls "sorted", forbidden_calls "\.sort", \.\.\.\)$/,
   },
   '__import__ of builtins and a __dict__ lookup': {
-    files: { 'order.py': '_b = __import__("built" + "ins")\n_arrange = _b.__dict__["sor" "ted"]\n\n\ndef order_words(words):\n    return _arrange(words, key=lambda w: (len(w), w))\n' },
+    files: {
+      'order.py':
+        '_b = __import__("built" + "ins")\n_arrange = _b.__dict__["sor" "ted"]\n\n\ndef order_words(words):\n    return _arrange(words, key=lambda w: (len(w), w))\n',
+    },
     honest: { 'order.py': HONEST },
     reason: /^constraint violated: order\.py:1: dynamic spelling __import__ /,
   },
@@ -76,7 +87,10 @@ const ATTACKS: Record<string, Attack> = {
     reason: /^constraint violated: util\.py:1: dynamic spelling import of builtins/,
   },
   'heapq under another name, reached from a helper': {
-    files: { 'util.py': 'import heapq as hq\n\n\ndef arrange(words, key):\n    return [w for _, w in hq.nsmallest(len(words), [(key(w), w) for w in words])]\n', 'order.py': HONEST_HELPER['order.py'] },
+    files: {
+      'util.py': 'import heapq as hq\n\n\ndef arrange(words, key):\n    return [w for _, w in hq.nsmallest(len(words), [(key(w), w) for w in words])]\n',
+      'order.py': HONEST_HELPER['order.py'],
+    },
     honest: HONEST_HELPER,
     reason: /^constraint violated: util\.py:1: imports heapq as hq \(forbidden_modules "heapq"\)$/,
   },
@@ -141,7 +155,14 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, tasks: [FIXTURES, SHIPPED_TASKS_DIR], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 4 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        tasks: [FIXTURES, SHIPPED_TASKS_DIR],
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 4 },
+      });
       client = await connect(server.url);
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
     }, 120_000);
@@ -166,7 +187,8 @@ for (const drv of DRIVERS) {
         expect(grade.cached).toBe(false);
         return { reward: s.reward, grade };
       } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        if (e instanceof SandgymError)
+          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
         throw e;
       }
     }

@@ -41,7 +41,8 @@ async function writeTask(root: string, id: string, extra: Record<string, unknown
   for (const d of ['workspace', 'solution', 'tests']) await mkdir(path.join(dir, d), { recursive: true });
   const spec = {
     id,
-    instruction: "Implement `parse_int(text)` in `num.py`: the integer a string of decimal digits spells, with an optional leading '-'; raise ValueError for anything else (empty, spaces, other characters).",
+    instruction:
+      "Implement `parse_int(text)` in `num.py`: the integer a string of decimal digits spells, with an optional leading '-'; raise ValueError for anything else (empty, spaces, other characters).",
     split: 'train',
     language: 'python',
     image: 'sandgym/python:1',
@@ -57,21 +58,30 @@ async function writeTask(root: string, id: string, extra: Record<string, unknown
 
 interface Report {
   ok: boolean;
-  summary: { degenerate?: { tasks: number; variants: number; cached: number; paying: { id: string; variants: { id: string; name: string; score: number }[] }[] } };
+  summary: {
+    degenerate?: { tasks: number; variants: number; cached: number; paying: { id: string; variants: { id: string; name: string; score: number }[] }[] };
+  };
   results: {
     id: string;
     ok: boolean;
     problems: string[];
     reference?: { score: number };
     null?: { score: number };
-    degenerate?: { ok: boolean; untouched: number; variants: { id: string; name: string; score: number; pays: boolean; cached: boolean; tests?: { passed: number } }[] };
+    degenerate?: {
+      ok: boolean;
+      untouched: number;
+      variants: { id: string; name: string; score: number; pays: boolean; cached: boolean; tests?: { passed: number } }[];
+    };
   }[];
 }
 
 async function validate(dir: string, extra: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(['tasks', 'validate', dir, '--driver', 'docker', '--concurrency', '2', ...extra], { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s) });
+  const code = await main(['tasks', 'validate', dir, '--driver', 'docker', '--concurrency', '2', ...extra], {
+    out: (s: string) => void out.push(s),
+    err: (s: string) => void err.push(s),
+  });
   return { code, out: out.join(''), err: err.join('') };
 }
 
@@ -101,20 +111,39 @@ describe.skipIf(!HAS_DOCKER)('degenerate battery on docker', () => {
       expect(r.null?.score, r.id).toBe(0);
     }
     expect(pays.ok).toBe(false);
-    expect(pays.problems).toEqual(['degenerate submission paid: raise ValueError in every function: 0.50 > untouched 0.00 + 0.05 (a submission that does no work must not earn more than the untouched workspace)']);
+    expect(pays.problems).toEqual([
+      'degenerate submission paid: raise ValueError in every function: 0.50 > untouched 0.00 + 0.05 (a submission that does no work must not earn more than the untouched workspace)',
+    ]);
     expect(pays.degenerate?.variants.filter((v) => v.pays).map((v) => v.id)).toEqual(['raise:ValueError']);
     expect(gated.problems, JSON.stringify(gated.degenerate?.variants)).toEqual([]);
     expect(gated.ok).toBe(true);
     expect(gated.degenerate?.variants.find((v) => v.id === 'raise:ValueError')?.score).toBe(0);
     const ids = gated.degenerate?.variants.map((v) => v.id);
-    expect(ids).toEqual(['raise:Exception', 'raise:ValueError', 'return:None', 'return:0', "return:''", 'return:[]', 'return:{}', 'return:False', 'return:True', 'first-arg', 'empty-files', 'deleted']);
+    expect(ids).toEqual([
+      'raise:Exception',
+      'raise:ValueError',
+      'return:None',
+      'return:0',
+      "return:''",
+      'return:[]',
+      'return:{}',
+      'return:False',
+      'return:True',
+      'first-arg',
+      'empty-files',
+      'deleted',
+    ]);
     expect(first.code).toBe(1);
-    expect(report.summary.degenerate?.paying).toEqual([{ id: 'degen-pays', untouched: 0, variants: [{ id: 'raise:ValueError', name: 'raise ValueError in every function', score: 0.5 }] }]);
+    expect(report.summary.degenerate?.paying).toEqual([
+      { id: 'degen-pays', untouched: 0, variants: [{ id: 'raise:ValueError', name: 'raise ValueError in every function', score: 0.5 }] },
+    ]);
 
     // Warm: every verdict from the cache; the human output names the paid behaviour.
     const second = await validate(path.join(tmp, 'set'), ['--degenerate-cache', cache]);
     expect(second.code).toBe(1);
-    expect(second.out).toMatch(/FAIL degen-pays \[train\].*\n\s+degenerate submission paid: raise ValueError in every function: 0\.50 > untouched 0\.00 \+ 0\.05/);
+    expect(second.out).toMatch(
+      /FAIL degen-pays \[train\].*\n\s+degenerate submission paid: raise ValueError in every function: 0\.50 > untouched 0\.00 \+ 0\.05/,
+    );
     expect(second.out).toMatch(/ok {3}degen-gated \[train\]/);
     expect(second.out).toMatch(/degenerate battery: 24 degenerate submissions over 2 tasks \(24 verdicts from cache, .*\), paid by degen-pays/);
 

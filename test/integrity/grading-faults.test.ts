@@ -57,7 +57,9 @@ const ATTACKS: Record<string, { code: string; reason: RegExp | null; drivers: ('
     // import waits for the first child to die (only the OOM killer ends one): without that wait, a loaded machine
     // let the tests finish and the run end before the children had touched enough memory, and that run scored 0
     // with every test failed instead (CI saw it): the attack's timing, not the judge's.
-    code: 'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\nos.wait()\n' + STUB,
+    code:
+      'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\nos.wait()\n' +
+      STUB,
     reason: /^memory limit exceeded$/,
     drivers: ['docker'],
   },
@@ -115,7 +117,13 @@ for (const drv of DRIVERS) {
     let env: EnvHandle<string, Action>;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 6 },
+      });
       client = await connect(server.url);
       // Grade on submit only: one grading per episode.
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
@@ -137,7 +145,8 @@ for (const drv of DRIVERS) {
       try {
         s = await env.step({ name: 'submit', arguments: {} });
       } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        if (e instanceof SandgymError)
+          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
         throw e;
       }
       expect(s.terminated).toBe(true);
@@ -158,21 +167,25 @@ for (const drv of DRIVERS) {
 
     for (const [name, a] of Object.entries(ATTACKS)) {
       const run = !a.drivers.includes(drv.name) ? it.skip : a.knownHole ? it.fails : it;
-      run(`${name}: reward 0 with the same outcome on 3 runs, never an error${a.knownHole ? ` (known hole: ${a.knownHole})` : ''}`, async () => {
-        const reasons: string[] = [];
-        for (let run = 1; run <= 3; run++) {
-          const o = await submit(a.code);
-          expect({ run, reward: o.reward, score: o.grade.score }).toEqual({ run, reward: 0, score: 0 });
-          if (a.reason === null) {
-            expect(o.grade.zero_reason, `run ${run}: zero_reason`).toBeUndefined();
-            expect(o.grade.tests, `run ${run}: every test ran and failed`).toMatchObject({ collected: task.spec.test.expected_tests, passed: 0 });
-          } else expect(o.grade.zero_reason, `run ${run}: zero_reason`).toMatch(a.reason);
-          reasons.push(o.grade.zero_reason ?? 'every test failed');
-        }
-        expect(new Set(reasons).size, `same reason every time: ${reasons.join(' | ')}`).toBe(1);
-        // The episode after the fault is an ordinary one: the reference still scores 1.
-        expect((await submit(REFERENCE)).reward).toBeCloseTo(1, 9);
-      }, 180_000);
+      run(
+        `${name}: reward 0 with the same outcome on 3 runs, never an error${a.knownHole ? ` (known hole: ${a.knownHole})` : ''}`,
+        async () => {
+          const reasons: string[] = [];
+          for (let run = 1; run <= 3; run++) {
+            const o = await submit(a.code);
+            expect({ run, reward: o.reward, score: o.grade.score }).toEqual({ run, reward: 0, score: 0 });
+            if (a.reason === null) {
+              expect(o.grade.zero_reason, `run ${run}: zero_reason`).toBeUndefined();
+              expect(o.grade.tests, `run ${run}: every test ran and failed`).toMatchObject({ collected: task.spec.test.expected_tests, passed: 0 });
+            } else expect(o.grade.zero_reason, `run ${run}: zero_reason`).toMatch(a.reason);
+            reasons.push(o.grade.zero_reason ?? 'every test failed');
+          }
+          expect(new Set(reasons).size, `same reason every time: ${reasons.join(' | ')}`).toBe(1);
+          // The episode after the fault is an ordinary one: the reference still scores 1.
+          expect((await submit(REFERENCE)).reward).toBeCloseTo(1, 9);
+        },
+        180_000,
+      );
     }
   });
 }

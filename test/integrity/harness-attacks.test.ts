@@ -112,7 +112,8 @@ const ATTACKS: Record<string, Attack> = {
       'cmd.py': 'raise SystemExit(0)\n',
       'pdb.py': 'import os\nos._exit(0)\n',
       'struct.py': 'raise SystemExit(0)\n',
-      'conftest.py': 'import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n',
+      'conftest.py':
+        'import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n',
       'sitecustomize.py': 'import os\nos._exit(0)\n',
       'evil.pth': 'import os; os._exit(0)\n',
       'slug.py': 'import json, cmd\n' + STUB,
@@ -184,13 +185,21 @@ const ATTACKS: Record<string, Attack> = {
     },
   },
   'a worker that announces a 4 GiB frame': { files: { 'slug.py': hijackSend('os.write(__main__.ROUT, b"\\xff\\xff\\xff\\xff" + b"x" * 65536)') } },
-  'a worker that answers with 100,000-deep nesting': { files: { 'slug.py': hijackSend('_frame(b\'{"op":"return","id":\' + str(msg.get("id")).encode() + b\',"value":\' + b"[" * 100000 + b"]" * 100000 + b"}")') } },
-  'a worker that answers with 2,000,000 values': { files: { 'slug.py': hijackSend('_frame(json.dumps({"op": "return", "id": msg.get("id"), "value": [0] * 2000000}).encode())') } },
+  'a worker that answers with 100,000-deep nesting': {
+    files: { 'slug.py': hijackSend('_frame(b\'{"op":"return","id":\' + str(msg.get("id")).encode() + b\',"value":\' + b"[" * 100000 + b"]" * 100000 + b"}")') },
+  },
+  'a worker that answers with 2,000,000 values': {
+    files: { 'slug.py': hijackSend('_frame(json.dumps({"op": "return", "id": msg.get("id"), "value": [0] * 2000000}).encode())') },
+  },
   'a worker that answers with malformed JSON, NaN and invalid UTF-8': {
     files: { 'slug.py': hijackSend('_frame([b"{\\"op\\": \\"return\\", ", b\'{"op":"return","id":1,"value":NaN}\', b"\\xff\\xfe{}"][secrets.randbelow(3)])') },
   },
   'a worker that answers calls that are not pending and sends unknown tags': {
-    files: { 'slug.py': hijackSend('_frame(json.dumps({"op": "return", "id": (msg.get("id") or 0) + 1, "value": {"zz": 1}}).encode()); _frame(json.dumps({"op": "return", "id": msg.get("id"), "value": {"q": "hello-world"}}).encode())') },
+    files: {
+      'slug.py': hijackSend(
+        '_frame(json.dumps({"op": "return", "id": (msg.get("id") or 0) + 1, "value": {"zz": 1}}).encode()); _frame(json.dumps({"op": "return", "id": msg.get("id"), "value": {"q": "hello-world"}}).encode())',
+      ),
+    },
   },
   'a worker that guesses handle and callback ids': {
     files: {
@@ -230,7 +239,10 @@ const ATTACKS: Record<string, Attack> = {
   'kill -1 during a call': { files: { 'slug.py': 'import os, signal\ndef slugify(text):\n    os.kill(-1, signal.SIGKILL)\n' } },
   'one huge allocation': { files: { 'slug.py': 'x = b"x" * (3 << 30)\n' + STUB } },
   'memory exhausted by many processes': {
-    files: { 'slug.py': 'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\n' + STUB },
+    files: {
+      'slug.py':
+        'import os, time\nfor i in range(12):\n    if os.fork() == 0:\n        b = b"x" * (160 << 20)\n        while True:\n            time.sleep(1)\n' + STUB,
+    },
     drivers: ['docker'],
   },
   'an infinite loop at import': { files: { 'slug.py': 'while True:\n    pass\n' + STUB } },
@@ -265,7 +277,13 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 6 },
+      });
       client = await connect(server.url);
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
     }, 120_000);
@@ -288,7 +306,8 @@ for (const drv of DRIVERS) {
       try {
         s = await env.step({ name: 'submit', arguments: {} });
       } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        if (e instanceof SandgymError)
+          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
         throw e;
       }
       expect(s.terminated).toBe(true);
@@ -329,27 +348,40 @@ for (const drv of DRIVERS) {
     }, 120_000);
 
     it('a correct solution next to json.py / cmd.py / pdb.py that would break a worker importing them scores 1.0', async () => {
-      const o = await submit({ 'json.py': 'raise SystemExit("json shadowed")\n', 'cmd.py': 'import os\nos._exit(3)\n', 'pdb.py': 'raise ImportError("pdb shadowed")\n', 'slug.py': REFERENCE });
+      const o = await submit({
+        'json.py': 'raise SystemExit("json shadowed")\n',
+        'cmd.py': 'import os\nos._exit(3)\n',
+        'pdb.py': 'raise ImportError("pdb shadowed")\n',
+        'slug.py': REFERENCE,
+      });
       expect(o.reward).toBeCloseTo(1, 9);
     }, 120_000);
 
     it('an honest solution that mentions pytest, builtins and os._exit is graded like any other (in-process defences retired)', async () => {
-      const o = await submit({ 'slug.py': `import builtins, os, sys\n# not pytest's business: sys.modules, os._exit, junit\n${REFERENCE}`, 'tests/test_mine.py': 'def test_x():\n    assert True\n', 'conftest.py': '' });
+      const o = await submit({
+        'slug.py': `import builtins, os, sys\n# not pytest's business: sys.modules, os._exit, junit\n${REFERENCE}`,
+        'tests/test_mine.py': 'def test_x():\n    assert True\n',
+        'conftest.py': '',
+      });
       expect(o.reward).toBeCloseTo(1, 9);
       expect(o.grade.zero_reason).toBeUndefined();
     }, 120_000);
 
     for (const [name, a] of Object.entries(ATTACKS)) {
       const run = a.drivers && !a.drivers.includes(drv.name) ? it.skip : it;
-      run(`${name}: at most the untouched reward, never an error`, async () => {
-        const o = await submit(a.files);
-        expect({ reward: o.reward, score: o.grade.score }).toEqual({ reward: untouched, score: untouched });
-        // Either every test ran and failed, or the run was scored 0 with a reason (memory limit; a call that hangs
-        // in every test: each costs the per-call deadline, together more than the test limit).
-        if (o.grade.zero_reason === undefined) expect(o.grade.tests).toMatchObject({ collected: N, passed: 0 });
-        else expect(o.grade.zero_reason).toMatch(/^(memory limit exceeded|tests timed out after \d+s|test run timed out)$/);
-        expect(JSON.stringify(o)).not.toContain('Hello World');
-      }, 180_000);
+      run(
+        `${name}: at most the untouched reward, never an error`,
+        async () => {
+          const o = await submit(a.files);
+          expect({ reward: o.reward, score: o.grade.score }).toEqual({ reward: untouched, score: untouched });
+          // Either every test ran and failed, or the run was scored 0 with a reason (memory limit; a call that hangs
+          // in every test: each costs the per-call deadline, together more than the test limit).
+          if (o.grade.zero_reason === undefined) expect(o.grade.tests).toMatchObject({ collected: N, passed: 0 });
+          else expect(o.grade.zero_reason).toMatch(/^(memory limit exceeded|tests timed out after \d+s|test run timed out)$/);
+          expect(JSON.stringify(o)).not.toContain('Hello World');
+        },
+        180_000,
+      );
     }
 
     it('after all of that, the pool still grades the reference at 1.0', async () => {

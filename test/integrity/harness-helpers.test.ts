@@ -75,7 +75,8 @@ def parse(s):
         raise ParseError(s)
     return int(t)
 ${PY_WRITE_TOTAL}`;
-const PY_UNTOUCHED = 'class ParseError(ValueError):\n    pass\n\n\ndef parse(s):\n    raise NotImplementedError\n\n\ndef write_total(src, dst):\n    raise NotImplementedError\n';
+const PY_UNTOUCHED =
+  'class ParseError(ValueError):\n    pass\n\n\ndef parse(s):\n    raise NotImplementedError\n\n\ndef write_total(src, dst):\n    raise NotImplementedError\n';
 
 /** Correct on every input, but through eval (what test_no_eval forbids). */
 const PY_EVAL = `class ParseError(ValueError):
@@ -190,7 +191,8 @@ export function parse(s) {
   return Number(t);
 }
 ${JS_WRITE_TOTAL}`;
-const JS_UNTOUCHED = "export class ParseError extends RangeError {}\nexport function parse(s) { throw new Error('todo'); }\nexport function writeTotal(t, d) { throw new Error('todo'); }\n";
+const JS_UNTOUCHED =
+  "export class ParseError extends RangeError {}\nexport function parse(s) { throw new Error('todo'); }\nexport function writeTotal(t, d) { throw new Error('todo'); }\n";
 const JS_EVAL = `export class ParseError extends RangeError {}
 export function parse(s) {
   let v;
@@ -215,7 +217,11 @@ ${JS_WRITE_TOTAL}`;
 
 let root: string;
 
-async function writeTask(id: string, spec: Record<string, unknown>, files: { workspace: Record<string, string>; tests: Record<string, string>; solution: Record<string, string> }): Promise<void> {
+async function writeTask(
+  id: string,
+  spec: Record<string, unknown>,
+  files: { workspace: Record<string, string>; tests: Record<string, string>; solution: Record<string, string> },
+): Promise<void> {
   const dir = path.join(root, id);
   for (const [section, entries] of Object.entries(files)) {
     for (const [rel, content] of Object.entries(entries)) {
@@ -223,7 +229,10 @@ async function writeTask(id: string, spec: Record<string, unknown>, files: { wor
       await writeFile(path.join(dir, section, rel), content);
     }
   }
-  await writeFile(path.join(dir, 'task.json'), JSON.stringify({ id, split: 'train', image: 'sandgym/python:1', difficulty: 'easy', max_steps: 30, ...spec }, null, 2));
+  await writeFile(
+    path.join(dir, 'task.json'),
+    JSON.stringify({ id, split: 'train', image: 'sandgym/python:1', difficulty: 'easy', max_steps: 30, ...spec }, null, 2),
+  );
 }
 
 beforeAll(async () => {
@@ -231,7 +240,8 @@ beforeAll(async () => {
   await writeTask(
     'py-helpers-probe',
     {
-      instruction: 'In parse.py implement parse(s) (an int, surrounding spaces ignored; anything else raises ParseError, a ValueError) and write_total(src, dst). Do not use eval.',
+      instruction:
+        'In parse.py implement parse(s) (an int, surrounding spaces ignored; anything else raises ParseError, a ValueError) and write_total(src, dst). Do not use eval.',
       language: 'python',
       exceptions: { ParseError: 'ValueError' },
       test: { format: 'pytest-harness', expected_tests: PY_N, timeout_s: 60 },
@@ -241,7 +251,8 @@ beforeAll(async () => {
   await writeTask(
     'js-helpers-probe',
     {
-      instruction: 'In parse.mjs export parse(s) (an integer, surrounding spaces ignored; anything else throws ParseError, a RangeError) and writeTotal(text, dst). Do not use eval.',
+      instruction:
+        'In parse.mjs export parse(s) (an integer, surrounding spaces ignored; anything else throws ParseError, a RangeError) and writeTotal(text, dst). Do not use eval.',
       language: 'javascript',
       exceptions: { ParseError: 'RangeError' },
       test: { format: 'node-harness', expected_tests: JS_N, timeout_s: 60 },
@@ -280,7 +291,14 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, tasks: [root], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        tasks: [root],
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 6 },
+      });
       client = await connect(server.url);
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
     }, 120_000);
@@ -303,7 +321,8 @@ for (const drv of DRIVERS) {
       try {
         s = await env.step({ name: 'submit', arguments: {} });
       } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        if (e instanceof SandgymError)
+          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
         throw e;
       }
       expect(s.terminated).toBe(true);
@@ -351,7 +370,11 @@ for (const drv of DRIVERS) {
         }
         // Raising the class itself, but the class is not the declared ValueError-only one.
         const raising = (header: string) => `${header}\n${PY_REFERENCE.replace('class ParseError(ValueError):\n    pass\n', '')}`;
-        for (const header of ['class ParseError(BaseException):\n    pass', 'class ParseError(ValueError, KeyError):\n    pass', 'class ParseError(Exception):\n    pass']) {
+        for (const header of [
+          'class ParseError(BaseException):\n    pass',
+          'class ParseError(ValueError, KeyError):\n    pass',
+          'class ParseError(Exception):\n    pass',
+        ]) {
           await pair('py-helpers-probe', { 'parse.py': raising(header) }, honest, ['test_parse_error_empty', 'test_parse_error_garbage']);
         }
       }, 600_000);

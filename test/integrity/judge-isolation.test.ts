@@ -82,7 +82,12 @@ for (const drv of DRIVERS) {
     /** One step; it must resolve (an error fails the test) and, unsolved, score 0 and go on. */
     async function attack(env: EnvHandle<string, Action>, command: string, timeout_s?: number): Promise<Step> {
       const s = (await env.step(bash(command, timeout_s))) as unknown as Step;
-      expect({ command, reward: s.reward, terminated: s.terminated, truncated: s.truncated }).toEqual({ command, reward: 0, terminated: false, truncated: false });
+      expect({ command, reward: s.reward, terminated: s.terminated, truncated: s.truncated }).toEqual({
+        command,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+      });
       expect(s.info.reward_components).toEqual({ solved: 0 });
       return s;
     }
@@ -104,7 +109,10 @@ for (const drv of DRIVERS) {
       expect(s1.observation).toMatch(/Permission denied/);
       expect(s1.observation).not.toMatch(/records out/);
       // Every place the agent can write, to the last byte (workspace, /tmp, /dev/shm).
-      const s2 = await attack(env, 'for d in /workspace /tmp /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=400 2>&1 | tail -n 1; done; df /workspace /tmp /dev/shm');
+      const s2 = await attack(
+        env,
+        'for d in /workspace /tmp /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=400 2>&1 | tail -n 1; done; df /workspace /tmp /dev/shm',
+      );
       expect(s2.observation.match(/100%/g)?.length).toBe(3);
       // With the disks full, the agent's own write fails and the check (which writes nothing) says so.
       const s3 = await attack(env, SOLVE_CREATE_FILE);
@@ -147,7 +155,15 @@ for (const drv of DRIVERS) {
       const { env, sandbox } = await episode('create-file');
       const judge = channelOf(liveSandbox(server, sandbox)).agentPid;
       expect(judge).toBeGreaterThan(0);
-      const targets = ['/run/sandgym/lease', '/run/sandgym-io/o.1', '/proc/1/fd/0', '/proc/1/environ', `/proc/${judge}/fd/0`, `/proc/${judge}/fd/1`, '/proc/1/mem'];
+      const targets = [
+        '/run/sandgym/lease',
+        '/run/sandgym-io/o.1',
+        '/proc/1/fd/0',
+        '/proc/1/environ',
+        `/proc/${judge}/fd/0`,
+        `/proc/${judge}/fd/1`,
+        '/proc/1/mem',
+      ];
       for (const t of targets) {
         const s = await attack(env, `ln -sfn ${t} hello.txt; cat hello.txt >/dev/null; echo status=$?`);
         expect(s.observation, t).toMatch(/status=[1-9]/);
@@ -208,7 +224,10 @@ for (const drv of DRIVERS) {
       for (const g of guesses) expect(s1.observation).toContain(`${g} x 2 0`);
       expect(s1.info.exit_code).toBe(0);
       // Straight into the channel: every uid-0 process's stdout/stderr, and pid 1's.
-      const s2 = await attack(env, `${JUDGE_PIDS}; for p in 1 $J; do for f in 1 2; do (${frames}) > /proc/$p/fd/$f 2>/dev/null && echo "WROTE $p/$f"; done; done; echo end`);
+      const s2 = await attack(
+        env,
+        `${JUDGE_PIDS}; for p in 1 $J; do for f in 1 2; do (${frames}) > /proc/$p/fd/$f 2>/dev/null && echo "WROTE $p/$f"; done; done; echo end`,
+      );
       expect(s2.observation).not.toContain('WROTE');
       expect(s2.observation).toContain('end');
       expect(liveSandbox(server, sandbox).deadReason).toBeNull();
@@ -221,7 +240,10 @@ for (const drv of DRIVERS) {
       const k1 = await attack(env, 'sleep 3001 & sh -c "kill -9 -1"; echo not-reached');
       expect(k1.observation).toMatch(/^killed by SIGKILL/);
       expect(k1.observation).not.toContain('not-reached');
-      const k2 = await attack(env, `${JUDGE_PIDS}; for p in 1 $J; do kill -9 $p 2>&1 || echo "refused $p"; kill -STOP $p 2>/dev/null && echo "STOPPED $p"; done; echo judges=$J`);
+      const k2 = await attack(
+        env,
+        `${JUDGE_PIDS}; for p in 1 $J; do kill -9 $p 2>&1 || echo "refused $p"; kill -STOP $p 2>/dev/null && echo "STOPPED $p"; done; echo judges=$J`,
+      );
       expect(k2.observation).not.toContain('STOPPED');
       expect(k2.observation.match(/refused \d+/g)?.length).toBeGreaterThanOrEqual(3);
       const k3 = await attack(env, 'for p in /proc/[0-9]*; do kill -9 ${p#/proc/} 2>/dev/null; done; echo not-reached');
@@ -312,7 +334,7 @@ for (const drv of DRIVERS) {
     it('squatting sockets: a listener left by the agent does not survive, and nothing of the judge listens', async () => {
       const { env } = await episode('create-file');
       const listen =
-        'if command -v python3 >/dev/null; then python3 -c "import socket,time\nt=socket.socket(); t.bind((\'127.0.0.1\',8080)); t.listen()\n' +
+        "if command -v python3 >/dev/null; then python3 -c \"import socket,time\nt=socket.socket(); t.bind(('127.0.0.1',8080)); t.listen()\n" +
         "u=socket.socket(socket.AF_UNIX); u.bind('/tmp/sq.sock'); u.listen()\na=socket.socket(socket.AF_UNIX); a.bind('\\0sandgym-squat'); a.listen()\ntime.sleep(300)\" & " +
         'else nc -l -p 8080 </dev/null >/dev/null 2>&1 & httpd -p 127.0.0.1:8081 -h /tmp; fi; ' +
         // Until the listener is up (python3 can take over a second to start on a loaded machine), at most 8 s.
@@ -382,7 +404,9 @@ line"; mkfifo $d/fifo; ln -s /run/sandgym $d/link; chmod 000 $d/.hidden/deep; do
         const rb = await b.reset({ options: { task_id: 'create-file' } });
         expect((rb.info as Info).sandbox, 'the pool (max_total 1) hands B the sandbox A released').toBe(sandboxA);
         const look = (await b.step(
-          bash(`sleep 1; for d in /workspace /tmp /dev/shm /dev/mqueue; do [ -d $d ] || continue; for f in $d/* $d/.[!.]* $d/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "LEFT $f"; fi; done; done; ${AGENT_PROCS}`),
+          bash(
+            `sleep 1; for d in /workspace /tmp /dev/shm /dev/mqueue; do [ -d $d ] || continue; for f in $d/* $d/.[!.]* $d/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "LEFT $f"; fi; done; done; ${AGENT_PROCS}`,
+          ),
         )) as unknown as Step;
         expect({ reward: look.reward, terminated: look.terminated }).toEqual({ reward: 0, terminated: false });
         expect(look.observation).toContain('scan-done');

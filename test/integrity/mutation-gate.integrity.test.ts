@@ -39,10 +39,27 @@ async function validate(dirs: string[], extra: string[] = []): Promise<{ code: n
   const err: string[] = [];
   // The degenerate battery is off here: these fixtures test the mutation gate (the battery has its own,
   // degenerate-battery.integrity.test.ts), and its gradings would only slow this file down.
-  const code = await main(['tasks', 'validate', ...dirs, '--driver', 'docker', '--concurrency', '2', '--json', '--no-degenerate', '--mutants', '--mutation-python', MUTATION.python, ...extra], {
-    out: (s: string) => void out.push(s),
-    err: (s: string) => void err.push(s),
-  });
+  const code = await main(
+    [
+      'tasks',
+      'validate',
+      ...dirs,
+      '--driver',
+      'docker',
+      '--concurrency',
+      '2',
+      '--json',
+      '--no-degenerate',
+      '--mutants',
+      '--mutation-python',
+      MUTATION.python,
+      ...extra,
+    ],
+    {
+      out: (s: string) => void out.push(s),
+      err: (s: string) => void err.push(s),
+    },
+  );
   return { code, report: JSON.parse(out.join('')) as Report, err: err.join('') };
 }
 

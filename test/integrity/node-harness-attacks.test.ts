@@ -67,14 +67,14 @@ interface Attack {
 }
 
 const ATTACKS: Record<string, Attack> = {
-  'patching assert, node:test and globals at import (they are the worker\'s: the judge is another process)': {
+  "patching assert, node:test and globals at import (they are the worker's: the judge is another process)": {
     files: {
       'query.mjs': [
         "import assert from 'node:assert';",
         "import strict from 'node:assert/strict';",
         "const t = await import('node:test').catch(() => null);",
         'for (const a of [assert, strict]) for (const k of Object.keys(a)) { try { a[k] = () => {}; } catch {} }',
-        "if (t) { try { t.test = () => {}; } catch {} }",
+        'if (t) { try { t.test = () => {}; } catch {} }',
         'Object.prototype.toJSON = function () { return { a: "1", b: "two" }; };',
         'JSON.stringify = () => "{}"; JSON.parse = () => ({});',
         'Array.prototype.map = function () { return []; };',
@@ -120,7 +120,11 @@ const ATTACKS: Record<string, Attack> = {
     },
   },
   'process.kill(-1, SIGKILL) at import': { files: { 'query.mjs': "process.kill(-1, 'SIGKILL');\n" + STUB } },
-  'process.kill(-1, SIGKILL) during a call': { files: { 'query.mjs': "export function parseQuery() { process.kill(-1, 'SIGKILL'); }\nexport function stringifyQuery() { process.kill(-1, 'SIGKILL'); }\n" } },
+  'process.kill(-1, SIGKILL) during a call': {
+    files: {
+      'query.mjs': "export function parseQuery() { process.kill(-1, 'SIGKILL'); }\nexport function stringifyQuery() { process.kill(-1, 'SIGKILL'); }\n",
+    },
+  },
   'an infinite loop at import': { files: { 'query.mjs': 'for (;;) {}\n' + STUB } },
   // Every call costs call_timeout_s (10 s), so 7 tests outlast the run's limit: the run itself is scored 0.
   'an infinite loop in a call, and a promise that never settles': {
@@ -128,12 +132,31 @@ const ATTACKS: Record<string, Attack> = {
     zero: /^tests timed out after \d+s$/,
   },
   'memory exhaustion in a call': {
-    files: { 'query.mjs': 'const keep = [];\nexport function parseQuery() { for (;;) keep.push(new Array(1 << 20).fill(keep.length)); }\nexport function stringifyQuery() { return parseQuery(); }\n' },
+    files: {
+      'query.mjs':
+        'const keep = [];\nexport function parseQuery() { for (;;) keep.push(new Array(1 << 20).fill(keep.length)); }\nexport function stringifyQuery() { return parseQuery(); }\n',
+    },
   },
-  'a frame announcing 4 GiB on the protocol fd': { files: { 'query.mjs': FRAME + 'export function parseQuery() { raw(Buffer.from([0xff, 0xff, 0xff, 0xff])); raw(Buffer.alloc(65536, 120)); for (;;) {} }\nexport const stringifyQuery = parseQuery;\n' } },
-  'a reply nested 100,000 deep': { files: { 'query.mjs': FRAME + 'export function parseQuery() { for (let id = 1; id < 40; id++) frame(`{"op":"return","id":${id},"value":` + "[".repeat(100000) + "]".repeat(100000) + "}"); for (;;) {} }\nexport const stringifyQuery = parseQuery;\n' } },
+  'a frame announcing 4 GiB on the protocol fd': {
+    files: {
+      'query.mjs':
+        FRAME +
+        'export function parseQuery() { raw(Buffer.from([0xff, 0xff, 0xff, 0xff])); raw(Buffer.alloc(65536, 120)); for (;;) {} }\nexport const stringifyQuery = parseQuery;\n',
+    },
+  },
+  'a reply nested 100,000 deep': {
+    files: {
+      'query.mjs':
+        FRAME +
+        'export function parseQuery() { for (let id = 1; id < 40; id++) frame(`{"op":"return","id":${id},"value":` + "[".repeat(100000) + "]".repeat(100000) + "}"); for (;;) {} }\nexport const stringifyQuery = parseQuery;\n',
+    },
+  },
   'a reply with 2,000,000 values and malformed JSON': {
-    files: { 'query.mjs': FRAME + 'let n = 0;\nexport function parseQuery() { n++; if (n % 2) { frame(JSON.stringify({ op: "return", id: n, value: { a: new Array(2000000).fill(0) } })); } else { frame(\'{"op":"return","id":1,"value":NaN}\'); raw(Buffer.from([0, 0, 0, 3, 0xff, 0xfe, 0x7b])); } for (;;) {} }\nexport const stringifyQuery = parseQuery;\n' },
+    files: {
+      'query.mjs':
+        FRAME +
+        'let n = 0;\nexport function parseQuery() { n++; if (n % 2) { frame(JSON.stringify({ op: "return", id: n, value: { a: new Array(2000000).fill(0) } })); } else { frame(\'{"op":"return","id":1,"value":NaN}\'); raw(Buffer.from([0, 0, 0, 3, 0xff, 0xfe, 0x7b])); } for (;;) {} }\nexport const stringifyQuery = parseQuery;\n',
+    },
   },
   'forged replies for guessed call ids, unknown tags and guessed callback ids, then the real reply': {
     files: {
@@ -192,7 +215,13 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 6 },
+      });
       client = await connect(server.url);
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });
     }, 120_000);
@@ -214,7 +243,8 @@ for (const drv of DRIVERS) {
       try {
         s = await env.step({ name: 'submit', arguments: {} });
       } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
+        if (e instanceof SandgymError)
+          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
         throw e;
       }
       expect(s.terminated).toBe(true);
@@ -252,13 +282,17 @@ for (const drv of DRIVERS) {
 
     for (const [name, a] of Object.entries(ATTACKS)) {
       const run = a.drivers && !a.drivers.includes(drv.name) ? it.skip : it;
-      run(`${name}: at most the untouched reward, never an error`, async () => {
-        const o = await submit(a.files);
-        expect({ reward: o.reward, score: o.grade.score }).toEqual({ reward: untouched, score: untouched });
-        if (o.grade.zero_reason === undefined) expect(o.grade.tests).toMatchObject({ collected: N, passed: 0 });
-        else expect(o.grade.zero_reason).toMatch(a.zero ?? /^memory limit exceeded$/);
-        expect(JSON.stringify(o)).not.toContain('hello+world');
-      }, 240_000);
+      run(
+        `${name}: at most the untouched reward, never an error`,
+        async () => {
+          const o = await submit(a.files);
+          expect({ reward: o.reward, score: o.grade.score }).toEqual({ reward: untouched, score: untouched });
+          if (o.grade.zero_reason === undefined) expect(o.grade.tests).toMatchObject({ collected: N, passed: 0 });
+          else expect(o.grade.zero_reason).toMatch(a.zero ?? /^memory limit exceeded$/);
+          expect(JSON.stringify(o)).not.toContain('hello+world');
+        },
+        240_000,
+      );
     }
 
     it('after all of that, the pool still grades the reference at 1.0', async () => {

@@ -131,7 +131,7 @@ describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)',
     expect(probe.logs[0]).toMatch(/^request: harness precompiled$/m);
   }, 180_000);
 
-  it("the harness compiled ahead serves only a grading whose harness file holds its source, and names that file", async () => {
+  it('the harness compiled ahead serves only a grading whose harness file holds its source, and names that file', async () => {
     // A submission whose function raises: the tests' tracebacks pass through the harness's frames, which must
     // name the grading's harness file (as a fresh import would), not the name the code was compiled under.
     const raising = await submission(slugify, { 'slug.py': 'def slugify(text):\n    raise ValueError("no")\n' });
@@ -144,7 +144,11 @@ describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)',
     // grading: it compiles the grading's own file, and the verdict is the direct run's.
     const tar = await submission(slugify, null, slugify.solution);
     probe.before = async (sb) => {
-      const kill = await sb.exec({ script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done`, identity: 'judge', timeout_ms: 30_000 });
+      const kill = await sb.exec({
+        script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done`,
+        identity: 'judge',
+        timeout_ms: 30_000,
+      });
       expect(kill.exit_code).toBe(0);
       const other = `HARNESS_SOURCE = ${JSON.stringify('raise SystemExit("the code compiled ahead ran")\n')}\n${PYTEST_SERVER_PY}`;
       const prep = await sb.exec({ ...pytestServerPrepare(), stdin: other });
@@ -164,7 +168,11 @@ describe.skipIf(!HAS_DOCKER)('pre-started pytest in grading sandboxes (docker)',
   it('a server gone before the grading starts: the run starts pytest itself, same verdict', async () => {
     const tar = await submission(slugify, null, slugify.solution);
     probe.before = async (sb) => {
-      const r = await sb.exec({ script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; ls ${SRV}`, identity: 'judge', timeout_ms: 30_000 });
+      const r = await sb.exec({
+        script: `read -r p <${SRV}/pid && kill -9 "$p" && while kill -0 "$p" 2>/dev/null; do sleep 0.05; done; ls ${SRV}`,
+        identity: 'judge',
+        timeout_ms: 30_000,
+      });
       // The stale request pipe is still there: the run must notice that no server took the request.
       expect(r.stdout).toContain('go');
     };

@@ -35,7 +35,10 @@ describe.skipIf(!HAS_DOCKER || !HAS_MUTATION)('tasks validate --mutants on docke
     const c = capture();
     // The whole set, every mutant (no sampling); verdicts come from ~/.cache/sandgym/mutation when every
     // input of a grading is unchanged since a previous run on this machine (docs/TASKS.md, "Cache").
-    const code = await main(['tasks', 'validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json', '--mutants', '--mutation-python', MUTATION.python], c.io);
+    const code = await main(
+      ['tasks', 'validate', SHIPPED_TASKS_DIR, '--driver', 'docker', '--concurrency', '3', '--json', '--mutants', '--mutation-python', MUTATION.python],
+      c.io,
+    );
     const res = JSON.parse(c.out.join('')) as {
       ok: boolean;
       summary: {
@@ -76,7 +79,8 @@ describe.skipIf(!HAS_DOCKER || !HAS_MUTATION)('tasks validate --mutants on docke
       expect(r.mutation?.mutants ?? 0, `${r.id}: mutants generated`).toBeGreaterThan(0);
       expect(r.mutation?.score ?? 0, r.id).toBeGreaterThanOrEqual(0.95);
       expect(r.degenerate?.variants.length ?? 0, `${r.id}: degenerate submissions generated`).toBeGreaterThanOrEqual(3);
-      for (const v of r.degenerate?.variants ?? []) expect(v.score, `${r.id}: ${v.name} pays over untouched ${r.degenerate?.untouched}`).toBeLessThanOrEqual((r.degenerate?.untouched ?? 0) + 0.05 + 1e-9);
+      for (const v of r.degenerate?.variants ?? [])
+        expect(v.score, `${r.id}: ${v.name} pays over untouched ${r.degenerate?.untouched}`).toBeLessThanOrEqual((r.degenerate?.untouched ?? 0) + 0.05 + 1e-9);
     }
     const m = res.summary.mutation;
     const g = res.summary.degenerate;

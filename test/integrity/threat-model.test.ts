@@ -22,12 +22,53 @@ const AGENT_WRITABLE_DEVICES = ['/dev/full', '/dev/null', '/dev/pts/ptmx', '/dev
 const JUDGE_PATHS = ['/run/sandgym', '/run/sandgym/lease', '/run/sandgym-io', '/run/sandgym-io/o.1', '/run/sandgym-io/e.1'];
 /** /proc/<judge pid>/ entries the agent may read: what the kernel shows every uid (no secrets: the judge's argv is the public agent script). */
 const JUDGE_PROC_PUBLIC = [
-  'arch_status', 'autogroup', 'cgroup', 'cmdline', 'comm', 'coredump_filter', 'cpuset', 'gid_map', 'limits', 'loginuid', 'mountinfo', 'mounts',
-  'oom_adj', 'oom_score', 'oom_score_adj', 'projid_map', 'sched', 'schedstat', 'sessionid', 'setgroups', 'stat', 'statm', 'status',
-  'timens_offsets', 'uid_map', 'wchan', 'children',
+  'arch_status',
+  'autogroup',
+  'cgroup',
+  'cmdline',
+  'comm',
+  'coredump_filter',
+  'cpuset',
+  'gid_map',
+  'limits',
+  'loginuid',
+  'mountinfo',
+  'mounts',
+  'oom_adj',
+  'oom_score',
+  'oom_score_adj',
+  'projid_map',
+  'sched',
+  'schedstat',
+  'sessionid',
+  'setgroups',
+  'stat',
+  'statm',
+  'status',
+  'timens_offsets',
+  'uid_map',
+  'wchan',
+  'children',
 ];
 /** /proc/<judge pid>/ entries that would leak the nonce or the judge's state: never readable by the agent uid. */
-const JUDGE_PROC_PRIVATE = ['auxv', 'cwd', 'environ', 'exe', 'fd', 'fdinfo', 'io', 'map_files', 'maps', 'mem', 'pagemap', 'personality', 'root', 'smaps', 'stack', 'syscall'];
+const JUDGE_PROC_PRIVATE = [
+  'auxv',
+  'cwd',
+  'environ',
+  'exe',
+  'fd',
+  'fdinfo',
+  'io',
+  'map_files',
+  'maps',
+  'mem',
+  'pagemap',
+  'personality',
+  'root',
+  'smaps',
+  'stack',
+  'syscall',
+];
 /** Agent uid ranges (one uid per sandbox). */
 const AGENT_UID: Record<'docker' | 'local', [number, number]> = { docker: [2_000_000, 2_000_000 + 2 ** 20], local: [1_000_000, 1_060_000] };
 /**
@@ -107,7 +148,9 @@ for (const drv of DRIVERS) {
     }, 60_000);
 
     it('readable judge state: none of /run/sandgym*, and only the public /proc entries of judge pids', async () => {
-      const paths = await run(`for f in ${JUDGE_PATHS.join(' ')}; do if ls "$f" >/dev/null 2>&1 && { [ -d "$f" ] || head -c 1 "$f" >/dev/null 2>&1; }; then echo "R $f"; else echo "D $f"; fi; done; true`);
+      const paths = await run(
+        `for f in ${JUDGE_PATHS.join(' ')}; do if ls "$f" >/dev/null 2>&1 && { [ -d "$f" ] || head -c 1 "$f" >/dev/null 2>&1; }; then echo "R $f"; else echo "D $f"; fi; done; true`,
+      );
       expect(lines(paths, 'R')).toEqual([]);
       expect(lines(paths, 'D').sort()).toEqual([...JUDGE_PATHS].sort());
       const obs = await run(
@@ -126,7 +169,9 @@ for (const drv of DRIVERS) {
         'for p in /proc/[0-9]*; do u=; while read -r k a b; do if [ "$k" = Uid: ]; then u=$a; break; fi; done <"$p/status" 2>/dev/null; [ -n "$u" ] || continue; ' +
           'if kill -0 ${p#/proc/} 2>/dev/null; then s=yes; else s=no; fi; echo "P ${p#/proc/} $u $s"; done',
       );
-      const procs = lines(obs, 'P').map((l) => l.split(' ')).map(([pid, uid, sig]) => ({ pid: Number(pid), uid: Number(uid), sig: sig === 'yes' }));
+      const procs = lines(obs, 'P')
+        .map((l) => l.split(' '))
+        .map(([pid, uid, sig]) => ({ pid: Number(pid), uid: Number(uid), sig: sig === 'yes' }));
       const uids = new Set(procs.map((p) => p.uid));
       expect([...uids].sort()).toEqual([0, agentUid].sort((a, b) => a - b));
       expect(procs.filter((p) => p.uid === 0).length).toBeGreaterThanOrEqual(MIN_JUDGE_PROCS);
@@ -135,7 +180,9 @@ for (const drv of DRIVERS) {
     }, 30_000);
 
     it('sockets and IPC: nothing listens or exists (tcp, tcp6, udp, udp6, raw, unix, SysV IPC)', async () => {
-      const obs = await run('for f in tcp tcp6 udp udp6 raw raw6 unix; do sed 1d /proc/net/$f 2>/dev/null | sed "s/^/S $f /"; done; for f in shm msg sem; do sed 1d /proc/sysvipc/$f 2>/dev/null | sed "s/^/I $f /"; done; echo end');
+      const obs = await run(
+        'for f in tcp tcp6 udp udp6 raw raw6 unix; do sed 1d /proc/net/$f 2>/dev/null | sed "s/^/S $f /"; done; for f in shm msg sem; do sed 1d /proc/sysvipc/$f 2>/dev/null | sed "s/^/I $f /"; done; echo end',
+      );
       expect(lines(obs, 'S')).toEqual([]);
       expect(lines(obs, 'I')).toEqual([]);
     }, 30_000);

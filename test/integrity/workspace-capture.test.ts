@@ -24,7 +24,9 @@ const task = tasks.find((t) => t.spec.id === TASK) as LoadedTask;
 if (task.solution.kind !== 'script') throw new Error(`${TASK}: expected a script solution`);
 const SOLVE = Buffer.from(task.solution.script.content).toString('utf8');
 /** Everything the task asks except deleting TODO.txt. */
-const SOLVE_KEEP_TODO = SOLVE.split('\n').filter((l) => !/^rm -f TODO\.txt$/.test(l.trim())).join('\n');
+const SOLVE_KEEP_TODO = SOLVE.split('\n')
+  .filter((l) => !/^rm -f TODO\.txt$/.test(l.trim()))
+  .join('\n');
 expect(SOLVE_KEEP_TODO).not.toBe(SOLVE);
 /** tests 0.7 (5 of 6 pass: the TODO test fails) + final_state 0.3 (4 of 5: `absent TODO.txt` fails). */
 const KEPT_TODO_SCORE = 0.7 * (5 / 6) + 0.3 * (4 / 5);
@@ -65,7 +67,13 @@ for (const drv of DRIVERS) {
     let env: EnvHandle<string, Action>;
 
     beforeAll(async () => {
-      server = await startServer({ driver: drv.name, fixtures: false, splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 6 } });
+      server = await startServer({
+        driver: drv.name,
+        fixtures: false,
+        splits: ['train'],
+        step_timeout_ms: STEP_TIMEOUT_MS,
+        pools: { min_idle: 1, max_total: 6 },
+      });
       client = await connect(server.url);
       // shaping none: only submit grades, so each submission is graded exactly once.
       env = await client.make<string, Action>('code-v0', { shaping: 'none' });

@@ -82,7 +82,11 @@ function clientPython(): string {
   const cached = join(homedir(), '.cache/sandgym/venv-python-client');
   if (spawnSync('sh', ['-c', `${cached}/bin/python ${deps}`]).status !== 0) {
     mkdirSync(join(homedir(), '.cache/sandgym'), { recursive: true });
-    const made = spawnSync('sh', ['-c', `python3 -m venv ${cached} && ${cached}/bin/python -m pip install --quiet --disable-pip-version-check websockets msgpack`], { encoding: 'utf8' });
+    const made = spawnSync(
+      'sh',
+      ['-c', `python3 -m venv ${cached} && ${cached}/bin/python -m pip install --quiet --disable-pip-version-check websockets msgpack`],
+      { encoding: 'utf8' },
+    );
     if (made.status !== 0) throw new Error(`cannot make a venv for the Python client: ${made.stderr}`);
   }
   return `${cached}/bin/python`;
@@ -122,7 +126,10 @@ interface PoolRun {
 async function runPool(python: string, cfg: { urls: string[]; per_url: number; sessions: number; token: string }): Promise<PoolRun> {
   const tasks = SHELL_TASKS.slice(0, 4).map((t) => ({ id: t.id, solution: t.solution }));
   const r = await new Promise<Ran>((resolve) => {
-    const p = spawn(python, ['-c', POOL_SCRIPT], { env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'clients/python/src') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(python, ['-c', POOL_SCRIPT], {
+      env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'clients/python/src') },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -179,7 +186,8 @@ async function namespaceGone(): Promise<void> {
   if (present.out.trim() === '') return;
   const r = await sh(`kubectl delete namespace ${NS} --wait=false --ignore-not-found; kubectl wait --for=delete namespace/${NS} --timeout=300s`, 320_000);
   // Still there (no controller manager to finish the deletion?): say so rather than test against it.
-  if (r.code !== 0 && (await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000)).out.trim() !== '') throw new Error(`namespace ${NS} is not going away:\n${r.out}`);
+  if (r.code !== 0 && (await sh(`kubectl get namespace ${NS} -o name --ignore-not-found`, 60_000)).out.trim() !== '')
+    throw new Error(`namespace ${NS} is not going away:\n${r.out}`);
 }
 
 describe('docs/DEPLOY.md', () => {
@@ -187,7 +195,9 @@ describe('docs/DEPLOY.md', () => {
     const seen = [...new Set(BLOCKS.map((b) => b.step))];
     expect(seen).toEqual(STEPS);
     // Every manifest the doc's table names exists, and every manifest is named in it.
-    const files = spawnSync('ls', [join(REPO_ROOT, 'deploy/kubernetes')], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f.endsWith('.yaml'));
+    const files = spawnSync('ls', [join(REPO_ROOT, 'deploy/kubernetes')], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter((f) => f.endsWith('.yaml'));
     for (const f of files) expect(DOC, f).toContain(`\`${f}\``);
     expect(files.length).toBeGreaterThanOrEqual(7);
   });
@@ -209,7 +219,17 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     // Namespaced objects can be dry-run only in an existing namespace: create it for real (removed below).
     await kubectl('apply -f deploy/kubernetes/00-namespace.yaml');
     const out = await kubectl('apply --dry-run=server --validate=strict -f deploy/kubernetes/');
-    for (const obj of ['namespace/sandgym', 'serviceaccount/sandgym-server', 'role.rbac.authorization.k8s.io/sandgym-server', 'rolebinding.rbac.authorization.k8s.io/sandgym-server', 'configmap/sandgym-server', 'deployment.apps/sandgym-server', 'service/sandgym-server', 'poddisruptionbudget.policy/sandgym-server', 'networkpolicy.networking.k8s.io/sandgym-sandboxes-deny-all']) {
+    for (const obj of [
+      'namespace/sandgym',
+      'serviceaccount/sandgym-server',
+      'role.rbac.authorization.k8s.io/sandgym-server',
+      'rolebinding.rbac.authorization.k8s.io/sandgym-server',
+      'configmap/sandgym-server',
+      'deployment.apps/sandgym-server',
+      'service/sandgym-server',
+      'poddisruptionbudget.policy/sandgym-server',
+      'networkpolicy.networking.k8s.io/sandgym-sandboxes-deny-all',
+    ]) {
       expect(out, obj).toMatch(new RegExp(`${obj.replace(/\./g, '\\.')} .*\\(server dry run\\)`));
     }
     const k = await kubectl('apply --dry-run=server --validate=strict -k deploy/kubernetes/');
@@ -218,7 +238,10 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     expect(await kubectl('apply --dry-run=server --validate=strict -f deploy/kubernetes/secret.yaml.example')).toContain('secret/sandgym-tokens');
     // The dry run checks: an unknown field and a wrong type are refused.
     const deployment = readFileSync(join(REPO_ROOT, 'deploy/kubernetes/30-deployment.yaml'), 'utf8');
-    for (const broken of [deployment.replace('replicas: 2', 'replicas: two'), deployment.replace('terminationGracePeriodSeconds:', 'terminationGracePeriodSecs:')]) {
+    for (const broken of [
+      deployment.replace('replicas: 2', 'replicas: two'),
+      deployment.replace('terminationGracePeriodSeconds:', 'terminationGracePeriodSecs:'),
+    ]) {
       const r = await sh('kubectl apply --dry-run=server --validate=strict -f -', 60_000, broken);
       expect(r.code, r.out).not.toBe(0);
     }
@@ -229,7 +252,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     const out = await runStep('image', 900_000);
     expect(out).toMatch(/image=sandgym\/server:\S+ hash=[0-9a-f]{16} status=(built|up-to-date|imported-from-cache)/);
     // The image is the non-root distroless one the Deployment expects.
-    const cfg = spawnSync('docker', ['image', 'inspect', '--format', '{{.Config.User}} {{json .Config.Entrypoint}}', 'sandgym/server:0.1.0'], { encoding: 'utf8' }).stdout.trim();
+    const cfg = spawnSync('docker', ['image', 'inspect', '--format', '{{.Config.User}} {{json .Config.Entrypoint}}', 'sandgym/server:0.1.0'], {
+      encoding: 'utf8',
+    }).stdout.trim();
     expect(cfg).toBe('10001:10001 ["/usr/local/bin/node","/app/bin/sandgym.js"]');
   }, 900_000);
 
@@ -243,7 +268,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
   }, 900_000);
 
   it('two replicas serve one Python client pool: shell-v0 episodes in sandbox pods', async () => {
-    const token = Buffer.from((await kubectl(`-n ${NS} get secret sandgym-tokens -o jsonpath={.data.tokens}`)).trim(), 'base64').toString('utf8').trim();
+    const token = Buffer.from((await kubectl(`-n ${NS} get secret sandgym-tokens -o jsonpath={.data.tokens}`)).trim(), 'base64')
+      .toString('utf8')
+      .trim();
     const slices = JSON.parse(await kubectl(`-n ${NS} get endpointslices -l kubernetes.io/service-name=sandgym-server -o json`)) as {
       items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean }; targetRef?: { name: string } }[] }[];
     };
@@ -257,7 +284,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     expect(run.results).toHaveLength(4);
     for (const r of run.results) expect(r, JSON.stringify(r)).toMatchObject({ reward: 1, terminated: true, observation: 'submitted: solved' });
     // The sandboxes were pods of this namespace, owned by the replica that made them: both replicas did.
-    const pods = JSON.parse(await kubectl(`-n ${NS} get pods -l sandgym.io/managed=1 -o json`)) as { items: { metadata: { ownerReferences?: { kind: string; name: string }[] } }[] };
+    const pods = JSON.parse(await kubectl(`-n ${NS} get pods -l sandgym.io/managed=1 -o json`)) as {
+      items: { metadata: { ownerReferences?: { kind: string; name: string }[] } }[];
+    };
     const owners = new Set(pods.items.flatMap((p) => (p.metadata.ownerReferences ?? []).filter((o) => o.kind === 'Pod').map((o) => o.name)));
     expect([...owners].sort()).toEqual(endpoints.map((e) => e.targetRef!.name).sort());
     // And through the Service's ClusterIP (kube-proxy spreads the connections).
@@ -267,7 +296,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
   }, 900_000);
 
   it('a replica that drains finishes its running episode while the pool places new sessions on the other', async () => {
-    const token = Buffer.from((await kubectl(`-n ${NS} get secret sandgym-tokens -o jsonpath={.data.tokens}`)).trim(), 'base64').toString('utf8').trim();
+    const token = Buffer.from((await kubectl(`-n ${NS} get secret sandgym-tokens -o jsonpath={.data.tokens}`)).trim(), 'base64')
+      .toString('utf8')
+      .trim();
     const slices = JSON.parse(await kubectl(`-n ${NS} get endpointslices -l kubernetes.io/service-name=sandgym-server -o json`)) as {
       items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean }; targetRef?: { name: string } }[] }[];
     };
@@ -275,7 +306,10 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     expect(endpoints).toHaveLength(2);
     const task = { id: SHELL_TASKS[0]!.id, solution: SHELL_TASKS[0]!.solution };
     const cfg = { urls: endpoints.map((e) => `ws://${e.addresses[0]}:8765/v2/ws`), token, task };
-    const p = spawn(clientPython(), ['-c', DRAIN_SCRIPT, JSON.stringify(cfg)], { env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'clients/python/src') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(clientPython(), ['-c', DRAIN_SCRIPT, JSON.stringify(cfg)], {
+      env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'clients/python/src') },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     p.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -295,14 +329,22 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     let status = 0;
     const deadline = Date.now() + 300_000;
     while (status !== 503 && Date.now() < deadline) {
-      status = await fetch(readyz, { signal: AbortSignal.timeout(5_000) }).then((r) => r.status, () => 0);
+      status = await fetch(readyz, { signal: AbortSignal.timeout(5_000) }).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (status !== 503) await new Promise((r) => setTimeout(r, 100));
     }
     expect(status).toBe(503);
     p.stdin.end('GO\n');
     const code = await exited;
     expect(code, `${out}\n${err}`).toBe(0);
-    const result = JSON.parse(out.trim().split('\n').pop()!) as { seen_shutdown: boolean; placed: number[]; draining_episode: [number, boolean]; new_episode: [number, boolean] };
+    const result = JSON.parse(out.trim().split('\n').pop()!) as {
+      seen_shutdown: boolean;
+      placed: number[];
+      draining_episode: [number, boolean];
+      new_episode: [number, boolean];
+    };
     expect(result.seen_shutdown).toBe(true);
     expect(result.placed).toEqual([1, 2]);
     expect(result.draining_episode).toEqual([1, true]);
@@ -315,7 +357,9 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     await runStep('scale', 900_000);
     const before = (await kubectl(`-n ${NS} get pods -l app.kubernetes.io/name=sandgym-server -o jsonpath={.items[*].metadata.name}`)).trim().split(/\s+/);
     await runStep('drain', 900_000);
-    const after = JSON.parse(await kubectl(`-n ${NS} get pods -l app.kubernetes.io/name=sandgym-server -o json`)) as { items: { metadata: { name: string; deletionTimestamp?: string } }[] };
+    const after = JSON.parse(await kubectl(`-n ${NS} get pods -l app.kubernetes.io/name=sandgym-server -o json`)) as {
+      items: { metadata: { name: string; deletionTimestamp?: string } }[];
+    };
     const live = after.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
     expect(live).toHaveLength(2);
     for (const name of live) expect(before).not.toContain(name);

@@ -30,7 +30,10 @@ afterAll(async () => {
 describe.runIf(run)('a sleeping agent cannot turn its failure into a server TIMEOUT', () => {
   it('bash past the step deadline times out inside it (plain and grading steps); both episodes are scored failures', async () => {
     // The smallest step deadline code-v0 accepts (15 s margin + 25 s grading run): bash may not use it all.
-    const { server } = await archivedServer({ location: join(dir, 'archive') }, { driver: 'docker', tasks: [join(dir, 'tasks')], step_timeout_ms: 40_000, pools: { min_idle: 0, max_total: 2 } });
+    const { server } = await archivedServer(
+      { location: join(dir, 'archive') },
+      { driver: 'docker', tasks: [join(dir, 'tasks')], step_timeout_ms: 40_000, pools: { min_idle: 0, max_total: 2 } },
+    );
     try {
       const c = await connect(server.url(), { requestTimeoutMs: 600_000 });
       for (const shaping of ['none', 'every_step'] as const) {
@@ -43,7 +46,9 @@ describe.runIf(run)('a sleeping agent cannot turn its failure into a server TIME
         await env.close();
       }
       await c.close();
-      const stats = (await (await fetch(server.httpUrl(`/v${PROTOCOL_VERSION}/tasks/stats?env=code-v0`))).json()) as { envs: { tasks: { task_id: string; attempts: number; successes: number; unscored: Record<string, number> }[] }[] };
+      const stats = (await (await fetch(server.httpUrl(`/v${PROTOCOL_VERSION}/tasks/stats?env=code-v0`))).json()) as {
+        envs: { tasks: { task_id: string; attempts: number; successes: number; unscored: Record<string, number> }[] }[];
+      };
       const line = stats.envs[0]?.tasks.find((t) => t.task_id === TASK);
       expect(line).toMatchObject({ attempts: 2, successes: 0, unscored: {} });
     } finally {

@@ -25,7 +25,22 @@ const stage = join(work, 'stage');
 const user = join(work, 'user');
 
 /** What the build needs from the checkout (everything else stays behind). */
-const STAGED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'CHANGELOG.md', 'bin', 'scripts', 'docs', 'protocol', 'sandbox-contract', 'envs', 'server/src', 'clients/ts'];
+const STAGED = [
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'README.md',
+  'CHANGELOG.md',
+  'bin',
+  'scripts',
+  'docs',
+  'protocol',
+  'sandbox-contract',
+  'envs',
+  'server/src',
+  'clients/ts',
+];
 const NOT_STAGED = /(^|\/)(node_modules|dist|test|\.venv|__pycache__)(\/|$)/;
 
 let tarball = '';
@@ -45,7 +60,16 @@ function evalTaskDirs(): string[] {
 beforeAll(async () => {
   mkdirSync(stage);
   for (const p of STAGED) {
-    cpSync(join(REPO_ROOT, p), join(stage, p), { recursive: true, filter: (src) => !NOT_STAGED.test(src.slice(REPO_ROOT.length + 1).split(sep).join('/')) });
+    cpSync(join(REPO_ROOT, p), join(stage, p), {
+      recursive: true,
+      filter: (src) =>
+        !NOT_STAGED.test(
+          src
+            .slice(REPO_ROOT.length + 1)
+            .split(sep)
+            .join('/'),
+        ),
+    });
   }
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(stage, 'node_modules'));
   // What `prepack` runs (asserted below), then pack without scripts so it runs once.
@@ -72,17 +96,42 @@ afterAll(async () => {
 
 describe('the packed tarball', () => {
   it('holds the compiled code, declarations and assets, and nothing of the development tree', () => {
-    for (const f of ['bin/sandgym.js', 'server/dist/cli/main.js', 'server/dist/index.js', 'server/dist/inspect/app.js', 'protocol/dist/index.js', 'envs/dist/index.js', 'envs/dist/code/task-schema.json', 'sandbox-contract/dist/index.js', 'clients/ts/dist/index.js', 'clients/ts/dist/browser.js', 'types/server/src/index.d.ts', 'types/clients/ts/src/index.d.ts', 'envs/data/wordle-words.txt', 'README.md', 'package.json']) {
+    for (const f of [
+      'bin/sandgym.js',
+      'server/dist/cli/main.js',
+      'server/dist/index.js',
+      'server/dist/inspect/app.js',
+      'protocol/dist/index.js',
+      'envs/dist/index.js',
+      'envs/dist/code/task-schema.json',
+      'sandbox-contract/dist/index.js',
+      'clients/ts/dist/index.js',
+      'clients/ts/dist/browser.js',
+      'types/server/src/index.d.ts',
+      'types/clients/ts/src/index.d.ts',
+      'envs/data/wordle-words.txt',
+      'README.md',
+      'package.json',
+    ]) {
       expect(files, f).toContain(f);
     }
-    const offending = files.filter((f) => /^(test|bench|\.ci|clients\/python|scripts)\//.test(f) || /(^|\/)test\//.test(f.replace(/^envs\/tasks\/[^/]+\/tests\//, '')) || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
+    const offending = files.filter(
+      (f) =>
+        /^(test|bench|\.ci|clients\/python|scripts)\//.test(f) ||
+        /(^|\/)test\//.test(f.replace(/^envs\/tasks\/[^/]+\/tests\//, '')) ||
+        (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    );
     expect(offending).toEqual([]);
   });
 
   it('publishes no eval-split task (hidden tests and reference solutions stay in the repository)', () => {
     const evals = evalTaskDirs();
     expect(evals.length).toBeGreaterThan(0);
-    for (const t of evals) expect(files.filter((f) => f.startsWith(`envs/tasks/${t}/`)), t).toEqual([]);
+    for (const t of evals)
+      expect(
+        files.filter((f) => f.startsWith(`envs/tasks/${t}/`)),
+        t,
+      ).toEqual([]);
     expect(files.some((f) => /^envs\/tasks\/[^/]+\/tests\//.test(f))).toBe(true); // train tasks are shipped
   });
 
@@ -115,7 +164,10 @@ describe('the installed package with plain node', () => {
   });
 
   it('serves, and the README TypeScript episode runs against it', async () => {
-    server = spawn(process.execPath, ['node_modules/.bin/sandgym', 'serve', '--port', '0', '--driver', 'none', '--log-level', 'warn'], { cwd: user, stdio: ['ignore', 'pipe', 'pipe'] });
+    server = spawn(process.execPath, ['node_modules/.bin/sandgym', 'serve', '--port', '0', '--driver', 'none', '--log-level', 'warn'], {
+      cwd: user,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     server.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -156,7 +208,9 @@ describe('the installed package with plain node', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(ts?.code).toBe(3);
-    expect(ts?.stderr).toMatch(/^sandgym envs: env module \.\/my-env\.ts: cannot import: it is TypeScript and loading TypeScript needs the optional package tsx: `npm install tsx`/);
+    expect(ts?.stderr).toMatch(
+      /^sandgym envs: env module \.\/my-env\.ts: cannot import: it is TypeScript and loading TypeScript needs the optional package tsx: `npm install tsx`/,
+    );
     expect(ts?.stderr.trim().split('\n')).toHaveLength(1);
   });
 
@@ -167,7 +221,15 @@ describe('the installed package with plain node', () => {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
       const page = context.pages()[0] ?? (await context.newPage());

@@ -45,7 +45,11 @@ describe.skipIf(!HAS_DOCKER)('sandbox leaks through the server CLI (docker)', ()
 
     const second = await spawnServer(['--driver', 'docker']);
     spawned.push(second);
-    const took = await waitFor(async () => (await containersWithLabel(`sandgym.owner=${owner}`)).length === 0, 60_000, `containers of instance ${owner} to be gone`);
+    const took = await waitFor(
+      async () => (await containersWithLabel(`sandgym.owner=${owner}`)).length === 0,
+      60_000,
+      `containers of instance ${owner} to be gone`,
+    );
     expect(took).toBeLessThan(60_000);
     // The new server on the same daemon serves episodes (issue #13 item 8: restarted after a SIGKILL).
     const client2 = await connect(second.url);

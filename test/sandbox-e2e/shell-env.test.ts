@@ -57,7 +57,12 @@ for (const drv of DRIVERS) {
         const s = await env.step(bash(task.solution));
         expect({ task: task.id, reward: s.reward, terminated: s.terminated }).toMatchObject({ task: task.id, reward: 0, terminated: false });
         const end = await env.step(submit);
-        expect({ task: task.id, reward: end.reward, terminated: end.terminated, obs: end.observation }).toMatchObject({ task: task.id, reward: 1, terminated: true, obs: 'submitted: solved' });
+        expect({ task: task.id, reward: end.reward, terminated: end.terminated, obs: end.observation }).toMatchObject({
+          task: task.id,
+          reward: 1,
+          terminated: true,
+          obs: 'submitted: solved',
+        });
         expect((end.info as Info).reward_components).toEqual({ solved: 1 });
       }
       await env.close();
@@ -123,7 +128,8 @@ for (const drv of DRIVERS) {
       const sum = (k: 'idle' | 'wiping') => service.pools.stats().reduce((n, st) => n + st[k], 0);
       let again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
       await waitFor(() => sum('wiping') === 0, 30_000, 'the wipe to finish');
-      for (let i = 0, bound = sum('idle') + 1; i < bound && again !== first; i++) again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
+      for (let i = 0, bound = sum('idle') + 1; i < bound && again !== first; i++)
+        again = ((await env.reset({ options: { task_id: 'create-file' } })).info as Info).sandbox!;
       expect(again).toBe(first);
       const s = await env.step(bash('ls -A /workspace /tmp; ls /dev/shm 2>/dev/null; ps 2>/dev/null | grep -c "[s]leep 300" || true'));
       expect(s.observation).not.toContain('leftover');
@@ -144,7 +150,7 @@ for (const drv of DRIVERS) {
   });
 }
 
-describe.skipIf(!HAS_DOCKER)('shell-v0: exhausting memory is the agent\'s fault, an observation (docker)', () => {
+describe.skipIf(!HAS_DOCKER)("shell-v0: exhausting memory is the agent's fault, an observation (docker)", () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ driver: 'docker', pools: { min_idle: 1, max_total: 4 } });

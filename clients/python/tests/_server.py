@@ -25,8 +25,20 @@ class ServerProcess:
     def __init__(self, config: dict[str, Any] | None = None, *, extra_args: list[str] | None = None) -> None:
         self.config = dict(config or {})
         node = os.environ.get("SANDGYM_NODE", "node")
-        self.args = [*shlex.split(node), str(REPO / "bin" / "sandgym.js"), "serve", "--host", "127.0.0.1",
-                     "--port", "0", "--fixtures", "--log-level", "warn", "--driver", "none"]
+        self.args = [
+            *shlex.split(node),
+            str(REPO / "bin" / "sandgym.js"),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--fixtures",
+            "--log-level",
+            "warn",
+            "--driver",
+            "none",
+        ]
         self._cfg_file: str | None = None
         if self.config:
             fd, self._cfg_file = tempfile.mkstemp(prefix="sandgym-test-", suffix=".json")
@@ -146,7 +158,13 @@ def docker_facility() -> str:
     if shutil.which("docker") is None:
         return "no docker CLI on PATH"
     try:
-        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30, check=False)
+        info = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return "docker info timed out"
     if info.returncode != 0:

@@ -12,9 +12,26 @@ from _server import REPO
 def test_bench_smoke(tmp_path, url):
     out = tmp_path / "python.json"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "python_client_bench.py"), "--steps", "40", "--warmup", "12",
-         "--episodes", "8", "--episode-steps", "3", "--url", url, "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(REPO / "bench" / "python_client_bench.py"),
+            "--steps",
+            "40",
+            "--warmup",
+            "12",
+            "--episodes",
+            "8",
+            "--episode-steps",
+            "3",
+            "--url",
+            url,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| stub | json | sandgym async |" in proc.stdout

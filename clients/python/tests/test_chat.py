@@ -94,19 +94,39 @@ async def test_tool_calls_vector_replayed_through_chat(url):
 
 def test_openai_tools_format_matches_vector_specs():
     """openai_tools over the tools a transcript declares is the OpenAI function format, schema untouched."""
-    tools = [{"name": "echo", "description": "Echo text", "parameters": {"type": "object", "properties":
-              {"text": {"type": "string"}}, "required": ["text"]}}, {"name": "submit"}]
+    tools = [
+        {
+            "name": "echo",
+            "description": "Echo text",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        },
+        {"name": "submit"},
+    ]
     out = openai_tools(tools)
     assert out[0] == {"type": "function", "function": tools[0]}
-    assert out[1] == {"type": "function", "function": {"name": "submit", "parameters": {"type": "object", "properties": {}}}}
+    assert out[1] == {
+        "type": "function",
+        "function": {"name": "submit", "parameters": {"type": "object", "properties": {}}},
+    }
     assert openai_tools(None) == []
 
 
 # ------------------------------------------------------------------ malformed model output (no I/O)
 
-TOOLS_SPEC = {"id": "x", "description": "GRADER INTERNALS: hidden tests in /grader", "action_space": {"type": "tool_call", "tools": [
-    {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}},
-    {"name": "finish", "parameters": {"type": "object"}}]}}
+TOOLS_SPEC = {
+    "id": "x",
+    "description": "GRADER INTERNALS: hidden tests in /grader",
+    "action_space": {
+        "type": "tool_call",
+        "tools": [
+            {
+                "name": "add",
+                "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+            },
+            {"name": "finish", "parameters": {"type": "object"}},
+        ],
+    },
+}
 
 
 def test_parse_accepts_string_and_object_arguments():
@@ -159,7 +179,8 @@ def test_text_env_parse():
     reply = core.parse(_assistant(_call("add", "{}")))
     assert reply.actions == [] and "plain text" in reply.errors[0]["content"]
     assert ChatCore({"id": "m", "action_space": {"type": "text"}}, system_prompt="").initial_messages("q") == [
-        {"role": "user", "content": "q"}]
+        {"role": "user", "content": "q"}
+    ]
 
 
 # ------------------------------------------------------------------ live envs
@@ -185,8 +206,13 @@ async def test_live_malformed_calls_keep_the_episode(url):
         assert [(m["tool_call_id"], m["content"]) for m in res.messages] == [("c1", "a"), ("c2", "42")]
         assert res.steps == 2
         # a malformed call beside a good one: the good one runs
-        res = await chat.step(_assistant(_call("bogus", "{}", "c3"), _call("finish", {"answer": 42}, "c4"),
-                                         _call("echo", '{"text": "late"}', "c5")))
+        res = await chat.step(
+            _assistant(
+                _call("bogus", "{}", "c3"),
+                _call("finish", {"answer": 42}, "c4"),
+                _call("echo", '{"text": "late"}', "c5"),
+            )
+        )
         by_id = {m["tool_call_id"]: m["content"] for m in res.messages}
         assert by_id["c4"] == "done" and "unknown tool" in by_id["c3"] and "not run" in by_id["c5"]
         assert res.terminated and res.reward == 1 and res.steps == 1 and res.invalid == 1

@@ -13,8 +13,11 @@ from sandgym.chat import SYSTEM_PROMPT_TOOLS, AsyncChatEnv
 
 
 def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 @pytest.mark.parametrize("env_id", ["shell-v0", "code-v0"])
@@ -31,8 +34,11 @@ async def test_sandboxed_tool_env_as_chat(docker_url: str, env_id: str) -> None:
             r = await chat.step(_call("c1", "bash", '{"command": "echo sandgym-chat"}'))
             assert r.steps == 1 and not r.done
             assert r.messages[0]["tool_call_id"] == "c1" and "sandgym-chat" in r.messages[0]["content"]
-            for bad in (_call("c2", "bash", '{"command": '), _call("c3", "rm_rf", "{}"),
-                        {"role": "assistant", "content": "I will now run ls"}):
+            for bad in (
+                _call("c2", "bash", '{"command": '),
+                _call("c3", "rm_rf", "{}"),
+                {"role": "assistant", "content": "I will now run ls"},
+            ):
                 r = await chat.step(bad)
                 assert r.steps == 0 and r.invalid == 1 and not r.done
                 assert r.messages[0]["content"].startswith("Error: ")

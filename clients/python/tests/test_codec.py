@@ -22,15 +22,15 @@ json_scalars = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-SAFE, max_value=SAFE)
-    | st.floats(allow_nan=False, allow_infinity=False).filter(
-        lambda f: not (f.is_integer() and abs(f) > SAFE)
-    )
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not (f.is_integer() and abs(f) > SAFE))
     | st.text()
 )
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=8).filter(lambda k: k != "__proto__"), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.text(max_size=8).filter(lambda k: k != "__proto__"), children, max_size=5)
+    ),
     max_leaves=25,
 )
 
@@ -47,7 +47,12 @@ def _norm(v):
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    if (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return a == b or (a == 0 and b == 0)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
@@ -95,8 +100,15 @@ def test_js_number_matches_node():
     xs += list(rng.normal(size=500) * 10.0 ** rng.integers(-25, 25, size=500))
     xs = [float(x) for x in xs if math.isfinite(x)]
     out = subprocess.run(
-        [node, "-e", "const a=JSON.parse(require('fs').readFileSync(0,'utf8'));process.stdout.write(JSON.stringify(a.map(String)))"],
-        input=json.dumps(xs), capture_output=True, text=True, check=True,
+        [
+            node,
+            "-e",
+            "const a=JSON.parse(require('fs').readFileSync(0,'utf8'));process.stdout.write(JSON.stringify(a.map(String)))",
+        ],
+        input=json.dumps(xs),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     expected = json.loads(out)
     bad = [(x, e, codec.js_number(x)) for x, e in zip(xs, expected, strict=True) if e != codec.js_number(x)]
@@ -114,7 +126,10 @@ def test_lone_surrogates_escape_like_json_stringify():
     assert node, "node is required (the server is node)"
     out = subprocess.run(
         [node, "-e", "process.stdout.write(JSON.stringify(JSON.parse(require('fs').readFileSync(0,'utf8'))))"],
-        input=text, capture_output=True, text=True, check=True,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert out == text
     with pytest.raises(codec.EncodeError, match="lone surrogate"):
@@ -147,7 +162,9 @@ def test_json_refuses_integral_floats_beyond_2_53_below_1e21():
 def test_numpy_arrays_and_scalars():
     assert codec.encode_json(np.array([[1.5, 2.0], [3.0, -0.25]], dtype=np.float32)) == "[[1.5,2],[3,-0.25]]"
     assert codec.encode_json(np.arange(3, dtype=np.uint8)) == "[0,1,2]"
-    assert codec.encode_json({"a": np.int64(7), "b": np.float64(0.5), "c": np.bool_(True)}) == '{"a":7,"b":0.5,"c":true}'
+    assert (
+        codec.encode_json({"a": np.int64(7), "b": np.float64(0.5), "c": np.bool_(True)}) == '{"a":7,"b":0.5,"c":true}'
+    )
     assert codec.encode_json(np.array(3.0)) == "3"
     assert codec.encode_json((1, np.int8(-2))) == "[1,-2]"
     assert codec.decode_msgpack(codec.encode_msgpack(np.eye(2))) == [[1, 0], [0, 1]]
@@ -160,7 +177,10 @@ def test_numpy_arrays_and_scalars():
 
 
 def test_json_bytes_match_json_stringify_shape():
-    assert codec.encode_json({"id": 1, "type": "step", "action": [1.0, "é\n\u2028"]}) == '{"id":1,"type":"step","action":[1,"é\\n\u2028"]}'
+    assert (
+        codec.encode_json({"id": 1, "type": "step", "action": [1.0, "é\n\u2028"]})
+        == '{"id":1,"type":"step","action":[1,"é\\n\u2028"]}'
+    )
 
 
 def test_msgpack_matches_server_integer_and_map_forms():
@@ -185,7 +205,18 @@ def test_strict_json_decode_refuses(text):
 
 @pytest.mark.parametrize(
     "hexdata",
-    ["", "c1", "c40100", "d40100", "81a16101ff", "cb7ff8000000000000", "cf0020000000000000", "8101a0", "a2c328", "9" + "1" * 1],
+    [
+        "",
+        "c1",
+        "c40100",
+        "d40100",
+        "81a16101ff",
+        "cb7ff8000000000000",
+        "cf0020000000000000",
+        "8101a0",
+        "a2c328",
+        "9" + "1" * 1,
+    ],
 )
 def test_strict_msgpack_decode_refuses(hexdata):
     with pytest.raises(codec.DecodeError):

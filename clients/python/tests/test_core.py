@@ -52,7 +52,12 @@ def test_request_frame_shape():
     rid, data = core.request("reset", _core.reset_params("s1", 7, {"task": 2}), None)
     assert json.loads(data) == {"id": rid, "type": "reset", "session": "s1", "seed": 7, "options": {"task": 2}}
     rid, data = core.request("hello", _core.hello_params(client_name="t", client_version="1", token=None), None)
-    assert json.loads(data) == {"id": rid, "type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "t", "version": "1"}}
+    assert json.loads(data) == {
+        "id": rid,
+        "type": "hello",
+        "versions": [_core.PROTOCOL_VERSION],
+        "client": {"name": "t", "version": "1"},
+    }
     core2: ProtocolCore[None] = ProtocolCore("msgpack")
     _, data2 = core2.request("ping", None, None)
     assert isinstance(data2, bytes) and codec.decode_msgpack(data2) == {"id": 1, "type": "ping"}
@@ -81,7 +86,11 @@ def test_error_reply_maps_to_class(code):
     assert isinstance(inc, Rejected) and inc.token == "t"
     assert type(inc.error) is ERROR_CLASSES[code]
     assert (inc.error.code, inc.error.message, inc.error.details, inc.error.retryable, inc.error.scope) == (
-        code, "m", {"x": 1}, True, "session",
+        code,
+        "m",
+        {"x": 1},
+        True,
+        "session",
     )
 
 
@@ -92,13 +101,23 @@ def test_unknown_error_code_becomes_base_error():
 
 def test_null_id_error_is_unroutable_and_keeps_scope():
     core: ProtocolCore[str] = ProtocolCore("json")
-    inc = core.receive(json.dumps({"id": None, "type": "error", "error": {"code": "TOO_LARGE", "message": "big", "retryable": False, "scope": "connection"}}))
+    inc = core.receive(
+        json.dumps(
+            {
+                "id": None,
+                "type": "error",
+                "error": {"code": "TOO_LARGE", "message": "big", "retryable": False, "scope": "connection"},
+            }
+        )
+    )
     assert isinstance(inc, Unroutable) and inc.error.code == "TOO_LARGE" and inc.error.scope == "connection"
 
 
 def test_events():
     core: ProtocolCore[str] = ProtocolCore("json")
-    inc = core.receive(json.dumps({"type": "event", "event": "session_closed", "session": "s9", "details": {"reason": "idle"}}))
+    inc = core.receive(
+        json.dumps({"type": "event", "event": "session_closed", "session": "s9", "details": {"reason": "idle"}})
+    )
     assert inc == ServerEvent("session_closed", "s9", {"reason": "idle"})
     assert core.receive(json.dumps({"type": "event", "event": "shutdown"})) == ServerEvent("shutdown", None, {})
 
@@ -123,10 +142,17 @@ def test_connection_lost_fails_everything_at_once():
 
 
 def test_batch_results_mix_results_and_errors():
-    out = _core.batch_results({"results": [
-        {"type": "result", "result": {"observation": 1}},
-        {"type": "error", "error": {"code": "RESET_NEEDED", "message": "m", "retryable": False, "scope": "session"}},
-    ]})
+    out = _core.batch_results(
+        {
+            "results": [
+                {"type": "result", "result": {"observation": 1}},
+                {
+                    "type": "error",
+                    "error": {"code": "RESET_NEEDED", "message": "m", "retryable": False, "scope": "session"},
+                },
+            ]
+        }
+    )
     assert out[0] == {"observation": 1}
     assert type(out[1]).__name__ == "ResetNeededError"
 

@@ -22,11 +22,17 @@ def test_generated_map_matches_registry_json():
 
 def test_one_class_per_code_with_documented_names():
     expected = {
-        "PARSE_ERROR": "ParseError", "INVALID_MESSAGE": "InvalidMessageError",
-        "RESET_NEEDED": "ResetNeededError", "CAPACITY": "CapacityError",
-        "TIMEOUT": "ServerTimeoutError", "ENV_ERROR": "EnvError", "SANDBOX_ERROR": "SandboxError",
-        "UNAUTHORIZED": "UnauthorizedError", "TOO_LARGE": "TooLargeError",
-        "SHUTTING_DOWN": "ShuttingDownError", "INTERNAL": "InternalError",
+        "PARSE_ERROR": "ParseError",
+        "INVALID_MESSAGE": "InvalidMessageError",
+        "RESET_NEEDED": "ResetNeededError",
+        "CAPACITY": "CapacityError",
+        "TIMEOUT": "ServerTimeoutError",
+        "ENV_ERROR": "EnvError",
+        "SANDBOX_ERROR": "SandboxError",
+        "UNAUTHORIZED": "UnauthorizedError",
+        "TOO_LARGE": "TooLargeError",
+        "SHUTTING_DOWN": "ShuttingDownError",
+        "INTERNAL": "InternalError",
     }
     for code, name in expected.items():
         assert errors.class_name_for_code(code) == name
@@ -50,7 +56,15 @@ def test_client_side_errors():
 
 
 def test_error_to_wire_round_trip():
-    e = sandgym.error_from_wire({"code": "CAPACITY", "message": "full", "retryable": True, "scope": "request", "details": {"retry_after_ms": 25}})
+    e = sandgym.error_from_wire(
+        {
+            "code": "CAPACITY",
+            "message": "full",
+            "retryable": True,
+            "scope": "request",
+            "details": {"retry_after_ms": 25},
+        }
+    )
     assert isinstance(e, sandgym.CapacityError)
     assert sandgym.error_from_wire(e.to_wire()).to_wire() == e.to_wire()
     assert "CAPACITY" in str(e)

@@ -28,7 +28,9 @@ else:
 
 @pytest.mark.parametrize("missing", ["gymnasium", "numpy"])
 def test_import_without_the_extra_names_it(missing: str) -> None:
-    out = subprocess.run([sys.executable, "-c", SCRIPT.format(missing=missing)], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(missing=missing)], capture_output=True, text=True, timeout=60, check=True
+    )
     lines = out.stdout.splitlines()
     assert lines[0] == (
         f"ImportError: sandgym.gym needs the 'gymnasium' extra ({missing} is not installed): pip install 'sandgym[gymnasium]'"
@@ -37,5 +39,11 @@ def test_import_without_the_extra_names_it(missing: str) -> None:
 
 
 def test_import_with_the_extra_works() -> None:
-    out = subprocess.run([sys.executable, "-c", "import sandgym.gym; print('ok')"], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sandgym.gym; print('ok')"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert out.stdout.strip() == "ok"

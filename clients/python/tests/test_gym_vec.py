@@ -61,7 +61,15 @@ ACTIONS: dict[str, Any] = {
 SHIPPED = ["math-v0", "wordle-v0", "calculator-tools-v0"]
 VECTORISERS = {"Sync": SyncVectorEnv, "Async": AsyncVectorEnv}
 
-STRINGS = ["", "a", "line one\nline two\ttab", "héllo wörld ✓ 🎉", "\x00\x7f\x80", "\ud800 lone surrogate", "\U0010ffff"]
+STRINGS = [
+    "",
+    "a",
+    "line one\nline two\ttab",
+    "héllo wörld ✓ 🎉",
+    "\x00\x7f\x80",
+    "\ud800 lone surrogate",
+    "\U0010ffff",
+]
 
 
 # ---------------------------------------------------------------------------------------------- spaces
@@ -194,7 +202,9 @@ def test_flatten_wrappers_over_make_and_make_vec(url: str) -> None:
         assert unflatten(env.env.observation_space, obs).startswith("Wordle")
     finally:
         env.close()
-    vec = vector_wrappers.RecordEpisodeStatistics(vector_wrappers.FlattenObservation(sandgym.gym.make_vec(url, "math-v0", 3)))
+    vec = vector_wrappers.RecordEpisodeStatistics(
+        vector_wrappers.FlattenObservation(sandgym.gym.make_vec(url, "math-v0", 3))
+    )
     try:
         obs, _ = vec.reset(seed=0)
         assert obs.shape == (3, 2048) and obs in vec.observation_space
@@ -239,7 +249,9 @@ def test_make_vec_equals_sync_vector_env(url: str, env_id: str, mode: AutoresetM
             done = np.logical_or(a[2], a[3])
             ends += int(done.sum())
             if mode == AutoresetMode.DISABLED and done.any():
-                assert data_equivalence(vec.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done}))
+                assert data_equivalence(
+                    vec.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done})
+                )
         assert ends >= 4  # episodes did end, so the autoreset path was compared
     finally:
         vec.close()
@@ -251,9 +263,13 @@ def test_make_vec_next_step_autoreset_as_gymnasium_defines_it(url: str) -> None:
     with sandgym.gym.make_vec(url, "test/counter-v0", 2) as envs:
         obs, info = envs.reset()
         assert obs.tolist() == [0, 0] and info == {}
-        expect = [([1, 0], [1, 0], [False, False]), ([2, 0], [1, 0], [False, False]), ([3, 0], [1, 0], [True, False]),
-                  ([0, 0], [0, 0], [False, False]),  # the step after the end resets sub-env 0: reward 0
-                  ([1, 0], [1, 0], [False, False])]
+        expect = [
+            ([1, 0], [1, 0], [False, False]),
+            ([2, 0], [1, 0], [False, False]),
+            ([3, 0], [1, 0], [True, False]),
+            ([0, 0], [0, 0], [False, False]),  # the step after the end resets sub-env 0: reward 0
+            ([1, 0], [1, 0], [False, False]),
+        ]
         for o, r, t in expect:
             obs, rew, term, trunc, info = envs.step(np.array([1, 0]))
             assert (obs.tolist(), rew.tolist(), term.tolist(), trunc.tolist(), info) == (o, r, t, [False, False], {})
@@ -539,7 +555,9 @@ def test_make_vec_equals_sync_for_any_action_sequence(url: str, mode: AutoresetM
             assert data_equivalence(a, b), (act, a, b)
             done = np.logical_or(a[2], a[3])
             if mode == AutoresetMode.DISABLED and done.any():
-                assert data_equivalence(vec.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done}))
+                assert data_equivalence(
+                    vec.reset(options={"reset_mask": done}), ref.reset(options={"reset_mask": done})
+                )
     finally:
         vec.close()
         ref.close()

@@ -12,9 +12,24 @@ from _server import REPO
 def test_gym_vec_bench_smoke(tmp_path, url):
     out = tmp_path / "gym_vec.json"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "python_gym_vec_bench.py"), "--num-envs", "2", "--seconds", "0.2",
-         "--rounds", "1", "--url", url, "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(REPO / "bench" / "python_gym_vec_bench.py"),
+            "--num-envs",
+            "2",
+            "--seconds",
+            "0.2",
+            "--rounds",
+            "1",
+            "--url",
+            url,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())

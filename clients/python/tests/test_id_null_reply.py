@@ -18,15 +18,41 @@ async def _broken_server(ws) -> None:  # type: ignore[no-untyped-def]
     async for raw in ws:
         msg = json.loads(raw)
         if msg["type"] == "hello":
-            await ws.send(json.dumps({"id": msg["id"], "type": "result", "result": {
-                "version": 2, "server": {"name": "broken", "version": "0"},
-                "capabilities": {"batch": True, "msgpack": True, "pipelining": True, "tool_call": True},
-                "limits": {"max_message_bytes": 1 << 20, "max_sessions": 8, "max_batch": 8,
-                           "step_timeout_ms": 1000, "idle_timeout_ms": 0}}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "id": msg["id"],
+                        "type": "result",
+                        "result": {
+                            "version": 2,
+                            "server": {"name": "broken", "version": "0"},
+                            "capabilities": {"batch": True, "msgpack": True, "pipelining": True, "tool_call": True},
+                            "limits": {
+                                "max_message_bytes": 1 << 20,
+                                "max_sessions": 8,
+                                "max_batch": 8,
+                                "step_timeout_ms": 1000,
+                                "idle_timeout_ms": 0,
+                            },
+                        },
+                    }
+                )
+            )
         else:
-            await ws.send(json.dumps({"id": None, "type": "error", "error": {
-                "code": "PARSE_ERROR", "message": "frame could not be decoded: object key \"__proto__\" is not allowed",
-                "retryable": False, "scope": "request"}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "id": None,
+                        "type": "error",
+                        "error": {
+                            "code": "PARSE_ERROR",
+                            "message": 'frame could not be decoded: object key "__proto__" is not allowed',
+                            "retryable": False,
+                            "scope": "request",
+                        },
+                    }
+                )
+            )
 
 
 async def test_an_id_null_error_fails_the_pending_call_instead_of_hanging() -> None:

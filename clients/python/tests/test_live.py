@@ -120,12 +120,14 @@ async def test_batch(url, encoding):
     async with await AsyncClient.connect(url, encoding=encoding) as client:
         a = await client.make("test/counter-v0")
         b = await client.make("test/counter-v0")
-        out = await client.batch([
-            {"type": "reset", "env": a, "seed": 1},
-            {"type": "step", "env": a, "action": 1},
-            {"type": "step", "session": b.session, "action": 1},  # never reset
-            {"type": "close", "env": b},
-        ])
+        out = await client.batch(
+            [
+                {"type": "reset", "env": a, "seed": 1},
+                {"type": "step", "env": a, "action": 1},
+                {"type": "step", "session": b.session, "action": 1},  # never reset
+                {"type": "close", "env": b},
+            ]
+        )
         assert out[0]["observation"] == 0
         assert out[1]["observation"] == 1 and out[1]["reward"] == 1
         assert isinstance(out[2], sandgym.ResetNeededError)

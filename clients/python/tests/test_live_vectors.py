@@ -23,7 +23,12 @@ from sandgym._core import PROTOCOL_VERSION
 TRANSCRIPTS = load_vectors("transcripts")
 SCHEMA_FILES = load_vectors("schema")
 RECV_TIMEOUT = 15.0
-HELLO = {"id": 0, "type": "hello", "versions": [PROTOCOL_VERSION], "client": {"name": "sandgym-python-vectors", "version": "1"}}
+HELLO = {
+    "id": 0,
+    "type": "hello",
+    "versions": [PROTOCOL_VERSION],
+    "client": {"name": "sandgym-python-vectors", "version": "1"},
+}
 
 
 class Raw:
@@ -274,7 +279,11 @@ async def test_request_schema_vectors_live(url, encoding):
             name = f"{file_id}: {case['name']}"
             if case["valid"]:
                 # Valid frames pass validation; they may still fail later (e.g. unknown session "s-1").
-                if reply["type"] == "error" and reply["error"]["code"] in ("INVALID_MESSAGE", "UNKNOWN_TYPE", "PARSE_ERROR"):
+                if reply["type"] == "error" and reply["error"]["code"] in (
+                    "INVALID_MESSAGE",
+                    "UNKNOWN_TYPE",
+                    "PARSE_ERROR",
+                ):
                     failures.append(f"{name}: valid frame refused: {reply['error']}")
             else:
                 err = reply.get("error") or {}

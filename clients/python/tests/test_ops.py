@@ -48,20 +48,33 @@ def reply_to(op: Op, result: Any) -> Any:
 @pytest.mark.parametrize("encoding", ["json", "msgpack"])
 def test_each_op_builds_its_frame(encoding):
     cases: list[tuple[Op, dict[str, Any]]] = [
-        (_core.hello_op(client_name="n", client_version="1", token=None),
-         {"type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "n", "version": "1"}}),
-        (_core.hello_op(client_name="n", client_version="1", token="tk"),
-         {"type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "n", "version": "1"}, "token": "tk"}),
+        (
+            _core.hello_op(client_name="n", client_version="1", token=None),
+            {"type": "hello", "versions": [_core.PROTOCOL_VERSION], "client": {"name": "n", "version": "1"}},
+        ),
+        (
+            _core.hello_op(client_name="n", client_version="1", token="tk"),
+            {
+                "type": "hello",
+                "versions": [_core.PROTOCOL_VERSION],
+                "client": {"name": "n", "version": "1"},
+                "token": "tk",
+            },
+        ),
         (_core.list_envs_op(), {"type": "list_envs"}),
         (_core.make_op("test/counter-v0", {}), {"type": "make", "env_id": "test/counter-v0"}),
-        (_core.make_op("test/slow-v0", {"delay_ms": 5}),
-         {"type": "make", "env_id": "test/slow-v0", "kwargs": {"delay_ms": 5}}),
+        (
+            _core.make_op("test/slow-v0", {"delay_ms": 5}),
+            {"type": "make", "env_id": "test/slow-v0", "kwargs": {"delay_ms": 5}},
+        ),
         (_core.reset_op("s1", None, None), {"type": "reset", "session": "s1"}),
         (_core.reset_op("s1", 7, {"task": 2}), {"type": "reset", "session": "s1", "seed": 7, "options": {"task": 2}}),
         (_core.step_op("s1", [1, 2]), {"type": "step", "session": "s1", "action": [1, 2]}),
         (_core.close_op("s1"), {"type": "close", "session": "s1"}),
-        (_core.batch_op([{"type": "step", "session": "s1", "action": 0}]),
-         {"type": "batch", "requests": [{"type": "step", "session": "s1", "action": 0}]}),
+        (
+            _core.batch_op([{"type": "step", "session": "s1", "action": 0}]),
+            {"type": "batch", "requests": [{"type": "step", "session": "s1", "action": 0}]},
+        ),
     ]
     for op, expected in cases:
         assert frame_of(op, encoding) == {"id": 1, **expected}, op
@@ -158,7 +171,12 @@ class Base(ClientBase[str]):
 
 def test_connect_options_defaults_and_validation():
     opts = ConnectOptions()
-    assert (opts.encoding, opts.timeout, opts.connect_timeout, opts.capacity_max_attempts) == ("json", DEFAULT_TIMEOUT, 10.0, 8)
+    assert (opts.encoding, opts.timeout, opts.connect_timeout, opts.capacity_max_attempts) == (
+        "json",
+        DEFAULT_TIMEOUT,
+        10.0,
+        8,
+    )
     with pytest.raises(ValueError, match="unknown encoding"):
         ConnectOptions(encoding="xml")
     with pytest.raises(TypeError):
@@ -172,9 +190,19 @@ def test_connect_options_defaults_and_validation():
 
 def test_hello_sets_limits_and_the_client_side_size_check():
     base = Base()
-    base._on_hello({"version": _core.PROTOCOL_VERSION, "server": {"name": "s"}, "capabilities": {"batch": True},
-                    "limits": {"max_message_bytes": 64, "max_batch": 3}})
-    assert (base.protocol_version, base.server_info, base.capabilities) == (_core.PROTOCOL_VERSION, {"name": "s"}, {"batch": True})
+    base._on_hello(
+        {
+            "version": _core.PROTOCOL_VERSION,
+            "server": {"name": "s"},
+            "capabilities": {"batch": True},
+            "limits": {"max_message_bytes": 64, "max_batch": 3},
+        }
+    )
+    assert (base.protocol_version, base.server_info, base.capabilities) == (
+        _core.PROTOCOL_VERSION,
+        {"name": "s"},
+        {"batch": True},
+    )
     with pytest.raises(codec.EncodeError, match="max_message_bytes"):
         base._core.request("step", {"session": "s", "action": "x" * 100}, "t")
     envs = [EnvView(base, f"s{i}", {}) for i in range(4)]
@@ -186,10 +214,16 @@ def test_dispatch_completes_calls_and_applies_events():
     env = base._register(EnvView(base, "s1", {"id": "e"}))
     other = base._register(EnvView(base, "s2", {"id": "e"}))
     rid, _ = base._core.request("step", {"session": "s1", "action": 0}, "call-1")
-    assert base._dispatch(base._core.receive(json.dumps({"id": rid, "type": "result", "result": {"observation": 1}}))) is None
+    assert (
+        base._dispatch(base._core.receive(json.dumps({"id": rid, "type": "result", "result": {"observation": 1}})))
+        is None
+    )
     assert base.finished == [("call-1", {"observation": 1}, None)]
-    ev = base._dispatch(base._core.receive(json.dumps(
-        {"type": "event", "event": "session_closed", "session": "s1", "details": {"reason": "idle"}})))
+    ev = base._dispatch(
+        base._core.receive(
+            json.dumps({"type": "event", "event": "session_closed", "session": "s1", "details": {"reason": "idle"}})
+        )
+    )
     assert ev == ServerEvent("session_closed", "s1", {"reason": "idle"})
     assert env.closed and env.closed_reason == {"reason": "idle"} and not other.closed
     assert base.open_sessions == 1 and base.events == [ev]
@@ -226,10 +260,20 @@ def test_env_close_op_is_sent_once():
 def test_batch_items_name_their_session_by_handle():
     base = Base()
     env = EnvView(base, "s7", {})
-    op = base._batch_op([{"type": "step", "env": env, "action": 1}, {"type": "reset", "session": env},
-                         {"type": "close", "session": "s8"}])
-    assert op.params == {"requests": [{"type": "step", "session": "s7", "action": 1},
-                                      {"type": "reset", "session": "s7"}, {"type": "close", "session": "s8"}]}
+    op = base._batch_op(
+        [
+            {"type": "step", "env": env, "action": 1},
+            {"type": "reset", "session": env},
+            {"type": "close", "session": "s8"},
+        ]
+    )
+    assert op.params == {
+        "requests": [
+            {"type": "step", "session": "s7", "action": 1},
+            {"type": "reset", "session": "s7"},
+            {"type": "close", "session": "s8"},
+        ]
+    }
 
 
 def test_capacity_retry_decisions():

@@ -23,13 +23,20 @@ PKG = REPO / "clients" / "python"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(PKG)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(PKG)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     wheel = next(out.glob("sandgym-*.whl"))
     sdist = next(out.glob("sandgym-*.tar.gz"))
     venv = tmp_path_factory.mktemp("venv") / "v"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], check=True, timeout=600)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], check=True, timeout=600
+    )
     return {"wheel": wheel, "sdist": sdist, "python": py}
 
 
@@ -45,16 +52,32 @@ def test_wheel_and_sdist_hold_the_package_and_nothing_else(built: dict[str, Path
 
 def test_readme_episode_runs_from_the_installed_wheel(built: dict[str, Path], url: str) -> None:
     code = snippet_after((REPO / "README.md").read_text("utf-8"), "## An episode in Python", "python")
-    out = subprocess.run([str(built["python"]), "-c", code.replace(DEFAULT_URL, url)], capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [str(built["python"]), "-c", code.replace(DEFAULT_URL, url)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     reward, terminated, _ = out.stdout.strip().split(" ", 2)
     assert 0.0 <= float(reward) <= 1.0 and terminated == "True"
     # The installed copy, not the repository's sources.
-    where = subprocess.run([str(built["python"]), "-c", "import sandgym; print(sandgym.__file__)"], capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [str(built["python"]), "-c", "import sandgym; print(sandgym.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert str(built["python"].parent.parent) in where.stdout
 
 
 def test_gym_without_the_extra_names_it(built: dict[str, Path]) -> None:
-    out = subprocess.run([str(built["python"]), "-c", "import sandgym.gym"], capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [str(built["python"]), "-c", "import sandgym.gym"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert out.returncode == 1
-    assert "ImportError: sandgym.gym needs the 'gymnasium' extra (gymnasium is not installed): pip install 'sandgym[gymnasium]'" in out.stderr
+    assert (
+        "ImportError: sandgym.gym needs the 'gymnasium' extra (gymnasium is not installed): pip install 'sandgym[gymnasium]'"
+        in out.stderr
+    )

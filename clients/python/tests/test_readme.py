@@ -1,5 +1,6 @@
 """Docs stay true: the root README's Python episode runs as written against a real server
 (only the URL is rewritten to the test server's)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -26,7 +27,10 @@ def test_readme_python_episode_runs(url: str) -> None:
     assert DEFAULT_URL in code
     out = subprocess.run(
         [sys.executable, "-c", code.replace(DEFAULT_URL, url)],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     # "<reward> <terminated> <components>": math-v0 is single-turn, so terminated is True.

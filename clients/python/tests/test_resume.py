@@ -92,7 +92,9 @@ async def until(pred: object, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_cut_mid_step_resumes_and_the_episode_goes_on(resumable: tuple[str, Proxy], caplog: pytest.LogCaptureFixture) -> None:
+async def test_cut_mid_step_resumes_and_the_episode_goes_on(
+    resumable: tuple[str, Proxy], caplog: pytest.LogCaptureFixture
+) -> None:
     url, proxy = resumable
     caplog.set_level(logging.INFO, logger="sandgym")
     client = await AsyncClient.connect(url)
@@ -135,7 +137,9 @@ async def test_a_request_lost_with_the_socket_is_sent_again_and_runs_once(resuma
         await client.close()
 
 
-async def test_unreachable_for_the_grace_period_fails_pending_calls_and_handles(servers: ServerFactory, caplog: pytest.LogCaptureFixture) -> None:
+async def test_unreachable_for_the_grace_period_fails_pending_calls_and_handles(
+    servers: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
     srv = servers.get({"resume_grace_ms": 400})
     proxy = await Proxy(int(urlsplit(srv.url).port or 0)).start()
     caplog.set_level(logging.INFO, logger="sandgym")
@@ -180,7 +184,9 @@ async def test_reconnect_false_fails_at_once(resumable: tuple[str, Proxy]) -> No
 # The proxy runs on this test's event loop; the blocking client runs in worker threads.
 
 
-async def test_sync_client_resumes_a_cut_mid_step(resumable: tuple[str, Proxy], caplog: pytest.LogCaptureFixture) -> None:
+async def test_sync_client_resumes_a_cut_mid_step(
+    resumable: tuple[str, Proxy], caplog: pytest.LogCaptureFixture
+) -> None:
     url, proxy = resumable
     caplog.set_level(logging.INFO, logger="sandgym")
     client = await asyncio.to_thread(Client, url)

@@ -24,17 +24,27 @@ HELLO = {
     "version": 2,
     "server": {"name": "hostile", "version": "0"},
     "capabilities": {"batch": True, "msgpack": True, "pipelining": True, "tool_call": True, "resume": True},
-    "limits": {"max_message_bytes": 1 << 20, "max_sessions": 8, "max_batch": 8, "step_timeout_ms": 30000,
-               "idle_timeout_ms": 0, "resume_grace_ms": GRACE_MS},
+    "limits": {
+        "max_message_bytes": 1 << 20,
+        "max_sessions": 8,
+        "max_batch": 8,
+        "step_timeout_ms": 30000,
+        "idle_timeout_ms": 0,
+        "resume_grace_ms": GRACE_MS,
+    },
 }
 
 # How the hostile server answers the resume: a frame body for the resume's id (or None: never answers).
 ANSWERS: dict[str, dict[str, Any] | None] = {
     # An error the protocol does not give to resume.
-    "internal-error": {"type": "error", "error": {"code": "INTERNAL", "message": "internal error: boom",
-                                                  "retryable": False, "scope": "request"}},
-    "invalid-message": {"type": "error", "error": {"code": "INVALID_MESSAGE", "message": "invalid message",
-                                                   "retryable": False, "scope": "request"}},
+    "internal-error": {
+        "type": "error",
+        "error": {"code": "INTERNAL", "message": "internal error: boom", "retryable": False, "scope": "request"},
+    },
+    "invalid-message": {
+        "type": "error",
+        "error": {"code": "INVALID_MESSAGE", "message": "invalid message", "retryable": False, "scope": "request"},
+    },
     # Results of the wrong shape.
     "result-not-an-object": {"type": "result", "result": ["not", "an", "object"]},
     "lost-not-ids": {"type": "result", "result": {"resume_token": "r_x", "sessions": [], "unseen": [], "lost": ["x"]}},
@@ -55,9 +65,13 @@ def hostile(answer: dict[str, Any] | None) -> Callable[[ServerConnection], Any]:
             msg = json.loads(raw)
             rid, typ = msg.get("id"), msg.get("type")
             if typ == "hello":
-                await ws.send(json.dumps({"id": rid, "type": "result", "result": {**HELLO, "resume_token": f"r_{connections}"}}))
+                await ws.send(
+                    json.dumps({"id": rid, "type": "result", "result": {**HELLO, "resume_token": f"r_{connections}"}})
+                )
             elif typ == "make":
-                await ws.send(json.dumps({"id": rid, "type": "result", "result": {"session": "s_1", "env_spec": {"id": "x"}}}))
+                await ws.send(
+                    json.dumps({"id": rid, "type": "result", "result": {"session": "s_1", "env_spec": {"id": "x"}}})
+                )
             elif typ == "reset":
                 await ws.send(json.dumps({"id": rid, "type": "result", "result": {"observation": 0, "info": {}}}))
             elif typ == "step" and first:

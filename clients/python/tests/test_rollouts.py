@@ -35,8 +35,13 @@ class ChatModel:
         turn = sum(1 for m in messages if m["role"] == "assistant")
 
         def call(name: str, args: str) -> dict[str, Any]:
-            return {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"call-{seed}-{turn}", "type": "function", "function": {"name": name, "arguments": args}}]}
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call-{seed}-{turn}", "type": "function", "function": {"name": name, "arguments": args}}
+                ],
+            }
 
         if turn == 0 and seed % 3 == 0:
             return call("calculate", '{"expression": ')  # invalid JSON: the adapter answers, the episode goes on
@@ -64,8 +69,14 @@ def chat_server() -> Iterator[tuple[str, ChatModel]]:
                 self.end_headers()
                 self.wfile.write(b'{"error": "model not loaded"}')
                 return
-            out = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "message": model.reply(body), "finish_reason": "stop"}]}).encode()
+            out = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": model.reply(body), "finish_reason": "stop"}],
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(out)))
@@ -123,7 +134,9 @@ async def test_http_policy_tool_env_multi_turn(url, chat_server):
         assert ep.invalid_actions == (1 if malformed_first else 0)
         assert len(ep.rewards) == (3 if malformed_first else 2)  # [malformed,] calculate, submit
         assert ep.steps == 2 and ep.terminated
-        assert ep.return_ == pytest.approx(1.0)  # seed 9 is "What is 26^3 - 7^5 + 379 * 7?": calculate, then submit its value
+        assert ep.return_ == pytest.approx(
+            1.0
+        )  # seed 9 is "What is 26^3 - 7^5 + 379 * 7?": calculate, then submit its value
         assert ep.return_ == pytest.approx(sum(ep.reward_components.values()))
         for i, m in enumerate(ep.messages):
             if m["role"] == "tool":
@@ -138,8 +151,9 @@ async def test_policy_endpoint_failure_is_marked_not_scored(url, chat_server):
     base, _ = chat_server
     async with await sandgym.AsyncClient.connect(url) as client:
         group = await rollout_group(client, "math-v0", OpenAIChatPolicy(base, "broken"), seed=1, group_size=3)
-        unreachable = await rollout_group(client, "math-v0", OpenAIChatPolicy("http://127.0.0.1:9/v1", timeout=5),
-                                          seed=1, group_size=1)
+        unreachable = await rollout_group(
+            client, "math-v0", OpenAIChatPolicy("http://127.0.0.1:9/v1", timeout=5), seed=1, group_size=1
+        )
     for ep in group.episodes + unreachable.episodes:
         assert ep.failure is not None and ep.failure.source == "policy"
         assert ep.return_ is None and ep.advantage is None
@@ -167,14 +181,17 @@ async def test_callable_policies_sync_async_and_raising(url):
     assert [g.seed for g in groups] == [1, 2]
     assert all(e.ok and e.reward_components["format"] == pytest.approx(0.1) for g in groups for e in g.episodes)
     assert all(e.ok and e.return_ == 0.0 for e in g2.episodes)
-    assert all(e.failure is not None and e.failure.source == "policy" and "out of memory" in e.failure.message
-               for e in g3.episodes)
+    assert all(
+        e.failure is not None and e.failure.source == "policy" and "out of memory" in e.failure.message
+        for e in g3.episodes
+    )
 
 
 async def test_options_tasks_and_server_errors(url):
     async with await sandgym.AsyncClient.connect(url) as client:
-        good = await rollout_group(client, "wordle-v0", lambda m, t, c: "crane", options={"word": "crane"}, seed=10,
-                                   group_size=3)
+        good = await rollout_group(
+            client, "wordle-v0", lambda m, t, c: "crane", options={"word": "crane"}, seed=10, group_size=3
+        )
         bad = await rollout_group(client, "wordle-v0", lambda m, t, c: "crane", options={"word": "zzzzz"}, group_size=2)
     assert [e.seed for e in good.episodes] == [10, 11, 12]  # options name the task: seeds differ
     assert all(e.ok and e.terminated and e.return_ and e.return_ > 0 for e in good.episodes)
@@ -204,8 +221,9 @@ async def test_connection_lost_mid_episode_is_an_infrastructure_failure(servers)
 
 async def test_max_turns_and_bad_arguments(url):
     async with await sandgym.AsyncClient.connect(url) as client:
-        group = await rollout_group(client, "wordle-v0", lambda m, t, c: "slate", options={"word": "crane"},
-                                    group_size=1, max_turns=2)
+        group = await rollout_group(
+            client, "wordle-v0", lambda m, t, c: "slate", options={"word": "crane"}, group_size=1, max_turns=2
+        )
         ep = group.episodes[0]
         assert ep.ok and len(ep.rewards) == 2 and not ep.terminated and not ep.truncated
         with pytest.raises(ValueError):

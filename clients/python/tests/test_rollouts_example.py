@@ -41,8 +41,9 @@ def test_safe_eval(rollouts_mod):
 @pytest.mark.parametrize("env_id", ["calculator-tools-v0", "math-v0"])
 def test_rollouts_small(url, tmp_path, rollouts_mod, env_id):
     out = tmp_path / "r.jsonl"
-    args = rollouts_mod.parse_args(["--url", url, "--env", env_id, "--tasks", "3", "--group-size", "4",
-                                    "--out", str(out), "--seed", "5"])
+    args = rollouts_mod.parse_args(
+        ["--url", url, "--env", env_id, "--tasks", "3", "--group-size", "4", "--out", str(out), "--seed", "5"]
+    )
     import asyncio
 
     result = asyncio.run(rollouts_mod.rollouts(args))
@@ -65,9 +66,24 @@ def test_rollouts_with_task_options_and_failures(url, tmp_path, rollouts_mod):
     # wordle-v0 tasks are reset options; an unknown word is the env's INVALID_ARGUMENT: recorded as
     # failed episodes and kept out of the advantages.
     out = tmp_path / "w.jsonl"
-    args = rollouts_mod.parse_args(["--url", url, "--env", "wordle-v0", "--tasks", "2", "--group-size", "3",
-                                    "--task-options", '[{"word": "crane"}, {"word": "zzzzz"}]',
-                                    "--max-steps", "3", "--out", str(out)])
+    args = rollouts_mod.parse_args(
+        [
+            "--url",
+            url,
+            "--env",
+            "wordle-v0",
+            "--tasks",
+            "2",
+            "--group-size",
+            "3",
+            "--task-options",
+            '[{"word": "crane"}, {"word": "zzzzz"}]',
+            "--max-steps",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     import asyncio
 
     result = asyncio.run(rollouts_mod.rollouts(args))
@@ -76,15 +92,30 @@ def test_rollouts_with_task_options_and_failures(url, tmp_path, rollouts_mod):
     bad = [r for r in lines if r["task"] == 1]
     assert all(r["failure"] is None and r["options"] == {"word": "crane"} for r in ok)
     assert len({r["seed"] for r in ok}) == 3  # different seeds, same task
-    assert all(r["failure"]["code"] == "INVALID_ARGUMENT" and r["advantage"] is None and r["return"] is None
-               for r in bad)
+    assert all(
+        r["failure"]["code"] == "INVALID_ARGUMENT" and r["advantage"] is None and r["return"] is None for r in bad
+    )
     assert result["groups"][1]["failed"] == 3
 
 
 def test_rollouts_cli(url, tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--url", url, "--tasks", "2", "--group-size", "2", "--out", str(tmp_path / "c.jsonl")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            str(EXAMPLE),
+            "--url",
+            url,
+            "--tasks",
+            "2",
+            "--group-size",
+            "2",
+            "--out",
+            str(tmp_path / "c.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "| task | episodes |" in proc.stdout

@@ -29,8 +29,9 @@ def _request_validator() -> Draft202012Validator:
         doc = json.loads(path.read_text("utf-8"))
         resources.append((doc["$id"], Resource.from_contents(doc)))
     registry: Registry = Registry().with_resources(resources)
-    return Draft202012Validator({"$ref": f"https://sandgym.dev/protocol/v{_core.PROTOCOL_VERSION}/request.json"},
-                                registry=registry)
+    return Draft202012Validator(
+        {"$ref": f"https://sandgym.dev/protocol/v{_core.PROTOCOL_VERSION}/request.json"}, registry=registry
+    )
 
 
 REQUEST = _request_validator()
@@ -71,22 +72,29 @@ def test_unset_scheduling_sends_nothing_new() -> None:
     assert "client_group" not in _frame(_core.hello_op(client_name="t", client_version="1", token=None))
 
 
-@pytest.mark.parametrize("kwargs,exc", [
-    ({"priority": ""}, TypeError),
-    ({"priority": 3}, TypeError),
-    ({"queue_timeout_ms": -1}, ValueError),
-    ({"queue_timeout_ms": 1.5}, TypeError),
-    ({"queue_timeout_ms": True}, TypeError),
-    ({"queue_timeout_ms": "100"}, TypeError),
-    ({"preemptible": "yes"}, TypeError),
-    ({"preemptible": 1}, TypeError),
-])
-def test_hostile_scheduling_values_are_refused_before_anything_is_sent(kwargs: dict[str, Any], exc: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    "kwargs,exc",
+    [
+        ({"priority": ""}, TypeError),
+        ({"priority": 3}, TypeError),
+        ({"queue_timeout_ms": -1}, ValueError),
+        ({"queue_timeout_ms": 1.5}, TypeError),
+        ({"queue_timeout_ms": True}, TypeError),
+        ({"queue_timeout_ms": "100"}, TypeError),
+        ({"preemptible": "yes"}, TypeError),
+        ({"preemptible": 1}, TypeError),
+    ],
+)
+def test_hostile_scheduling_values_are_refused_before_anything_is_sent(
+    kwargs: dict[str, Any], exc: type[Exception]
+) -> None:
     with pytest.raises(exc):
         Scheduling(**kwargs)
 
 
-@pytest.mark.parametrize("size,exc", [(0, ValueError), (-3, ValueError), (True, TypeError), (2.0, TypeError), ("8", TypeError)])
+@pytest.mark.parametrize(
+    "size,exc", [(0, ValueError), (-3, ValueError), (True, TypeError), (2.0, TypeError), ("8", TypeError)]
+)
 def test_hostile_group_sizes_are_refused(size: Any, exc: type[Exception]) -> None:
     with pytest.raises(exc):
         _core.group_op("shell-v0", size, {})
@@ -102,10 +110,18 @@ def test_scheduling_must_be_a_scheduling() -> None:
             ConnectOptions(client_group=bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("result", [
-    {}, {"group": 1, "sessions": ["a"]}, {"group": "g", "sessions": []}, {"group": "g", "sessions": [1]},
-    {"group": "g", "sessions": "a"}, [], "x",
-])
+@pytest.mark.parametrize(
+    "result",
+    [
+        {},
+        {"group": 1, "sessions": ["a"]},
+        {"group": "g", "sessions": []},
+        {"group": "g", "sessions": [1]},
+        {"group": "g", "sessions": "a"},
+        [],
+        "x",
+    ],
+)
 def test_malformed_group_results_are_typed_errors(result: Any) -> None:
     op = _core.group_op("shell-v0", 2, {})
     with pytest.raises(sandgym.SandgymError) as ei:
@@ -115,8 +131,11 @@ def test_malformed_group_results_are_typed_errors(result: Any) -> None:
 
 def test_group_result_parse() -> None:
     op = _core.group_op("shell-v0", 2, {})
-    assert op.parse({"group": "g1", "sessions": ["a", "b"], "env_spec": {"id": "shell-v0", "x": 1}}) == \
-        ("g1", ["a", "b"], {"id": "shell-v0", "x": 1})
+    assert op.parse({"group": "g1", "sessions": ["a", "b"], "env_spec": {"id": "shell-v0", "x": 1}}) == (
+        "g1",
+        ["a", "b"],
+        {"id": "shell-v0", "x": 1},
+    )
     assert op.parse({"group": "g1", "sessions": ["a"]}) == ("g1", ["a"], {"id": "shell-v0"})
 
 
@@ -139,12 +158,19 @@ def test_queue_events_reach_the_callback_of_the_request_they_name_until_its_repl
     rid, _ = core.request("make", {"env_id": "shell-v0"}, "a", seen.append)
     rid2, _ = core.request("reset", {"session": "s"}, "b", other.append)
     rid3, _ = core.request("reset", {"session": "t"}, "c")  # no callback
-    ev = _event(core, "queued", {"request": rid, "position": 3, "units_ahead": 5, "estimated_wait_ms": None, "priority": "eval"})
+    ev = _event(
+        core, "queued", {"request": rid, "position": 3, "units_ahead": 5, "estimated_wait_ms": None, "priority": "eval"}
+    )
     hit = core.progress(ev)
     assert hit is not None
     hit[0](hit[1])
     assert seen == [QueueProgress("queued", rid, None, 3, 5, None, "eval", None)]
-    assert core.progress(_event(core, "queued", {"request": rid3, "position": 0, "units_ahead": 0, "estimated_wait_ms": 0})) is None
+    assert (
+        core.progress(
+            _event(core, "queued", {"request": rid3, "position": 0, "units_ahead": 0, "estimated_wait_ms": 0})
+        )
+        is None
+    )
     hit = core.progress(_event(core, "admitted", {"request": rid, "waited_ms": 1200}))
     assert hit is not None and hit[1].event == "admitted" and hit[1].waited_ms == 1200
     hit[0](hit[1])
@@ -153,13 +179,23 @@ def test_queue_events_reach_the_callback_of_the_request_they_name_until_its_repl
     assert isinstance(core.receive(json.dumps({"id": rid, "type": "result", "result": {"session": "s1"}})), Resolved)
     assert core.progress(_event(core, "admitted", {"request": rid, "waited_ms": 1})) is None
     # A batch item's event names the batch's id and the session.
-    hit = core.progress(_event(core, "queued", {"request": rid2, "position": 1, "units_ahead": 1, "estimated_wait_ms": 10}, "s"))
+    hit = core.progress(
+        _event(core, "queued", {"request": rid2, "position": 1, "units_ahead": 1, "estimated_wait_ms": 10}, "s")
+    )
     assert hit is not None and hit[1].session == "s" and hit[1].estimated_wait_ms == 10
 
 
-@pytest.mark.parametrize("details", [
-    {}, {"request": "1"}, {"request": 1.0}, {"request": None}, {"request": True}, {"request": 99},
-])
+@pytest.mark.parametrize(
+    "details",
+    [
+        {},
+        {"request": "1"},
+        {"request": 1.0},
+        {"request": None},
+        {"request": True},
+        {"request": 99},
+    ],
+)
 def test_queue_events_naming_no_pending_request_are_ignored(details: dict[str, Any]) -> None:
     core: ProtocolCore[str] = ProtocolCore()
     core.request("make", {"env_id": "x"}, "a", lambda p: None)
@@ -169,8 +205,13 @@ def test_queue_events_naming_no_pending_request_are_ignored(details: dict[str, A
 def test_hostile_queue_event_fields_become_none_not_crashes() -> None:
     core: ProtocolCore[str] = ProtocolCore()
     rid, _ = core.request("make", {"env_id": "x"}, "a", lambda p: None)
-    hit = core.progress(_event(core, "queued", {"request": rid, "position": "1", "units_ahead": -0.5,
-                                                "estimated_wait_ms": [1], "priority": {"x": 1}}))
+    hit = core.progress(
+        _event(
+            core,
+            "queued",
+            {"request": rid, "position": "1", "units_ahead": -0.5, "estimated_wait_ms": [1], "priority": {"x": 1}},
+        )
+    )
     assert hit is not None
     assert (hit[1].position, hit[1].units_ahead, hit[1].estimated_wait_ms, hit[1].priority) == (None, None, None, None)
 
@@ -191,11 +232,18 @@ def test_callbacks_are_dropped_when_a_request_is_abandoned_cancelled_or_the_conn
 # ------------------------------------------------------------------------------ rollouts: reruns
 
 
-@pytest.mark.parametrize("code,infra", [
-    *[(c, True) for c in sorted(RETRY_CODES)],
-    ("ENV_ERROR", False), ("INVALID_ARGUMENT", False), ("INVALID_ACTION", False), ("UNSUPPORTED", False),
-    ("RESET_NEEDED", False), ("UNKNOWN_ENV", False),
-])
+@pytest.mark.parametrize(
+    "code,infra",
+    [
+        *[(c, True) for c in sorted(RETRY_CODES)],
+        ("ENV_ERROR", False),
+        ("INVALID_ARGUMENT", False),
+        ("INVALID_ACTION", False),
+        ("UNSUPPORTED", False),
+        ("RESET_NEEDED", False),
+        ("UNKNOWN_ENV", False),
+    ],
+)
 def test_infrastructure_failures_follow_the_outcome_taxonomy(code: str, infra: bool) -> None:
     cls = sandgym.ERROR_CLASSES.get(code, sandgym.SandgymError)
     f = Failure.from_error(cls("x", code=code))
@@ -253,13 +301,26 @@ async def test_an_infrastructure_failure_is_rerun_up_to_the_budget_and_no_furthe
 
 async def test_a_request_error_or_a_low_reward_is_never_rerun(url: str) -> None:
     async with await sandgym.AsyncClient.connect(url) as client:
-        bad = await rollout_group(client, "wordle-v0", lambda m, t, c: "crane", options={"word": "zzzzz"}, group_size=2,
-                                  rerun_infra_failures=5)
+        bad = await rollout_group(
+            client,
+            "wordle-v0",
+            lambda m, t, c: "crane",
+            options={"word": "zzzzz"},
+            group_size=2,
+            rerun_infra_failures=5,
+        )
         assert [e.attempts for e in bad.episodes] == [1, 1]
         assert all(e.failure is not None and not e.failure.infrastructure for e in bad.episodes)
         # A wrong answer is a result (reward 0), not a failure: never run again.
-        low = await rollout_group(client, "wordle-v0", lambda m, t, c: "slate", options={"word": "crane"}, group_size=2,
-                                  max_turns=2, rerun_infra_failures=5)
+        low = await rollout_group(
+            client,
+            "wordle-v0",
+            lambda m, t, c: "slate",
+            options={"word": "crane"},
+            group_size=2,
+            max_turns=2,
+            rerun_infra_failures=5,
+        )
         assert all(e.ok and e.attempts == 1 for e in low.episodes)
         assert low.returns == [low.returns[0]] * 2
 
@@ -268,11 +329,18 @@ async def test_a_request_error_or_a_low_reward_is_never_rerun(url: str) -> None:
 async def test_hostile_rerun_budgets_are_refused(url: str, bad: Any) -> None:
     async with await sandgym.AsyncClient.connect(url) as client:
         with pytest.raises(ValueError):
-            await rollout_group(client, "wordle-v0", lambda m, t, c: "crane", options={"word": "crane"}, group_size=1,
-                                rerun_infra_failures=bad)
+            await rollout_group(
+                client,
+                "wordle-v0",
+                lambda m, t, c: "crane",
+                options={"word": "crane"},
+                group_size=1,
+                rerun_infra_failures=bad,
+            )
         with pytest.raises(TypeError):
-            await rollout_group(client, "wordle-v0", lambda m, t, c: "crane", group_size=1,
-                                scheduling={"priority": "eval"})  # type: ignore[arg-type]
+            await rollout_group(
+                client, "wordle-v0", lambda m, t, c: "crane", group_size=1, scheduling={"priority": "eval"}
+            )  # type: ignore[arg-type]
 
 
 async def test_a_sandbox_killed_mid_episode_is_rerun_and_the_rerun_is_graded(docker_url: str) -> None:
@@ -305,13 +373,19 @@ async def test_a_sandbox_killed_mid_episode_is_rerun_and_the_rerun_is_graded(doc
             env.reset = reset  # type: ignore[method-assign]
             return env
 
-        ep = await rollout_episode(make, policy, seed=1, options={"task_id": "create-file"}, rerun_infra_failures=2,
-                                   max_turns=6)
+        ep = await rollout_episode(
+            make, policy, seed=1, options={"task_id": "create-file"}, rerun_infra_failures=2, max_turns=6
+        )
         assert len(killed) == 1 and len(sandboxes) == 2 and sandboxes[0] != sandboxes[1]
         assert ep.attempts == 2 and [f.code for f in ep.rerun_failures] == ["SANDBOX_ERROR"], ep.rerun_failures
         assert ep.ok and ep.return_ == 1.0 and ep.terminated
 
 
 def _tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"c-{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": f"c-{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }

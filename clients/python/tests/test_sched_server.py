@@ -120,11 +120,20 @@ async def test_a_class_that_was_not_granted_is_a_typed_error(sched_url: str) -> 
             await client.group("shell-v0", 2, scheduling=Scheduling(priority="no-such-class"))
 
 
-@pytest.mark.parametrize("params", [
-    {"priority": "Not A Class"}, {"priority": ""}, {"queue_timeout_ms": -1}, {"queue_timeout_ms": 1.5},
-    {"preemptible": "yes"}, {"priority": "x" * 65},
-])
-async def test_hostile_scheduling_fields_sent_raw_are_refused_and_lose_nothing(sched_url: str, params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"priority": "Not A Class"},
+        {"priority": ""},
+        {"queue_timeout_ms": -1},
+        {"queue_timeout_ms": 1.5},
+        {"preemptible": "yes"},
+        {"priority": "x" * 65},
+    ],
+)
+async def test_hostile_scheduling_fields_sent_raw_are_refused_and_lose_nothing(
+    sched_url: str, params: dict[str, Any]
+) -> None:
     # Sent raw (the typed API refuses most of them before sending): the server must refuse each with a typed error.
     async with await sandgym.AsyncClient.connect(sched_url) as client:
         with pytest.raises(sandgym.SandgymError) as ei:
@@ -177,8 +186,10 @@ async def test_a_preempted_episode_is_rerun_and_scored(sched_url: str) -> None:
     """A preemptible background episode holds a sandbox while its policy thinks; an eval reset arrives with
     the pool full; the scheduler reclaims the background sandbox (PREEMPTED, never a reward); the rollout
     reruns the episode once the eval session is done, and that run is graded."""
-    async with await sandgym.AsyncClient.connect(sched_url) as client, \
-            await sandgym.AsyncClient.connect(sched_url) as evaluator:
+    async with (
+        await sandgym.AsyncClient.connect(sched_url) as client,
+        await sandgym.AsyncClient.connect(sched_url) as evaluator,
+    ):
         (holder,) = await _holding(client, 1, scheduling=Scheduling(priority="train"))
         preempted: list[dict[str, Any]] = []
 
@@ -196,8 +207,9 @@ async def test_a_preempted_episode_is_rerun_and_scored(sched_url: str) -> None:
                 return _call("bash", {"command": "echo 'hello world' > hello.txt"})
             return _call("submit", {})
 
-        ep = await rollout_episode(make, policy, seed=1, options={"task_id": "create-file"}, rerun_infra_failures=1,
-                                   max_turns=4)
+        ep = await rollout_episode(
+            make, policy, seed=1, options={"task_id": "create-file"}, rerun_infra_failures=1, max_turns=4
+        )
         assert preempted, "the eval reset was never admitted"
         assert ep.attempts == 2 and [f.code for f in ep.rerun_failures] == ["PREEMPTED"], ep.rerun_failures
         assert ep.ok and ep.return_ == 1.0
@@ -205,8 +217,13 @@ async def test_a_preempted_episode_is_rerun_and_scored(sched_url: str) -> None:
 
 
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"c-{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": f"c-{name}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 def test_the_blocking_client_waits_in_the_queue_and_groups(sched_url: str) -> None:
@@ -256,7 +273,9 @@ def test_the_training_doc_scheduling_snippet_runs_as_written(sched_url: str) -> 
     code = code.replace("group_size=8", f"group_size={CAPACITY}")
     assert sched_url in code and f'client.group("shell-v0", {CAPACITY})' in code and f"group_size={CAPACITY}" in code
     env = {**os.environ, "PYTHONPATH": str(REPO / "clients" / "python" / "src")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env, check=False
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.strip().splitlines()
     # on_queue printed nothing (nobody waited) or queued/admitted lines; then the rollout's (return, attempts)

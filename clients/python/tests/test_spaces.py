@@ -21,8 +21,25 @@ DICT = {
 TOOLS = {
     "type": "tool_call",
     "tools": [
-        {"name": "echo", "description": "echo", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": False}},
-        {"name": "add", "description": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}},
+        {
+            "name": "echo",
+            "description": "echo",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+                "additionalProperties": False,
+            },
+        },
+        {
+            "name": "add",
+            "description": "add",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+        },
     ],
 }
 ALL = [
@@ -144,7 +161,16 @@ def test_tool_call_and_json_spaces():
     for _ in range(10):
         assert tc.contains(tc.sample())
     assert not tc.contains({"name": "echo", "arguments": {"text": 1}})
-    js = S.to_gym_space({"type": "json", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 3}}, "required": ["n"]}})
+    js = S.to_gym_space(
+        {
+            "type": "json",
+            "schema": {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 3}},
+                "required": ["n"],
+            },
+        }
+    )
     assert isinstance(js, S.JsonSpace)
     js.seed(0)
     assert js.contains(js.sample())
@@ -170,7 +196,11 @@ def test_tool_call_and_json_spaces():
         ({"not": {"type": "null"}}, 0, True),
         ({"type": "number", "exclusiveMaximum": 1}, 1, False),
         ({"type": "number", "multipleOf": 0.1}, 0.3, True),
-        ({"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False}, {"x1": 1, "y": 2}, False),
+        (
+            {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+            {"x1": 1, "y": 2},
+            False,
+        ),
     ],
 )
 def test_json_schema_subset(schema, value, ok):

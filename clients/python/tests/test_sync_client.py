@@ -103,12 +103,14 @@ def test_batch_and_step_many(url, encoding):
     with Client(url, encoding=encoding) as client:
         a = client.make("test/counter-v0")
         b = client.make("test/counter-v0")
-        out = client.batch([
-            {"type": "reset", "env": a, "seed": 1},
-            {"type": "step", "env": a, "action": 1},
-            {"type": "step", "session": b, "action": 1},  # never reset
-            {"type": "close", "env": b},
-        ])
+        out = client.batch(
+            [
+                {"type": "reset", "env": a, "seed": 1},
+                {"type": "step", "env": a, "action": 1},
+                {"type": "step", "session": b, "action": 1},  # never reset
+                {"type": "close", "env": b},
+            ]
+        )
         assert out[0]["observation"] == 0 and out[1]["observation"] == 1
         assert isinstance(out[2], sandgym.ResetNeededError)
         assert out[3] == {}

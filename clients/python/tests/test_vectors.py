@@ -78,7 +78,9 @@ def test_codec_refused(case):
         if case["encoding"] == "json":
             codec.decode_json(data, strict=True, max_bytes=case.get("max_bytes"))
         else:
-            codec.decode_msgpack(bytes(data) if isinstance(data, bytes) else data.encode(), strict=True, max_bytes=case.get("max_bytes"))
+            codec.decode_msgpack(
+                bytes(data) if isinstance(data, bytes) else data.encode(), strict=True, max_bytes=case.get("max_bytes")
+            )
     assert ei.value.code == case["error"]
 
 
@@ -136,7 +138,11 @@ PREFIX = f"https://sandgym.dev/protocol/v{PROTOCOL_VERSION}/"
 
 
 def test_schema_ids_carry_the_clients_protocol_version():
-    ids = [doc["$id"] for path in sorted((REPO / "protocol" / "schema").glob("*.json")) for doc in [json.loads(path.read_text("utf-8"))]]
+    ids = [
+        doc["$id"]
+        for path in sorted((REPO / "protocol" / "schema").glob("*.json"))
+        for doc in [json.loads(path.read_text("utf-8"))]
+    ]
     assert ids and all(i.startswith(PREFIX) for i in ids), ids
 
 
@@ -175,7 +181,10 @@ def test_schema_vector(direction, case):
         if ok and op:
             result_schema = _validator(f"result-{op.replace('_', '-')}.json")
             ok = result_schema.is_valid(frame.get("result"))
-    assert ok is case["valid"], (case, [e.message for e in (REQUEST if direction == "request" else SERVER).iter_errors(frame)][:3])
+    assert ok is case["valid"], (
+        case,
+        [e.message for e in (REQUEST if direction == "request" else SERVER).iter_errors(frame)][:3],
+    )
 
 
 def test_float_formatting_is_in_vectors():

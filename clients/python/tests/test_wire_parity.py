@@ -37,6 +37,7 @@ class Relay:
         frames: list[str | bytes] = []
         self.sent.append(frames)
         with sync_connect(self.upstream, compression=None, max_size=None) as server:
+
             def downstream() -> None:
                 try:
                     for data in server:
@@ -88,8 +89,15 @@ async def run_async(url: str, encoding: str) -> list[Any]:
             await a.step(5)
         except sandgym.SandgymError as exc:
             out.append((type(exc).__name__, exc.details))
-        out.append(await client.batch([{"type": "step", "env": a, "action": 1}, {"type": "reset", "session": b},
-                                       {"type": "step", "session": "no-such-session", "action": 0}]))
+        out.append(
+            await client.batch(
+                [
+                    {"type": "step", "env": a, "action": 1},
+                    {"type": "reset", "session": b},
+                    {"type": "step", "session": "no-such-session", "action": 0},
+                ]
+            )
+        )
         out.append(await client.step_many([a, b], [1, 0]))
         out.append(await client.ping() >= 0)
         await a.close()
@@ -117,8 +125,15 @@ def run_sync(url: str, encoding: str) -> list[Any]:
             a.step(5)
         except sandgym.SandgymError as exc:
             out.append((type(exc).__name__, exc.details))
-        out.append(client.batch([{"type": "step", "env": a, "action": 1}, {"type": "reset", "session": b},
-                                 {"type": "step", "session": "no-such-session", "action": 0}]))
+        out.append(
+            client.batch(
+                [
+                    {"type": "step", "env": a, "action": 1},
+                    {"type": "reset", "session": b},
+                    {"type": "step", "session": "no-such-session", "action": 0},
+                ]
+            )
+        )
         out.append(client.step_many([a, b], [1, 0]))
         out.append(client.ping() >= 0)
         a.close()
@@ -180,11 +195,30 @@ def test_async_and_sync_clients_send_identical_frames(relay, encoding):
 
     types = [sandgym.codec.decode(f)["type"] for f in async_frames]
     # every operation of both APIs went over the wire (close only once per session)
-    assert types == ["hello", "list_envs", "list_envs", "make", "make", "reset", "reset", "reset", "step", "step",
-                     "batch", "batch", "ping", "close", "close"]
+    assert types == [
+        "hello",
+        "list_envs",
+        "list_envs",
+        "make",
+        "make",
+        "reset",
+        "reset",
+        "reset",
+        "step",
+        "step",
+        "batch",
+        "batch",
+        "ping",
+        "close",
+        "close",
+    ]
     assert normalise(async_frames, encoding) == normalise(sync_frames, encoding)
     assert comparable(async_out) == comparable(sync_out)
-    assert async_out[3] == ("InvalidArgumentError", "INVALID_ARGUMENT", {"path": "/k", "reason": async_out[3][2]["reason"]})
+    assert async_out[3] == (
+        "InvalidArgumentError",
+        "INVALID_ARGUMENT",
+        {"path": "/k", "reason": async_out[3][2]["reason"]},
+    )
     # the replies were read alike too, and they are what the fixtures return
     assert async_out[4] == (0, {}) and async_out[6] == (1, 1.0, False, False, {})
     assert async_out[7][0] == "InvalidActionError"

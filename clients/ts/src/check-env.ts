@@ -137,13 +137,19 @@ async function checkSpec(ctx: SessionContext, envId: string, gotSpec: (spec: Env
   if (spec.id !== envId) problems.push(`make returned spec for '${spec.id}'`);
   if (!isObject(spec.observation_space) || typeof spec.observation_space.type !== 'string') problems.push('observation_space missing');
   if (!isObject(spec.action_space) || typeof spec.action_space.type !== 'string') problems.push('action_space missing');
-  if (!(spec.max_episode_steps === null || (Number.isInteger(spec.max_episode_steps) && spec.max_episode_steps > 0))) problems.push(`max_episode_steps ${String(spec.max_episode_steps)} is not a positive integer or null`);
+  if (!(spec.max_episode_steps === null || (Number.isInteger(spec.max_episode_steps) && spec.max_episode_steps > 0)))
+    problems.push(`max_episode_steps ${String(spec.max_episode_steps)} is not a positive integer or null`);
   if (typeof spec.stochastic !== 'boolean') problems.push('stochastic is not a boolean');
   if (!Array.isArray(spec.reward_range) || spec.reward_range.length !== 2) problems.push('reward_range is not a pair');
   if (listed && canonical(listed) !== canonical(spec)) problems.push('list_envs and make disagree on the spec');
   const schema = validateEnvSpec(spec);
   if (!schema.ok) problems.push(`env_spec violates the protocol schema: ${schema.error.message}`);
-  return problems.length ? { ok: false, detail: problems.join('; ') } : { ok: true, detail: `${spec.action_space.type} actions, ${spec.observation_space.type} observations, max_episode_steps ${String(spec.max_episode_steps)}` };
+  return problems.length
+    ? { ok: false, detail: problems.join('; ') }
+    : {
+        ok: true,
+        detail: `${spec.action_space.type} actions, ${spec.observation_space.type} observations, max_episode_steps ${String(spec.max_episode_steps)}`,
+      };
 }
 
 const CHECKS: [string, Check][] = [
@@ -198,7 +204,9 @@ function observeStep(ctx: CheckContext, h: EnvHandle, action: unknown, r: StepRe
   if (r.truncated && !r.terminated && ep) {
     const caps = [ctx.spec.max_episode_steps, ep.ownCap].filter((c): c is number => typeof c === 'number');
     if (!caps.includes(ep.steps)) {
-      problem(`truncated at step ${ep.steps}, which is no step cap (max_episode_steps ${String(ctx.spec.max_episode_steps)}${ep.ownCap !== null ? `, reset info.max_steps ${ep.ownCap}` : ''}): an end by the env's rules is terminated`);
+      problem(
+        `truncated at step ${ep.steps}, which is no step cap (max_episode_steps ${String(ctx.spec.max_episode_steps)}${ep.ownCap !== null ? `, reset info.max_steps ${ep.ownCap}` : ''}): an end by the env's rules is terminated`,
+      );
     }
   }
   // With a submit tool the agent ends the episode: submitting ends it.
@@ -207,8 +215,15 @@ function observeStep(ctx: CheckContext, h: EnvHandle, action: unknown, r: StepRe
 
 function stepSemantics(ctx: CheckContext): Outcome {
   const sem = ctx.semantics;
-  if (sem.problems.length) return { ok: false, detail: `${sem.problems.length}${sem.problems.length >= 20 ? '+' : ''} problem(s) over ${sem.steps} steps: ${sem.problems.slice(0, 5).join('; ')}` };
-  return { ok: true, detail: `${sem.steps} steps of the checks above: reward_components sum to the reward, truncated only at a step cap, submit ends the episode` };
+  if (sem.problems.length)
+    return {
+      ok: false,
+      detail: `${sem.problems.length}${sem.problems.length >= 20 ? '+' : ''} problem(s) over ${sem.steps} steps: ${sem.problems.slice(0, 5).join('; ')}`,
+    };
+  return {
+    ok: true,
+    detail: `${sem.steps} steps of the checks above: reward_components sum to the reward, truncated only at a step cap, submit ends the episode`,
+  };
 }
 
 function toolsOf(spec: EnvSpec): Tool[] {
@@ -233,7 +248,9 @@ async function submitEndsEpisode(ctx: CheckContext): Promise<Outcome> {
     if (first.terminated || first.truncated) await reset(ctx, h, { seed: ctx.opts.seed });
   }
   const r = await step(ctx, h, sampleSpace({ type: 'tool_call', tools: [tool] }, rng));
-  return r.terminated ? { ok: true, detail: `submit -> terminated (reward ${r.reward})` } : { ok: false, detail: `submit did not terminate the episode (terminated ${String(r.terminated)}, truncated ${String(r.truncated)})` };
+  return r.terminated
+    ? { ok: true, detail: `submit -> terminated (reward ${r.reward})` }
+    : { ok: false, detail: `submit did not terminate the episode (terminated ${String(r.terminated)}, truncated ${String(r.truncated)})` };
 }
 
 /** A name no env declares: unknown make kwargs and reset options must be refused, not ignored. */
@@ -246,21 +263,31 @@ async function unknownArgumentsRefused(ctx: CheckContext): Promise<Outcome> {
     ctx.handles.push(h);
     problems.push(`make accepted the unknown kwarg '${UNKNOWN_KEY}'`);
   } catch (err) {
-    if (!(err instanceof SandgymError) || err.code !== 'INVALID_ARGUMENT') problems.push(`make with an unknown kwarg: expected INVALID_ARGUMENT, got ${describeError(err)}`);
+    if (!(err instanceof SandgymError) || err.code !== 'INVALID_ARGUMENT')
+      problems.push(`make with an unknown kwarg: expected INVALID_ARGUMENT, got ${describeError(err)}`);
   }
   const h = await open(ctx);
-  const refused = await expectError(() => h.reset({ seed: ctx.opts.seed, options: { [UNKNOWN_KEY]: true } }), 'INVALID_ARGUMENT', `reset with the unknown option '${UNKNOWN_KEY}'`);
+  const refused = await expectError(
+    () => h.reset({ seed: ctx.opts.seed, options: { [UNKNOWN_KEY]: true } }),
+    'INVALID_ARGUMENT',
+    `reset with the unknown option '${UNKNOWN_KEY}'`,
+  );
   if (!refused.ok) problems.push(refused.detail);
   // The refusal loses nothing: the same session resets normally afterwards.
   await h.reset({ seed: ctx.opts.seed });
-  return problems.length ? { ok: false, detail: problems.join('; ') } : { ok: true, detail: `unknown kwarg and reset option '${UNKNOWN_KEY}' -> INVALID_ARGUMENT; session still resets` };
+  return problems.length
+    ? { ok: false, detail: problems.join('; ') }
+    : { ok: true, detail: `unknown kwarg and reset option '${UNKNOWN_KEY}' -> INVALID_ARGUMENT; session still resets` };
 }
 
 async function resetInSpace(ctx: CheckContext): Promise<Outcome> {
   const h = await open(ctx);
   const problems: string[] = [];
   for (const seed of [ctx.opts.seed, ctx.opts.seed + 1, undefined]) {
-    const r = await ctx.client.request<{ observation: unknown; info: unknown }>('reset', seed === undefined ? { session: h.session } : { session: h.session, seed });
+    const r = await ctx.client.request<{ observation: unknown; info: unknown }>(
+      'reset',
+      seed === undefined ? { session: h.session } : { session: h.session, seed },
+    );
     const schema = validateResult('reset', r);
     if (!schema.ok) problems.push(`seed ${String(seed)}: reset result violates the protocol schema: ${schema.error.message}`);
     const bad = checkSpace(ctx.spec.observation_space, r.observation);
@@ -281,7 +308,9 @@ async function seededResetDeterministic(ctx: CheckContext): Promise<Outcome> {
   const diffs: string[] = [];
   if (canonical(first) !== canonical(other)) diffs.push(`two sessions differ: ${preview(first)} vs ${preview(other)}`);
   if (canonical(first) !== canonical(again)) diffs.push(`same session differs after stepping: ${preview(first)} vs ${preview(again)}`);
-  return diffs.length ? { ok: false, detail: `reset(seed=${seed}) is not reproducible: ${diffs.join('; ')}` } : { ok: true, detail: `reset(seed=${seed}) identical across sessions and repeats` };
+  return diffs.length
+    ? { ok: false, detail: `reset(seed=${seed}) is not reproducible: ${diffs.join('; ')}` }
+    : { ok: true, detail: `reset(seed=${seed}) identical across sessions and repeats` };
 }
 
 async function seededRolloutDeterministic(ctx: CheckContext): Promise<Outcome> {
@@ -300,7 +329,8 @@ async function seededRolloutDeterministic(ctx: CheckContext): Promise<Outcome> {
   };
   const [x, y] = [await rollout(), await rollout()];
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    if (canonical(x[i]) !== canonical(y[i])) return { ok: false, detail: `transition ${i} differs with the same seed and actions: ${preview(x[i])} vs ${preview(y[i])}` };
+    if (canonical(x[i]) !== canonical(y[i]))
+      return { ok: false, detail: `transition ${i} differs with the same seed and actions: ${preview(x[i])} vs ${preview(y[i])}` };
   }
   return { ok: true, detail: `${x.length - 1} step(s) identical across two sessions with seed ${ctx.opts.seed}` };
 }
@@ -351,7 +381,8 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
       if (r.terminated || r.truncated) await reset(ctx, h, { seed: ctx.opts.seed });
     } catch (err) {
       if (!(err instanceof SandgymError) || err.code !== 'INVALID_ACTION') problems.push(`${label}: expected INVALID_ACTION, got ${describeError(err)}`);
-      else if (typeof err.details?.path !== 'string' || typeof err.details?.reason !== 'string') problems.push(`${label}: INVALID_ACTION without details.path/reason`);
+      else if (typeof err.details?.path !== 'string' || typeof err.details?.reason !== 'string')
+        problems.push(`${label}: INVALID_ACTION without details.path/reason`);
       if (err instanceof SandgymError && err.code === 'CONNECTION_CLOSED') break;
     }
   }
@@ -364,7 +395,8 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
       const r = await step(ctx, h, sampleSpace(ctx.spec.action_space, rng));
       if (r.terminated) break;
       if (r.truncated) {
-        if (limit !== null && valid < limit) problems.push(`truncated after ${valid} valid steps (limit ${limit}): rejected actions counted toward max_episode_steps`);
+        if (limit !== null && valid < limit)
+          problems.push(`truncated after ${valid} valid steps (limit ${limit}): rejected actions counted toward max_episode_steps`);
         break;
       }
     }
@@ -372,8 +404,17 @@ async function invalidActionsRejected(ctx: CheckContext): Promise<Outcome> {
     problems.push(`session did not survive invalid actions: valid step failed with ${describeError(err)}`);
   }
   return problems.length
-    ? { ok: false, detail: `${problems.length} of ${samples.length} invalid actions mishandled: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? '; ...' : ''}` }
-    : { ok: true, detail: `${samples.length} invalid actions got INVALID_ACTION (${samples.map((s) => s.label).slice(0, 6).join(', ')}${samples.length > 6 ? ', ...' : ''}); session survived` };
+    ? {
+        ok: false,
+        detail: `${problems.length} of ${samples.length} invalid actions mishandled: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? '; ...' : ''}`,
+      }
+    : {
+        ok: true,
+        detail: `${samples.length} invalid actions got INVALID_ACTION (${samples
+          .map((s) => s.label)
+          .slice(0, 6)
+          .join(', ')}${samples.length > 6 ? ', ...' : ''}); session survived`,
+      };
 }
 
 async function validActionSteps(ctx: CheckContext): Promise<Outcome> {
@@ -394,7 +435,9 @@ async function validActionSteps(ctx: CheckContext): Promise<Outcome> {
     problems.push(...wellFormed(ctx.spec, r).map((p) => `step ${i + 1} (${preview(action)}): ${p}`));
     if (r.terminated || r.truncated) break;
   }
-  return problems.length ? { ok: false, detail: problems.slice(0, 5).join('; ') } : { ok: true, detail: `${stepped} sampled action(s) stepped; results well-formed and in space` };
+  return problems.length
+    ? { ok: false, detail: problems.slice(0, 5).join('; ') }
+    : { ok: true, detail: `${stepped} sampled action(s) stepped; results well-formed and in space` };
 }
 
 /** Up to this many rollouts look for one that reaches max_episode_steps (sampled actions may end episodes early). */
@@ -430,7 +473,8 @@ async function episodeEnds(ctx: CheckContext): Promise<Outcome> {
     endings.push(`${how} at step ${steps}`);
     if (limit === null) break;
   }
-  const limitNote = limit === null ? '' : reachedLimit ? ` (limit ${limit} reached)` : ` (limit ${limit} not reached in ${ROLLOUTS_FOR_LIMIT} rollouts: episodes end earlier)`;
+  const limitNote =
+    limit === null ? '' : reachedLimit ? ` (limit ${limit} reached)` : ` (limit ${limit} not reached in ${ROLLOUTS_FOR_LIMIT} rollouts: episodes end earlier)`;
   return { ok: true, detail: `${endings.join(', ')}${limitNote}; each next step got RESET_NEEDED` };
 }
 
@@ -444,7 +488,8 @@ async function closeIdempotent(ctx: CheckContext): Promise<Outcome> {
     await ctx.client.request('step', { session: h.session, action: sampleSpace(ctx.spec.action_space, mulberry32(1)) });
     return { ok: false, detail: 'step on a closed session succeeded' };
   } catch (err) {
-    if (!(err instanceof SandgymError) || err.code === 'REQUEST_TIMEOUT' || err.code === 'CONNECTION_CLOSED') return { ok: false, detail: `step on a closed session: ${describeError(err)}` };
+    if (!(err instanceof SandgymError) || err.code === 'REQUEST_TIMEOUT' || err.code === 'CONNECTION_CLOSED')
+      return { ok: false, detail: `step on a closed session: ${describeError(err)}` };
     return { ok: true, detail: `close twice ok; step after close -> ${err.code}` };
   }
 }
@@ -455,7 +500,8 @@ function wellFormed(spec: EnvSpec, r: StepResult): string[] {
   const bad = checkSpace(spec.observation_space, r.observation);
   if (bad) problems.push(`observation not in space at ${bad.path}: ${bad.reason}`);
   if (typeof r.reward !== 'number' || !Number.isFinite(r.reward)) problems.push(`reward ${String(r.reward)} is not a finite number`);
-  else if (Array.isArray(spec.reward_range) && !inRange(r.reward, spec.reward_range)) problems.push(`reward ${r.reward} outside reward_range ${JSON.stringify(spec.reward_range)}`);
+  else if (Array.isArray(spec.reward_range) && !inRange(r.reward, spec.reward_range))
+    problems.push(`reward ${r.reward} outside reward_range ${JSON.stringify(spec.reward_range)}`);
   if (typeof r.terminated !== 'boolean' || typeof r.truncated !== 'boolean') problems.push('terminated/truncated are not booleans');
   if (!isObject(r.info)) problems.push('info is not an object');
   const components = isObject(r.info) ? r.info.reward_components : undefined;
@@ -544,7 +590,13 @@ function withoutVolatile(v: unknown): unknown {
 /** JSON with sorted keys, for order-insensitive deep equality. */
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, val: unknown) =>
-    isObject(val) ? Object.fromEntries(Object.keys(val).sort().map((k) => [k, val[k]])) : val,
+    isObject(val)
+      ? Object.fromEntries(
+          Object.keys(val)
+            .sort()
+            .map((k) => [k, val[k]]),
+        )
+      : val,
   );
 }
 

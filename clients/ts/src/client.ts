@@ -20,7 +20,21 @@ import { AbandonedIds, RequestIds } from './request-ids.js';
 import { OPEN, openSocket, type OpenedSocket, type WebSocketCtor, type WebSocketLike } from './socket.js';
 import { EnvGroup } from './scheduling.js';
 import { schedulingFields, type RequestOptions } from './requests.js';
-import type { AdmittedEventDetails, BatchItem, BatchOutcome, Capabilities, EnvSpec, FrameRecord, HelloResult, Limits, QueueProgress, QueuedEventDetails, SchedulingFields, ServerEvent, ServerInfo } from './types.js';
+import type {
+  AdmittedEventDetails,
+  BatchItem,
+  BatchOutcome,
+  Capabilities,
+  EnvSpec,
+  FrameRecord,
+  HelloResult,
+  Limits,
+  QueueProgress,
+  QueuedEventDetails,
+  SchedulingFields,
+  ServerEvent,
+  ServerInfo,
+} from './types.js';
 
 export const CLIENT_VERSION = '0.1.0';
 export { PROTOCOL_VERSIONS, schedulingFields };
@@ -151,7 +165,14 @@ export class SandgymClient {
   private readonly ids: RequestIds;
   private readonly requestTimeoutMs: number;
   private readonly frameListeners = new Set<FrameListener>();
-  private readonly listeners: ListenerMap = { event: new Set(), close: new Set(), error: new Set(), reconnecting: new Set(), resumed: new Set(), resume_failed: new Set() };
+  private readonly listeners: ListenerMap = {
+    event: new Set(),
+    close: new Set(),
+    error: new Set(),
+    reconnecting: new Set(),
+    resumed: new Set(),
+    resume_failed: new Set(),
+  };
   private closeError: SandgymError | undefined;
   /** A connection-scoped error frame (e.g. TOO_LARGE) usually precedes the close that it explains. */
   private lastConnectionError: SandgymError | undefined;
@@ -260,7 +281,12 @@ export class SandgymClient {
    * the server has admitted all of them at once. `group.completed` resolves on the server's
    * group_complete event (the last member closed). Needs capabilities.scheduling.
    */
-  async group<O = unknown, A = unknown>(envId: string, size: number, kwargs?: Record<string, unknown>, opts?: RequestOptions & SchedulingFields): Promise<EnvGroup<O, A>> {
+  async group<O = unknown, A = unknown>(
+    envId: string,
+    size: number,
+    kwargs?: Record<string, unknown>,
+    opts?: RequestOptions & SchedulingFields,
+  ): Promise<EnvGroup<O, A>> {
     const params: Record<string, unknown> = { env_id: envId, size, ...schedulingFields(opts) };
     if (kwargs !== undefined) params.kwargs = kwargs;
     let complete!: () => void;
@@ -281,14 +307,18 @@ export class SandgymClient {
     }
     groupId = result.group;
     for (const s of result.sessions) this.openSessions.add(s);
-    return new EnvGroup<O, A>(result.group, result.sessions.map((s) => new EnvHandle<O, A>(this, s, result.env_spec)), completed);
+    return new EnvGroup<O, A>(
+      result.group,
+      result.sessions.map((s) => new EnvHandle<O, A>(this, s, result.env_spec)),
+      completed,
+    );
   }
 
   /** Runs many reset/step/close items in one frame; one outcome per item, in order. */
   async batch(items: BatchItem[], opts?: RequestOptions): Promise<BatchOutcome[]> {
     const result = await this.request<{ results: { type: string; result?: Record<string, unknown>; error?: unknown }[] }>('batch', { requests: items }, opts);
-    return result.results.map((r): BatchOutcome =>
-      r.type === 'error' ? { type: 'error', error: SandgymError.fromWire(r.error) } : { type: 'result', result: r.result ?? {} },
+    return result.results.map(
+      (r): BatchOutcome => (r.type === 'error' ? { type: 'error', error: SandgymError.fromWire(r.error) } : { type: 'result', result: r.result ?? {} }),
     );
   }
 
@@ -310,7 +340,11 @@ export class SandgymClient {
       if (lost) return Promise.reject(lost);
     }
     const p = this.call<T>(type, params, opts, false);
-    if (type === 'close' && typeof session === 'string') void p.then(() => this.openSessions.delete(session), () => undefined);
+    if (type === 'close' && typeof session === 'string')
+      void p.then(
+        () => this.openSessions.delete(session),
+        () => undefined,
+      );
     return p;
   }
 
@@ -322,7 +356,8 @@ export class SandgymClient {
       // Closing but the close event is still on its way: wait for it so the error names the cause.
       // A reconnect attempt's socket that is already gone fails its call now (the loop tries again).
       if (direct && this.reconnecting !== null && this.ws.readyState !== OPEN) return reject(connectionClosedError(undefined, 'socket is not open'));
-      if (!queued && this.ws.readyState !== OPEN) return void this.closedPromise.then(() => reject(this.closeError ?? connectionClosedError(undefined, 'socket is not open')));
+      if (!queued && this.ws.readyState !== OPEN)
+        return void this.closedPromise.then(() => reject(this.closeError ?? connectionClosedError(undefined, 'socket is not open')));
       const id = this.ids.allocate((candidate) => this.pending.has(candidate) || this.abandoned.has(candidate));
       let timeoutMs = opts?.timeoutMs ?? this.requestTimeoutMs;
       // A request that may wait in the admission queue gets the queue's time on top of its own.
@@ -470,7 +505,14 @@ export class SandgymClient {
     this.openSessions.delete(e.session);
     const reason = (e.details as { reason?: unknown }).reason;
     const known = (ERROR_REGISTRY as Record<string, { retryable: boolean; scope: ErrorScope } | undefined>)[code];
-    this.lostSessions.set(e.session, new SandgymError(code, `session closed by the server: ${typeof reason === 'string' ? reason : code}`, { details: { session: e.session, reason }, retryable: known?.retryable ?? false, scope: known?.scope ?? 'session' }));
+    this.lostSessions.set(
+      e.session,
+      new SandgymError(code, `session closed by the server: ${typeof reason === 'string' ? reason : code}`, {
+        details: { session: e.session, reason },
+        retryable: known?.retryable ?? false,
+        scope: known?.scope ?? 'session',
+      }),
+    );
   }
 
   /** A queued/admitted event names the waiting request's id: hand it to that request's onProgress. */
@@ -482,7 +524,11 @@ export class SandgymClient {
     if (!listener) return;
     if (e.event === 'admitted') this.progress.delete(id);
     try {
-      listener(e.event === 'queued' ? { event: 'queued', session: e.session, ...(d as Omit<QueuedEventDetails, never>) } : { event: 'admitted', session: e.session, ...(d as Omit<AdmittedEventDetails, never>) });
+      listener(
+        e.event === 'queued'
+          ? { event: 'queued', session: e.session, ...(d as Omit<QueuedEventDetails, never>) }
+          : { event: 'admitted', session: e.session, ...(d as Omit<AdmittedEventDetails, never>) },
+      );
     } catch (err) {
       this.log.warn(`onProgress threw: ${(err as Error)?.message ?? err}`);
     }
@@ -538,7 +584,15 @@ export class SandgymClient {
    * socket ended without a close frame (1006; a close frame is the server ending it on purpose).
    */
   private mayResume(code: number | undefined): boolean {
-    return this.resumeToken !== undefined && this.graceMs > 0 && this.opts.reconnect !== false && this.url !== undefined && !this.userClosed && code === ABNORMAL_CLOSURE && this.lastConnectionError === undefined;
+    return (
+      this.resumeToken !== undefined &&
+      this.graceMs > 0 &&
+      this.opts.reconnect !== false &&
+      this.url !== undefined &&
+      !this.userClosed &&
+      code === ABNORMAL_CLOSURE &&
+      this.lastConnectionError === undefined
+    );
   }
 
   private failDirect(err: SandgymError): void {
@@ -567,7 +621,11 @@ export class SandgymClient {
       attempt++;
       this.emit('reconnecting', { attempt, error: last });
       try {
-        const opened = await openSocket(this.url as string, { WebSocket: this.opts.WebSocket, token: this.opts.token, timeoutMs: Math.min(left, this.opts.connectTimeoutMs ?? 10_000) });
+        const opened = await openSocket(this.url as string, {
+          WebSocket: this.opts.WebSocket,
+          token: this.opts.token,
+          timeoutMs: Math.min(left, this.opts.connectTimeoutMs ?? 10_000),
+        });
         if (this.userClosed || this.closeError !== undefined) {
           opened.ws.close(CLOSE_CODES.NORMAL, 'client closed');
           return;
@@ -577,7 +635,12 @@ export class SandgymClient {
         this.replay(opened.takeEarlyEvents(), opened.ws);
         const timeoutMs = Math.max(1, Math.min(deadline - Date.now(), this.opts.connectTimeoutMs ?? 10_000));
         await this.hello({ timeoutMs });
-        const res = await this.call<{ resume_token: string; sessions: string[]; unseen: number[]; lost: number[] }>('resume', { token: oldToken, pending: owed.filter((id) => this.pending.has(id)) }, { timeoutMs }, true);
+        const res = await this.call<{ resume_token: string; sessions: string[]; unseen: number[]; lost: number[] }>(
+          'resume',
+          { token: oldToken, pending: owed.filter((id) => this.pending.has(id)) },
+          { timeoutMs },
+          true,
+        );
         this.resumed(res, attempt, t0);
         return;
       } catch (e) {
@@ -599,7 +662,11 @@ export class SandgymClient {
     }
     if (this.closeError !== undefined) return;
     const reason = `could not reconnect within the grace period of ${this.graceMs} ms (${attempt} attempts; last: ${last.message})`;
-    const expired = new SandgymError('RESUME_EXPIRED', `cannot resume: ${reason}`, { details: { reason, sessions: [...this.openSessions] }, retryable: false, scope: 'request' });
+    const expired = new SandgymError('RESUME_EXPIRED', `cannot resume: ${reason}`, {
+      details: { reason, sessions: [...this.openSessions] },
+      retryable: false,
+      scope: 'request',
+    });
     this.markLost(expired);
     this.log.warn(`sandgym: ${expired.message}; ${this.openSessions.size} session(s) lost`);
     this.emit('resume_failed', expired);
@@ -615,7 +682,13 @@ export class SandgymClient {
       this.pending.delete(id);
       if (entry.timer) clearTimeout(entry.timer);
       this.abandoned.add(id);
-      entry.reject(new SandgymError('REPLY_LOST', `${entry.type} (id ${id}) ran on the server but its reply was lost with the connection`, { details: { request_id: id, type: entry.type }, retryable: false, scope: 'request' }));
+      entry.reject(
+        new SandgymError('REPLY_LOST', `${entry.type} (id ${id}) ran on the server but its reply was lost with the connection`, {
+          details: { request_id: id, type: entry.type },
+          retryable: false,
+          scope: 'request',
+        }),
+      );
     }
     // Never received by the server: sent again, same id. The owed replies of the others follow the result.
     for (const id of res.unseen) {
@@ -624,7 +697,9 @@ export class SandgymClient {
     }
     for (const message of this.outbox.splice(0)) this.sendQueued(message.id as number, message);
     const info: ResumeInfo = { sessions: res.sessions, resent: res.unseen, lost: res.lost, attempts, ms: Date.now() - t0 };
-    this.log.info(`sandgym: resumed ${res.sessions.length} session(s) after ${info.ms} ms (${attempts} attempt(s); ${res.unseen.length} request(s) re-sent, ${res.lost.length} lost)`);
+    this.log.info(
+      `sandgym: resumed ${res.sessions.length} session(s) after ${info.ms} ms (${attempts} attempt(s); ${res.unseen.length} request(s) re-sent, ${res.lost.length} lost)`,
+    );
     this.emit('resumed', info);
   }
 
@@ -725,4 +800,3 @@ function concat(parts: Uint8Array[]): Uint8Array {
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
 }
-

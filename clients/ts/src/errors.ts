@@ -72,14 +72,23 @@ export function requestTimeoutError(type: string, id: number, timeoutMs: number)
  * registry cause when the close code or a preceding connection-scoped error frame tells us.
  */
 export function connectionClosedError(closeCode: number | undefined, reason: string, serverError?: SandgymError): SandgymError {
-  const cause = serverError && serverError.scope === 'connection' ? { code: serverError.code, retryable: serverError.retryable } : closeCode !== undefined ? closeCause(closeCode) : undefined;
+  const cause =
+    serverError && serverError.scope === 'connection'
+      ? { code: serverError.code, retryable: serverError.retryable }
+      : closeCode !== undefined
+        ? closeCause(closeCode)
+        : undefined;
   const details: Record<string, unknown> = { close_code: closeCode ?? null, reason };
   if (cause) details.server_code = cause.code;
   if (serverError) details.server_error = serverError.toJSON();
   const why = cause ? ` (${cause.code})` : '';
-  return new SandgymError('CONNECTION_CLOSED', `connection closed${closeCode !== undefined ? ` with code ${closeCode}` : ''}${why}${reason ? `: ${reason}` : ''}`, {
-    details,
-    retryable: cause ? cause.retryable : true,
-    scope: 'connection',
-  });
+  return new SandgymError(
+    'CONNECTION_CLOSED',
+    `connection closed${closeCode !== undefined ? ` with code ${closeCode}` : ''}${why}${reason ? `: ${reason}` : ''}`,
+    {
+      details,
+      retryable: cause ? cause.retryable : true,
+      scope: 'connection',
+    },
+  );
 }

@@ -52,9 +52,7 @@ async function resolveCtor(explicit?: WebSocketCtor): Promise<{ ctor: WebSocketC
  */
 export async function openSocket(url: string, opts: OpenOptions): Promise<OpenedSocket> {
   const { ctor, isWsPackage } = await resolveCtor(opts.WebSocket);
-  const ws = isWsPackage
-    ? new ctor(url, { headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {}, perMessageDeflate: false })
-    : new ctor(url);
+  const ws = isWsPackage ? new ctor(url, { headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {}, perMessageDeflate: false }) : new ctor(url);
   ws.binaryType = 'arraybuffer';
   const early: EarlyEvent[] = [];
   const onMessage = (ev: any) => early.push(['message', ev]);
@@ -68,14 +66,22 @@ export async function openSocket(url: string, opts: OpenOptions): Promise<Opened
       settled = true;
       clearTimeout(timer);
       if (err) {
-        try { ws.close(); } catch { /* already failed */ }
+        try {
+          ws.close();
+        } catch {
+          /* already failed */
+        }
         reject(err);
       } else resolve();
     };
     const timer = setTimeout(() => finish(new Error(`WebSocket open timed out after ${opts.timeoutMs} ms: ${url}`)), opts.timeoutMs);
     ws.addEventListener('open', () => finish());
-    ws.addEventListener('error', (ev: { message?: string; error?: Error }) => finish(new Error(`WebSocket error opening ${url}: ${ev?.error?.message ?? ev?.message ?? 'connection failed'}`)));
-    ws.addEventListener('close', (ev: { code?: number; reason?: string }) => finish(new Error(`WebSocket closed while opening ${url} (code ${ev?.code ?? '?'}${ev?.reason ? `: ${ev.reason}` : ''})`)));
+    ws.addEventListener('error', (ev: { message?: string; error?: Error }) =>
+      finish(new Error(`WebSocket error opening ${url}: ${ev?.error?.message ?? ev?.message ?? 'connection failed'}`)),
+    );
+    ws.addEventListener('close', (ev: { code?: number; reason?: string }) =>
+      finish(new Error(`WebSocket closed while opening ${url} (code ${ev?.code ?? '?'}${ev?.reason ? `: ${ev.reason}` : ''})`)),
+    );
   });
   return {
     ws,

@@ -43,14 +43,10 @@ export type SchedulingFields = Pick<ResetRequest, 'priority' | 'queue_timeout_ms
 export type ResetParams = Pick<ResetRequest, 'seed' | 'options' | 'priority' | 'queue_timeout_ms' | 'preemptible'>;
 
 /** What RequestOptions.onProgress hears while a request waits in the admission queue. */
-export type QueueProgress =
-  | ({ event: 'queued'; session?: string } & QueuedEventDetails)
-  | ({ event: 'admitted'; session?: string } & AdmittedEventDetails);
+export type QueueProgress = ({ event: 'queued'; session?: string } & QueuedEventDetails) | ({ event: 'admitted'; session?: string } & AdmittedEventDetails);
 
 /** One outcome per batch item, in order. Errors are SandgymError instances like any other. */
-export type BatchOutcome =
-  | { type: 'result'; result: Record<string, unknown> }
-  | { type: 'error'; error: import('./errors.js').SandgymError };
+export type BatchOutcome = { type: 'result'; result: Record<string, unknown> } | { type: 'error'; error: import('./errors.js').SandgymError };
 
 /** A raw frame as seen by `onFrame` (the web inspector's frames pane). */
 export interface FrameRecord {

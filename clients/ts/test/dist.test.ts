@@ -49,7 +49,12 @@ describe('bundled client', () => {
     `;
     // Plain node (no tsx loader): only the bundle and `ws` from node_modules. Async, because the
     // server under test lives in this process and must keep answering.
-    const res = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: REPO_ROOT, env: { ...process.env, URL: server.url }, encoding: 'utf8', timeout: 30_000 });
+    const res = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, URL: server.url },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(res.stderr).toBe('');
     expect(JSON.parse(res.stdout.trim())).toEqual([
       { encoding: 'json', obs: [0, 1, 2, 3], code: 'RESET_NEEDED' },

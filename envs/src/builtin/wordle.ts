@@ -52,7 +52,8 @@ export const wordleEnv = defineEnv({
         const s = seed ?? randomSeed();
         const forced = options.word;
         if (forced !== undefined) {
-          if (typeof forced !== 'string' || !WORDLE_WORD_SET.has(forced.toLowerCase())) throw new InvalidArgument('options.word must be a word from the wordle-v0 list', '/word');
+          if (typeof forced !== 'string' || !WORDLE_WORD_SET.has(forced.toLowerCase()))
+            throw new InvalidArgument('options.word must be a word from the wordle-v0 list', '/word');
           answer = forced.toLowerCase();
         } else answer = new Rng(s).pick(WORDLE_WORDS);
         turn = 0;
@@ -99,7 +100,11 @@ export const wordleEnv = defineEnv({
         // (invalid_guess: -0.1 or 0, never -0, so a message encodes the same in JSON and msgpack.)
         const components = { solve: 1.0 * solve, information: 0.1 * information, invalid_guess: invalid ? -0.1 : 0 };
         const reward = components.solve + components.information + components.invalid_guess;
-        const tail = solved ? `Solved in ${turn} ${turn === 1 ? 'guess' : 'guesses'}!` : lost ? `Out of guesses. The word was ${answer}.` : `Guesses left: ${left}`;
+        const tail = solved
+          ? `Solved in ${turn} ${turn === 1 ? 'guess' : 'guesses'}!`
+          : lost
+            ? `Out of guesses. The word was ${answer}.`
+            : `Guesses left: ${left}`;
         const info: Record<string, unknown> = {
           reward_components: components,
           guesses_left: left,

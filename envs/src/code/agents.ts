@@ -15,7 +15,12 @@ export async function seedWorkspace(sb: Sandbox, task: LoadedTask): Promise<void
 export type ScriptedAgent = 'null' | 'reference';
 
 /** Applies the agent's edits to a seeded workspace. */
-export async function runScriptedAgent(sb: Sandbox, task: LoadedTask, agent: ScriptedAgent, opts: { workspace?: string; scratch?: string } = {}): Promise<void> {
+export async function runScriptedAgent(
+  sb: Sandbox,
+  task: LoadedTask,
+  agent: ScriptedAgent,
+  opts: { workspace?: string; scratch?: string } = {},
+): Promise<void> {
   if (agent === 'null') return;
   const exit = await applySolution(sb, task.solution, opts);
   if (exit && exit.exit_code !== 0) throw new SandboxFailure(`${task.spec.id}: solution/solve.sh exited ${exit.exit_code}: ${exit.stderr.slice(0, 500)}`);
@@ -25,7 +30,11 @@ export async function runScriptedAgent(sb: Sandbox, task: LoadedTask, agent: Scr
  * Applies a solution laid out like solution/ (overlay files, or solve.sh run in the workspace): the
  * reference, a known-wrong solution (wrong/<name>/) or a mutant of the reference.
  */
-export async function applySolution(sb: Sandbox, sol: TaskSolution, opts: { workspace?: string; scratch?: string } = {}): Promise<{ exit_code: number | null; stderr: string } | null> {
+export async function applySolution(
+  sb: Sandbox,
+  sol: TaskSolution,
+  opts: { workspace?: string; scratch?: string } = {},
+): Promise<{ exit_code: number | null; stderr: string } | null> {
   if (sol.files.length > 0) await sb.putFiles(sol.files.map((f) => ({ path: f.path, content: f.content, mode: f.mode })));
   if (sol.kind === 'script') {
     // Outside the workspace so the script itself is not part of the submission.

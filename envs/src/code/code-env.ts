@@ -43,7 +43,13 @@ const FINAL_FAILURES_SHOWN = 10;
 const MAX_BASH_TIMEOUT_S = 600;
 
 const TOOLS = [
-  bashTool({ shell: 'bash', defaultTimeoutS: DEFAULT_BASH_TIMEOUT_S, maxTimeoutS: MAX_BASH_TIMEOUT_S, maxCommandChars: 100_000, descriptionSuffix: 'Output is capped.' }),
+  bashTool({
+    shell: 'bash',
+    defaultTimeoutS: DEFAULT_BASH_TIMEOUT_S,
+    maxTimeoutS: MAX_BASH_TIMEOUT_S,
+    maxCommandChars: 100_000,
+    descriptionSuffix: 'Output is capped.',
+  }),
   {
     name: 'read_file',
     description: 'Read a text file under /workspace, optionally lines start_line..end_line (1-based, inclusive).',
@@ -222,7 +228,10 @@ class CodeEnvInstance implements EnvInstance {
     );
     // info.sampling: how the task was chosen (frontier reason; epoch, position and the cursor to resume from).
     const sampling = this.picked ? { sampling: { mode: this.sampler.mode, ...this.picked } } : {};
-    return { observation, info: { ...this.taskInfo(), max_steps: task.spec.max_steps, shaping: this.shaping(), reward_components: this.zeroComponents(), ...sampling } };
+    return {
+      observation,
+      info: { ...this.taskInfo(), max_steps: task.spec.max_steps, shaping: this.shaping(), reward_components: this.zeroComponents(), ...sampling },
+    };
   }
 
   private shaping(): ShapingMode {
@@ -365,8 +374,17 @@ class CodeEnvInstance implements EnvInstance {
     const sb = this.sb as Sandbox;
     switch (name) {
       case 'bash': {
-        const timeoutS = bashTimeoutS(args, DEFAULT_BASH_TIMEOUT_S, this.toolLimitMs === undefined ? MAX_BASH_TIMEOUT_S : Math.min(MAX_BASH_TIMEOUT_S, Math.floor(this.toolLimitMs / 1000)));
-        const r = await sb.exec({ argv: ['bash', '-c', String(args.command ?? '')], cwd: this.agentRoot, timeout_ms: timeoutS * 1000, max_output_bytes: 4 * this.cap });
+        const timeoutS = bashTimeoutS(
+          args,
+          DEFAULT_BASH_TIMEOUT_S,
+          this.toolLimitMs === undefined ? MAX_BASH_TIMEOUT_S : Math.min(MAX_BASH_TIMEOUT_S, Math.floor(this.toolLimitMs / 1000)),
+        );
+        const r = await sb.exec({
+          argv: ['bash', '-c', String(args.command ?? '')],
+          cwd: this.agentRoot,
+          timeout_ms: timeoutS * 1000,
+          max_output_bytes: 4 * this.cap,
+        });
         this.lastBash = { timed_out: r.timed_out === true, oom_killed: r.oom_killed === true };
         return formatBashResult(r, timeoutS, this.cap);
       }
@@ -394,9 +412,16 @@ class CodeEnvInstance implements EnvInstance {
       case 'list_files': {
         const p = confinePath(typeof args.path === 'string' && args.path !== '' ? args.path : WORKSPACE, this.agentRoot);
         if (!p) return `error: path ${JSON.stringify(args.path)} is outside ${WORKSPACE}`;
-        const script = 'cd -- "$1" || exit 2; find . -mindepth 1 -maxdepth 4 \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune -o \\( -type d -printf "%P/\\n" -o -printf "%P\\n" \\) | LC_ALL=C sort | head -n 2000';
-        const r = await sb.exec({ argv: ['sh', '-c', script, 'list_files', p.abs], cwd: this.agentRoot, timeout_ms: this.toolTimeoutMs(30_000), max_output_bytes: 4 * this.cap });
-        if (r.exit_code !== 0) return `error: cannot list ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^sh: \d+: cd: /, '') || `exit code ${r.exit_code}`}`;
+        const script =
+          'cd -- "$1" || exit 2; find . -mindepth 1 -maxdepth 4 \\( -name .git -o -name node_modules -o -name __pycache__ \\) -prune -o \\( -type d -printf "%P/\\n" -o -printf "%P\\n" \\) | LC_ALL=C sort | head -n 2000';
+        const r = await sb.exec({
+          argv: ['sh', '-c', script, 'list_files', p.abs],
+          cwd: this.agentRoot,
+          timeout_ms: this.toolTimeoutMs(30_000),
+          max_output_bytes: 4 * this.cap,
+        });
+        if (r.exit_code !== 0)
+          return `error: cannot list ${WORKSPACE}/${p.rel}: ${r.stderr.trim().replace(/^sh: \d+: cd: /, '') || `exit code ${r.exit_code}`}`;
         const where = p.rel ? `${WORKSPACE}/${p.rel}` : WORKSPACE;
         return r.stdout.trim() === '' ? `${where}: (empty)` : `${where}:\n${capText(r.stdout.trimEnd(), this.cap)}`;
       }
@@ -463,7 +488,9 @@ export function createCodeEnv(opts: CodeEnvOptions): EnvDefinition {
       // Timeouts are ordered: the test run ends (by its own limit) strictly inside the step deadline.
       const budget = ctx.step_timeout_ms === undefined ? undefined : ctx.step_timeout_ms - GRADE_MARGIN_MS;
       if (budget !== undefined && budget < (RUN_OVERHEAD_S + 5) * 1000) {
-        throw new Error(`code-v0 needs step_timeout_ms >= ${GRADE_MARGIN_MS + (RUN_OVERHEAD_S + 5) * 1000} so that a test run ends inside the step deadline (got ${ctx.step_timeout_ms})`);
+        throw new Error(
+          `code-v0 needs step_timeout_ms >= ${GRADE_MARGIN_MS + (RUN_OVERHEAD_S + 5) * 1000} so that a test run ends inside the step deadline (got ${ctx.step_timeout_ms})`,
+        );
       }
       const inst = new CodeEnvInstance(opts, ctx.sandboxes, kwargs as Kwargs, budget, ctx.artifacts);
       try {

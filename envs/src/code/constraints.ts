@@ -84,12 +84,14 @@ export function constraintsProblem(c: TaskConstraints, language: TaskLanguage, w
   }
   for (const [i, m] of (c.forbidden_modules ?? []).entries()) {
     if (fam === 'shell') return `/constraints/forbidden_modules/${i} modules do not apply to shell tasks (forbid commands with forbidden_calls)`;
-    if (!(fam === 'python' ? PY_MODULE : JS_MODULE).test(m)) return `/constraints/forbidden_modules/${i} ${JSON.stringify(m)} is not a ${fam === 'python' ? 'dotted Python module name' : 'module specifier'}`;
+    if (!(fam === 'python' ? PY_MODULE : JS_MODULE).test(m))
+      return `/constraints/forbidden_modules/${i} ${JSON.stringify(m)} is not a ${fam === 'python' ? 'dotted Python module name' : 'module specifier'}`;
   }
   for (const [i, g] of (c.unchanged ?? []).entries()) {
     if (g.includes('\\')) return `/constraints/unchanged/${i} ${JSON.stringify(g)}: use / in paths`;
     // A glob that matches no shipped file is almost certainly a typo: nothing would be protected.
-    if (workspacePaths && !workspacePaths.some((p) => globToRegExp(g).test(p))) return `/constraints/unchanged/${i} ${JSON.stringify(g)} matches no file of the task's workspace/`;
+    if (workspacePaths && !workspacePaths.some((p) => globToRegExp(g).test(p)))
+      return `/constraints/unchanged/${i} ${JSON.stringify(g)} matches no file of the task's workspace/`;
   }
   for (const [i, f] of (c.limits?.files ?? []).entries()) {
     if (f.max_lines === undefined && f.max_bytes === undefined) return `/constraints/limits/files/${i} needs max_lines or max_bytes`;
@@ -182,9 +184,11 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     const re = globToRegExp(fl.path);
     for (const f of sorted) {
       if (!re.test(f.path)) continue;
-      if (fl.max_bytes !== undefined && f.content.length > fl.max_bytes) return fail(f.path, { line: 0, what: `${f.content.length} bytes`, rule: `limits.files ${JSON.stringify(fl.path)} max_bytes ${fl.max_bytes}` });
+      if (fl.max_bytes !== undefined && f.content.length > fl.max_bytes)
+        return fail(f.path, { line: 0, what: `${f.content.length} bytes`, rule: `limits.files ${JSON.stringify(fl.path)} max_bytes ${fl.max_bytes}` });
       const lines = fl.max_lines === undefined ? 0 : lineCount(f.content);
-      if (fl.max_lines !== undefined && lines > fl.max_lines) return fail(f.path, { line: 0, what: `${lines} lines`, rule: `limits.files ${JSON.stringify(fl.path)} max_lines ${fl.max_lines}` });
+      if (fl.max_lines !== undefined && lines > fl.max_lines)
+        return fail(f.path, { line: 0, what: `${lines} lines`, rule: `limits.files ${JSON.stringify(fl.path)} max_lines ${fl.max_lines}` });
     }
   }
 
@@ -211,20 +215,36 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     sources.push({ file: f, fam: famOf, text });
   }
   const scanned = sources.reduce((n, x) => n + x.file.content.length, 0);
-  if (scanned > MAX_SCANNED_SOURCE_BYTES) return fail('.', { line: 0, what: `${scanned} bytes of source, more than the gate reads (${MAX_SCANNED_SOURCE_BYTES})`, rule: anyRule(rules) });
+  if (scanned > MAX_SCANNED_SOURCE_BYTES)
+    return fail('.', { line: 0, what: `${scanned} bytes of source, more than the gate reads (${MAX_SCANNED_SOURCE_BYTES})`, rule: anyRule(rules) });
   // Pass 1: which modules are imported anywhere ("re.sub" is also reached as a method of what re returns).
   // JS: every reading of an ambiguous `/` (lexJsReadings); Python and shell have one reading.
   const lexed: { file: SubmittedFile; fam: 'python' | 'js' | 'shell'; text: string; readings: Tok[][] }[] = [];
   for (const s of sources) {
-    const readings = s.fam === 'python' ? [lexPython(s.text)] : s.fam === 'js' ? lexJsReadings(s.text, Math.min(64, Math.floor(MAX_JS_READING_BYTES / Math.max(1, s.text.length)) - 1)) : [];
-    if (readings === null) return fail(s.file.path, { line: 0, what: 'too many places where a "/" could start a regular expression or divide to check every reading', rule: anyRule(rules) });
+    const readings =
+      s.fam === 'python'
+        ? [lexPython(s.text)]
+        : s.fam === 'js'
+          ? lexJsReadings(s.text, Math.min(64, Math.floor(MAX_JS_READING_BYTES / Math.max(1, s.text.length)) - 1))
+          : [];
+    if (readings === null)
+      return fail(s.file.path, {
+        line: 0,
+        what: 'too many places where a "/" could start a regular expression or divide to check every reading',
+        rule: anyRule(rules),
+      });
     lexed.push({ ...s, readings });
   }
   for (const s of lexed) for (const toks of s.readings) for (const m of importsOf(toks, s.fam as 'python' | 'js')) rules.importedAnywhere.add(m);
   // Python: the submission's modules (every .py file and the directories above it), for the import rule.
   const pyModules = new Set<string>();
   const initNames = new Map<string, Set<string>>();
-  const pyModuleOf = (p: string) => p.replace(/\.pyw?$/, '').replace(/\/__init__$/, '').split('/').join('.');
+  const pyModuleOf = (p: string) =>
+    p
+      .replace(/\.pyw?$/, '')
+      .replace(/\/__init__$/, '')
+      .split('/')
+      .join('.');
   for (const f of sorted) {
     if (!/\.py$/.test(f.path)) continue;
     const segs = f.path.replace(/\.py$/, '').split('/');
@@ -232,7 +252,8 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
     if (segs[segs.length - 1] !== '__init__') pyModules.add(segs.join('.'));
   }
   for (const s of lexed) {
-    if (s.fam === 'python' && /\.py$/.test(s.file.path)) initNames.set(pyModuleOf(s.file.path), new Set((s.readings[0] ?? []).filter((t) => t.kind === 'name').map((t) => t.value)));
+    if (s.fam === 'python' && /\.py$/.test(s.file.path))
+      initNames.set(pyModuleOf(s.file.path), new Set((s.readings[0] ?? []).filter((t) => t.kind === 'name').map((t) => t.value)));
   }
   for (const s of lexed) {
     if (s.fam === 'shell') {
@@ -246,7 +267,10 @@ export function checkConstraints(task: LoadedTask, files: readonly SubmittedFile
       if (fam === 'shell') found = checkSpawns(toks, s.fam, rules, strict);
       else {
         const ctx: PyContext = { self: pyModuleOf(s.file.path), isPackage: /(^|\/)__init__\.py$/.test(s.file.path), modules: pyModules, initNames };
-        found = s.fam === 'python' ? checkPython(toks, s.text, rules, /\.py$/.test(s.file.path) ? ctx : undefined) : checkJs(toks, rules, strict, { path: s.file.path, paths: allPaths });
+        found =
+          s.fam === 'python'
+            ? checkPython(toks, s.text, rules, /\.py$/.test(s.file.path) ? ctx : undefined)
+            : checkJs(toks, rules, strict, { path: s.file.path, paths: allPaths });
       }
       if (found) return fail(s.file.path, found);
     }
@@ -283,14 +307,70 @@ function dynamic(line: number, construct: string, r: Rules): Found {
 
 /** Names whose mere use lets a program reach a name it never spells. */
 const PY_DYNAMIC_NAMES = new Set([
-  'eval', 'exec', 'compile', '__import__', 'globals', 'locals', 'vars', 'breakpoint', '__builtins__', '__builtin__', 'builtins',
-  'importlib', 'attrgetter', 'methodcaller', 'FunctionType', 'CodeType', 'LambdaType', 'f_globals', 'f_locals', 'f_builtins',
+  'eval',
+  'exec',
+  'compile',
+  '__import__',
+  'globals',
+  'locals',
+  'vars',
+  'breakpoint',
+  '__builtins__',
+  '__builtin__',
+  'builtins',
+  'importlib',
+  'attrgetter',
+  'methodcaller',
+  'FunctionType',
+  'CodeType',
+  'LambdaType',
+  'f_globals',
+  'f_locals',
+  'f_builtins',
 ]);
 /** Modules that load or run code by name (or run other programs that could). */
 const PY_DYNAMIC_MODULES = new Set([
-  'importlib', 'builtins', '__builtin__', 'ctypes', 'cffi', 'marshal', 'pickle', '_pickle', 'cPickle', 'dill', 'shelve', 'copyreg', 'runpy', 'code',
-  'codeop', 'subprocess', 'pty', 'inspect', 'gc', 'zipimport', 'imp', 'pkgutil', 'multiprocessing', 'concurrent', 'operator', 'types', 'sys',
-  '_operator', '_imp', 'posix', 'nt', '_posixsubprocess', 'pydoc', 'timeit', 'cProfile', 'profile', 'pdb', 'bdb', 'trace', 'doctest', 'unittest',
+  'importlib',
+  'builtins',
+  '__builtin__',
+  'ctypes',
+  'cffi',
+  'marshal',
+  'pickle',
+  '_pickle',
+  'cPickle',
+  'dill',
+  'shelve',
+  'copyreg',
+  'runpy',
+  'code',
+  'codeop',
+  'subprocess',
+  'pty',
+  'inspect',
+  'gc',
+  'zipimport',
+  'imp',
+  'pkgutil',
+  'multiprocessing',
+  'concurrent',
+  'operator',
+  'types',
+  'sys',
+  '_operator',
+  '_imp',
+  'posix',
+  'nt',
+  '_posixsubprocess',
+  'pydoc',
+  'timeit',
+  'cProfile',
+  'profile',
+  'pdb',
+  'bdb',
+  'trace',
+  'doctest',
+  'unittest',
 ]);
 /** Modules that are dynamic only through some of their attributes (sys.modules, os.system, ...). */
 const PY_DYNAMIC_ATTRS: Record<string, RegExp> = {
@@ -301,15 +381,98 @@ const PY_DYNAMIC_ATTRS: Record<string, RegExp> = {
 };
 /** Dunder names an honest program defines or reads; any other dunder is a way around the checker. */
 const PY_SAFE_DUNDER = new Set([
-  '__init__', '__name__', '__main__', '__all__', '__version__', '__author__', '__doc__', '__file__', '__future__', '__slots__', '__repr__', '__str__',
-  '__eq__', '__ne__', '__lt__', '__le__', '__gt__', '__ge__', '__hash__', '__len__', '__iter__', '__next__', '__contains__', '__getitem__',
-  '__setitem__', '__delitem__', '__missing__', '__reversed__', '__enter__', '__exit__', '__aenter__', '__aexit__', '__aiter__', '__anext__', '__await__',
-  '__call__', '__bool__', '__new__', '__post_init__', '__init_subclass__', '__class_getitem__', '__format__', '__bytes__', '__copy__', '__deepcopy__',
-  '__sizeof__', '__length_hint__', '__annotations__', '__match_args__', '__qualname__', '__module__',
+  '__init__',
+  '__name__',
+  '__main__',
+  '__all__',
+  '__version__',
+  '__author__',
+  '__doc__',
+  '__file__',
+  '__future__',
+  '__slots__',
+  '__repr__',
+  '__str__',
+  '__eq__',
+  '__ne__',
+  '__lt__',
+  '__le__',
+  '__gt__',
+  '__ge__',
+  '__hash__',
+  '__len__',
+  '__iter__',
+  '__next__',
+  '__contains__',
+  '__getitem__',
+  '__setitem__',
+  '__delitem__',
+  '__missing__',
+  '__reversed__',
+  '__enter__',
+  '__exit__',
+  '__aenter__',
+  '__aexit__',
+  '__aiter__',
+  '__anext__',
+  '__await__',
+  '__call__',
+  '__bool__',
+  '__new__',
+  '__post_init__',
+  '__init_subclass__',
+  '__class_getitem__',
+  '__format__',
+  '__bytes__',
+  '__copy__',
+  '__deepcopy__',
+  '__sizeof__',
+  '__length_hint__',
+  '__annotations__',
+  '__match_args__',
+  '__qualname__',
+  '__module__',
 ]);
-const PY_ARITH_DUNDER = /^__(?:r|i)?(?:add|sub|mul|matmul|truediv|floordiv|mod|divmod|pow|lshift|rshift|and|xor|or|neg|pos|abs|invert|complex|int|float|index|round|trunc|floor|ceil)__$/;
+const PY_ARITH_DUNDER =
+  /^__(?:r|i)?(?:add|sub|mul|matmul|truediv|floordiv|mod|divmod|pow|lshift|rshift|and|xor|or|neg|pos|abs|invert|complex|int|float|index|round|trunc|floor|ceil)__$/;
 const PY_ATTR_FUNCS = new Set(['getattr', 'setattr', 'hasattr', 'delattr']);
-const PY_KEYWORDS = new Set(['import', 'from', 'as', 'def', 'class', 'lambda', 'return', 'if', 'else', 'elif', 'for', 'while', 'in', 'not', 'and', 'or', 'is', 'with', 'try', 'except', 'finally', 'raise', 'pass', 'yield', 'await', 'async', 'global', 'nonlocal', 'del', 'assert', 'break', 'continue', 'None', 'True', 'False']);
+const PY_KEYWORDS = new Set([
+  'import',
+  'from',
+  'as',
+  'def',
+  'class',
+  'lambda',
+  'return',
+  'if',
+  'else',
+  'elif',
+  'for',
+  'while',
+  'in',
+  'not',
+  'and',
+  'or',
+  'is',
+  'with',
+  'try',
+  'except',
+  'finally',
+  'raise',
+  'pass',
+  'yield',
+  'await',
+  'async',
+  'global',
+  'nonlocal',
+  'del',
+  'assert',
+  'break',
+  'continue',
+  'None',
+  'True',
+  'False',
+]);
 
 interface PyImport {
   /** The module (absolute dotted name; relative imports are the submission's own). */
@@ -390,10 +553,12 @@ function pyImports(toks: readonly Tok[]): PyImport[] {
 
 function importsOf(toks: readonly Tok[], fam: 'python' | 'js'): string[] {
   if (fam === 'python') {
-    return pyImports(toks).filter((i) => i.relative === 0).flatMap((i) => {
-      const parts = i.module.split('.');
-      return parts.map((_, n) => parts.slice(0, n + 1).join('.'));
-    });
+    return pyImports(toks)
+      .filter((i) => i.relative === 0)
+      .flatMap((i) => {
+        const parts = i.module.split('.');
+        return parts.map((_, n) => parts.slice(0, n + 1).join('.'));
+      });
   }
   return jsImports(toks).flatMap((i) => (i.spec === null ? [] : [i.spec]));
 }
@@ -458,10 +623,12 @@ function unreadableImport(imports: readonly PyImport[], ctx: PyContext): { line:
       mod = [...up, ...(mod ? mod.split('.') : [])].join('.');
     } else if (PY_STDLIB_MODULES.has(mod.split('.')[0] as string)) continue;
     const shown = `${'.'.repeat(im.relative)}${im.module}`;
-    if (mod === '' || !ctx.modules.has(mod)) return { line: im.line, what: `import of ${shown || '.'}, which is neither the standard library nor a submitted file` };
+    if (mod === '' || !ctx.modules.has(mod))
+      return { line: im.line, what: `import of ${shown || '.'}, which is neither the standard library nor a submitted file` };
     if (im.name !== null && !im.star && !ctx.modules.has(`${mod}.${im.name}`)) {
       const names = ctx.initNames.get(mod);
-      if (names === undefined || !names.has(im.name)) return { line: im.line, what: `from ${shown || '.'} import ${im.name}: neither a submitted module nor a name its __init__.py defines` };
+      if (names === undefined || !names.has(im.name))
+        return { line: im.line, what: `from ${shown || '.'} import ${im.name}: neither a submitted module nor a name its __init__.py defines` };
     }
   }
   return null;
@@ -489,20 +656,31 @@ function checkPython(toks: readonly Tok[], text: string, r: Rules, py?: PyContex
   }
   const bare = r.calls.filter((c) => !c.includes('.'));
   const methods = r.calls.filter((c) => c.startsWith('.')).map((c) => c.slice(1));
-  const dotted = r.calls.filter((c) => !c.startsWith('.') && c.includes('.')).map((c) => ({ mod: c.slice(0, c.lastIndexOf('.')), name: c.slice(c.lastIndexOf('.') + 1), rule: `forbidden_calls ${JSON.stringify(c)}` }));
+  const dotted = r.calls
+    .filter((c) => !c.startsWith('.') && c.includes('.'))
+    .map((c) => ({ mod: c.slice(0, c.lastIndexOf('.')), name: c.slice(c.lastIndexOf('.') + 1), rule: `forbidden_calls ${JSON.stringify(c)}` }));
   const dottedModules = new Set(dotted.map((d) => d.mod));
 
   // Imports: forbidden modules, forbidden functions imported by name, modules that load code.
   for (const im of imports) {
     const full = im.name && !im.star ? [im.module, `${im.module}.${im.name}`] : [im.module];
-    for (const f of r.modules) if (full.some((m) => covers(f, m))) return { line: im.line, what: `imports ${full[full.length - 1]}${im.bound !== im.module && im.name === null ? ` as ${im.bound}` : ''}`, rule: `forbidden_modules ${JSON.stringify(f)}` };
+    for (const f of r.modules)
+      if (full.some((m) => covers(f, m)))
+        return {
+          line: im.line,
+          what: `imports ${full[full.length - 1]}${im.bound !== im.module && im.name === null ? ` as ${im.bound}` : ''}`,
+          rule: `forbidden_modules ${JSON.stringify(f)}`,
+        };
     for (const d of dotted) {
-      if (im.module === d.mod && (im.star || im.name === d.name)) return { line: im.line, what: `imports ${d.name} from ${d.mod}${im.bound !== d.name ? ` as ${im.bound}` : ''}`, rule: d.rule };
+      if (im.module === d.mod && (im.star || im.name === d.name))
+        return { line: im.line, what: `imports ${d.name} from ${d.mod}${im.bound !== d.name ? ` as ${im.bound}` : ''}`, rule: d.rule };
     }
     const top = im.module.split('.')[0] as string;
     if (PY_DYNAMIC_MODULES.has(top) && !PY_DYNAMIC_ATTRS[top]) return dynamic(im.line, `import of ${im.module}`, r);
-    if (PY_DYNAMIC_ATTRS[top] && im.name !== null && (im.star || PY_DYNAMIC_ATTRS[top].test(im.name))) return dynamic(im.line, `from ${im.module} import ${im.name}`, r);
-    if (im.name !== null && bare.includes(im.name) && !im.star) return { line: im.line, what: `imports ${im.name} from ${im.module}`, rule: `forbidden_calls ${JSON.stringify(im.name)}` };
+    if (PY_DYNAMIC_ATTRS[top] && im.name !== null && (im.star || PY_DYNAMIC_ATTRS[top].test(im.name)))
+      return dynamic(im.line, `from ${im.module} import ${im.name}`, r);
+    if (im.name !== null && bare.includes(im.name) && !im.star)
+      return { line: im.line, what: `imports ${im.name} from ${im.module}`, rule: `forbidden_calls ${JSON.stringify(im.name)}` };
   }
 
   // Tokens of import statements (their module names are checked above, not as values).
@@ -522,7 +700,7 @@ function checkPython(toks: readonly Tok[], text: string, r: Rules, py?: PyContex
     const next = toks[k + 1];
     const isAttr = prev?.kind === 'op' && prev.value === '.' && prev.virtual !== true;
     const base = isAttr && toks[k - 2]?.kind === 'name' ? (toks[k - 2] as Tok).value : null;
-    const baseModule = base !== null ? aliases.get(base) ?? null : null;
+    const baseModule = base !== null ? (aliases.get(base) ?? null) : null;
     const name = t.value;
     const shown = t.respelled ? `${name} (spelled with characters Python normalises to it)` : name;
     if (!isAttr) {
@@ -534,7 +712,7 @@ function checkPython(toks: readonly Tok[], text: string, r: Rules, py?: PyContex
         const lit = literalArg(args[1]);
         if (lit === null) return dynamic(t.line, `${name}() with a name that is not a string literal`, r);
         const objTok = args[0]?.length === 1 && args[0][0]?.kind === 'name' ? (args[0][0] as Tok).value : null;
-        const hit = attrHit(lit, objTok ? aliases.get(objTok) ?? null : null, objTok, r, bare, methods, dotted, dottedModules);
+        const hit = attrHit(lit, objTok ? (aliases.get(objTok) ?? null) : null, objTok, r, bare, methods, dotted, dottedModules);
         if (hit) return { line: t.line, what: `${name}() of ${JSON.stringify(lit)}${hit.what}`, rule: hit.rule };
         continue;
       }
@@ -560,7 +738,16 @@ function checkPython(toks: readonly Tok[], text: string, r: Rules, py?: PyContex
 }
 
 /** Checks attribute `name` (of module `mod` when the object is a known module alias `base`). */
-function attrHit(name: string, mod: string | null, base: string | null, r: Rules, bare: readonly string[], methods: readonly string[], dotted: readonly { mod: string; name: string; rule: string }[], dottedModules: ReadonlySet<string>): { what: string; rule: string } | null {
+function attrHit(
+  name: string,
+  mod: string | null,
+  base: string | null,
+  r: Rules,
+  bare: readonly string[],
+  methods: readonly string[],
+  dotted: readonly { mod: string; name: string; rule: string }[],
+  dottedModules: ReadonlySet<string>,
+): { what: string; rule: string } | null {
   if (methods.includes(name)) return { what: '', rule: `forbidden_calls ${JSON.stringify(`.${name}`)}` };
   for (const d of dotted) {
     if (d.name !== name) continue;
@@ -570,15 +757,18 @@ function attrHit(name: string, mod: string | null, base: string | null, r: Rules
   }
   // Reaching a module as another module's attribute (string._re, typing.collections).
   const bareName = name.replace(/^_+/, '');
-  for (const f of r.modules) if (f.split('.').pop() === bareName) return { what: ` (module ${f} reached as an attribute)`, rule: `forbidden_modules ${JSON.stringify(f)}` };
-  for (const m of dottedModules) if (m.split('.').pop() === bareName) return { what: ` (module ${m} reached as an attribute)`, rule: dotted.find((d) => d.mod === m)?.rule ?? anyRule(r) };
+  for (const f of r.modules)
+    if (f.split('.').pop() === bareName) return { what: ` (module ${f} reached as an attribute)`, rule: `forbidden_modules ${JSON.stringify(f)}` };
+  for (const m of dottedModules)
+    if (m.split('.').pop() === bareName) return { what: ` (module ${m} reached as an attribute)`, rule: dotted.find((d) => d.mod === m)?.rule ?? anyRule(r) };
   if (mod !== null) {
     const top = mod.split('.')[0] as string;
     const re = PY_DYNAMIC_ATTRS[top];
     if (re?.test(name)) return { what: ' (dynamic spelling: could reach a forbidden name the checker cannot see)', rule: anyRule(r) };
   }
   if (bare.includes(name) && mod !== null) return { what: '', rule: `forbidden_calls ${JSON.stringify(name)}` };
-  if (PY_DYNAMIC_NAMES.has(name) && (name.startsWith('f_') || name === '__builtins__')) return { what: ' (dynamic spelling: could reach a forbidden name the checker cannot see)', rule: anyRule(r) };
+  if (PY_DYNAMIC_NAMES.has(name) && (name.startsWith('f_') || name === '__builtins__'))
+    return { what: ' (dynamic spelling: could reach a forbidden name the checker cannot see)', rule: anyRule(r) };
   return null;
 }
 
@@ -588,8 +778,24 @@ function attrHit(name: string, mod: string | null, base: string | null, r: Rules
 const JS_DYNAMIC_GLOBALS = new Set(['eval', 'Function', 'globalThis', 'global', 'window', 'self', 'frames', 'Reflect', 'with', 'createRequire']);
 /** Members that reach constructors, prototypes, the module loader or native bindings (`.constructor.constructor` is Function). */
 const JS_DYNAMIC_MEMBERS = new Set([
-  'eval', 'Function', 'constructor', '__proto__', '__defineGetter__', '__lookupGetter__', 'getPrototypeOf', 'getOwnPropertyDescriptor',
-  'getOwnPropertyDescriptors', 'createRequire', 'require', 'mainModule', '_load', '_compile', '_resolveFilename', 'binding', '_linkedBinding', 'dlopen',
+  'eval',
+  'Function',
+  'constructor',
+  '__proto__',
+  '__defineGetter__',
+  '__lookupGetter__',
+  'getPrototypeOf',
+  'getOwnPropertyDescriptor',
+  'getOwnPropertyDescriptors',
+  'createRequire',
+  'require',
+  'mainModule',
+  '_load',
+  '_compile',
+  '_resolveFilename',
+  'binding',
+  '_linkedBinding',
+  'dlopen',
 ]);
 const JS_DYNAMIC_MODULES = new Set(['vm', 'child_process', 'worker_threads', 'module', 'inspector', 'repl', 'v8', 'wasi', 'cluster']);
 const JS_TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
@@ -657,7 +863,11 @@ function jsImports(toks: readonly Tok[]): JsImport[] {
 function endsExpr(t: Tok | undefined): boolean {
   if (!t) return false;
   if (t.kind === 'str' || t.kind === 'num') return true;
-  if (t.kind === 'name') return !/^(?:return|typeof|instanceof|in|of|new|delete|void|throw|case|do|else|yield|await|const|let|var|export|import)$/.test(t.value) || JS_EXPR_END_KW.has(t.value);
+  if (t.kind === 'name')
+    return (
+      !/^(?:return|typeof|instanceof|in|of|new|delete|void|throw|case|do|else|yield|await|const|let|var|export|import)$/.test(t.value) ||
+      JS_EXPR_END_KW.has(t.value)
+    );
   return t.value === ')' || t.value === ']' || t.value === '?.';
 }
 
@@ -674,7 +884,8 @@ function unreadableJsImport(spec: string, fromFile: string, paths: ReadonlySet<s
     if (p.startsWith('../') || p === '..') return `import of ${spec}, outside the workspace`;
     return JS_RESOLVE_SUFFIXES.some((x) => paths.has(`${p}${x}`.replace(/^\.\//, ''))) ? null : `import of ${spec}, which is not a submitted file`;
   }
-  if (spec.startsWith('/') || spec.startsWith('file:') || spec.startsWith('data:') || spec.startsWith('http')) return `import of ${spec.slice(0, 60)}, outside the submission`;
+  if (spec.startsWith('/') || spec.startsWith('file:') || spec.startsWith('data:') || spec.startsWith('http'))
+    return `import of ${spec.slice(0, 60)}, outside the submission`;
   return NODE_BUILTINS.has(spec) ? null : `import of ${spec}, which is neither a Node builtin nor a submitted file`;
 }
 
@@ -682,22 +893,36 @@ function unreadableJsImport(spec: string, fromFile: string, paths: ReadonlySet<s
 function checkJs(toks: readonly Tok[], r: Rules, strict: boolean, file?: { path: string; paths: ReadonlySet<string> }): Found | null {
   // ES module syntax makes a .js file strict too (no package.json reaches the judge to say otherwise, so .js
   // without import/export is CommonJS, sloppy unless it says "use strict").
-  const esm = strict || toks.some((t, k) => t.kind === 'name' && (t.value === 'import' || t.value === 'export') && !t.respelled && toks[k + 1]?.value !== '(' && toks[k + 1]?.value !== '.' && toks[k - 1]?.value !== '.');
+  const esm =
+    strict ||
+    toks.some(
+      (t, k) =>
+        t.kind === 'name' &&
+        (t.value === 'import' || t.value === 'export') &&
+        !t.respelled &&
+        toks[k + 1]?.value !== '(' &&
+        toks[k + 1]?.value !== '.' &&
+        toks[k - 1]?.value !== '.',
+    );
   const useStrict = toks[0]?.kind === 'str' && toks[0].value === 'use strict';
   const bare = r.calls.filter((c) => !c.includes('.'));
   const methods = r.calls.filter((c) => c.startsWith('.')).map((c) => c.slice(1));
-  const dotted = r.calls.filter((c) => !c.startsWith('.') && c.includes('.')).map((c) => ({ obj: c.slice(0, c.lastIndexOf('.')), name: c.slice(c.lastIndexOf('.') + 1), rule: `forbidden_calls ${JSON.stringify(c)}` }));
+  const dotted = r.calls
+    .filter((c) => !c.startsWith('.') && c.includes('.'))
+    .map((c) => ({ obj: c.slice(0, c.lastIndexOf('.')), name: c.slice(c.lastIndexOf('.') + 1), rule: `forbidden_calls ${JSON.stringify(c)}` }));
   const memberNames = new Map<string, string>(); // property name -> rule
   for (const m of methods) memberNames.set(m, `forbidden_calls ${JSON.stringify(`.${m}`)}`);
   for (const d of dotted) memberNames.set(d.name, d.rule);
 
   for (const im of jsImports(toks)) {
     if (im.spec === null) return dynamic(im.line, `${im.construct} with a specifier that is not a string literal`, r);
-    for (const f of r.modules) if (covers(normSpec(f), im.spec)) return { line: im.line, what: `imports ${im.spec}`, rule: `forbidden_modules ${JSON.stringify(f)}` };
+    for (const f of r.modules)
+      if (covers(normSpec(f), im.spec)) return { line: im.line, what: `imports ${im.spec}`, rule: `forbidden_modules ${JSON.stringify(f)}` };
     if (JS_DYNAMIC_MODULES.has(im.spec.split('/')[0] as string)) return dynamic(im.line, `import of ${im.spec}`, r);
     const unknown = file && unreadableJsImport(im.spec, file.path, file.paths);
     if (unknown) return dynamic(im.line, unknown, r);
-    for (const d of dotted) if (normSpec(d.obj) === im.spec && im.names.includes(d.name)) return { line: im.line, what: `imports ${d.name} from ${im.spec}`, rule: d.rule };
+    for (const d of dotted)
+      if (normSpec(d.obj) === im.spec && im.names.includes(d.name)) return { line: im.line, what: `imports ${d.name} from ${im.spec}`, rule: d.rule };
   }
 
   for (let k = 0; k < toks.length; k++) {
@@ -728,7 +953,8 @@ function checkJs(toks: readonly Tok[], r: Rules, strict: boolean, file?: { path:
       const rule = memberNames.get(name);
       if (rule) return { line: t.line, what: `member .${shown}`, rule };
       if (JS_DYNAMIC_MEMBERS.has(name)) return dynamic(t.line, `.${shown}`, r);
-      if (bare.includes(name) && (toks[k - 2]?.value === 'globalThis' || toks[k - 2]?.value === 'window' || toks[k - 2]?.value === 'global')) return { line: t.line, what: `uses ${shown}`, rule: `forbidden_calls ${JSON.stringify(name)}` };
+      if (bare.includes(name) && (toks[k - 2]?.value === 'globalThis' || toks[k - 2]?.value === 'window' || toks[k - 2]?.value === 'global'))
+        return { line: t.line, what: `uses ${shown}`, rule: `forbidden_calls ${JSON.stringify(name)}` };
       continue;
     }
     if (bare.includes(name)) return { line: t.line, what: `uses ${shown}`, rule: `forbidden_calls ${JSON.stringify(name)}` };
@@ -738,7 +964,8 @@ function checkJs(toks: readonly Tok[], r: Rules, strict: boolean, file?: { path:
     }
     if (JS_DYNAMIC_GLOBALS.has(name)) return dynamic(t.line, shown, r);
     // Sloppy-mode code: `this` in a plain function call is the global object (`(function () { return this })()`).
-    if (name === 'this' && !esm && !useStrict && next?.value !== '.' && next?.value !== '?.') return dynamic(t.line, '`this` as a value in sloppy-mode code (can be the global object)', r);
+    if (name === 'this' && !esm && !useStrict && next?.value !== '.' && next?.value !== '?.')
+      return dynamic(t.line, '`this` as a value in sloppy-mode code (can be the global object)', r);
     if (name === 'require' && next?.value !== '(') return dynamic(t.line, 'require used as a value', r);
     if (JS_TIMERS.has(name) && next?.value === '(') {
       const first = callArgs(toks, k + 2)[0];
@@ -752,11 +979,31 @@ function checkJs(toks: readonly Tok[], r: Rules, strict: boolean, file?: { path:
 // ------------------------------------------------------------------------------------------ shell
 
 /** Words that run the next word as a command (after their own options). */
-const SH_WRAPPERS = new Set(['exec', 'command', 'builtin', 'env', 'nice', 'nohup', 'sudo', 'doas', 'stdbuf', 'timeout', 'xargs', 'busybox', 'chroot', 'setsid', 'unbuffer', 'ionice', 'taskset', 'chrt']);
+const SH_WRAPPERS = new Set([
+  'exec',
+  'command',
+  'builtin',
+  'env',
+  'nice',
+  'nohup',
+  'sudo',
+  'doas',
+  'stdbuf',
+  'timeout',
+  'xargs',
+  'busybox',
+  'chroot',
+  'setsid',
+  'unbuffer',
+  'ionice',
+  'taskset',
+  'chrt',
+]);
 /** Reserved words after which a command starts. */
 const SH_KEYWORDS = new Set(['then', 'do', 'else', 'elif', 'if', 'while', 'until', '!', '{', 'time', 'coproc']);
 const SH_SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'ksh', 'zsh', 'mksh', 'yash', 'fish', 'csh', 'tcsh']);
-const SH_INTERPRETERS = /^(?:python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|tclsh|expect|Rscript|osascript|gdb|vim?|ex|emacs|ed)$/;
+const SH_INTERPRETERS =
+  /^(?:python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|tclsh|expect|Rscript|osascript|gdb|vim?|ex|emacs|ed)$/;
 const SH_AWKS = new Set(['awk', 'gawk', 'mawk', 'nawk']);
 const SH_NOT_CALLS = new Set(['type', 'which', 'hash', 'whence']);
 const SH_ASSIGN = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/;
@@ -801,17 +1048,24 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
     const w = words[k];
     if (!w) return null;
     if (w.text === null) return dynamic(w.line, `command named by an expansion (${w.raw.slice(0, 40)})`, r);
-    if (/[*?[\]]/.test(w.text) && w.text !== '[' && w.text !== '[[' && w.text !== ']]' && w.text !== ']') return dynamic(w.line, `command named by a pattern (${w.text.slice(0, 40)})`, r);
+    if (/[*?[\]]/.test(w.text) && w.text !== '[' && w.text !== '[[' && w.text !== ']]' && w.text !== ']')
+      return dynamic(w.line, `command named by a pattern (${w.text.slice(0, 40)})`, r);
     const name = w.text.slice(w.text.lastIndexOf('/') + 1);
     if (['for', 'select', 'case', 'function'].includes(name)) return null;
-    if (r.calls.includes(name)) return { line: w.line, what: `runs ${name}${w.text !== w.raw ? ` (written ${w.raw.slice(0, 40)})` : ''}`, rule: `forbidden_calls ${JSON.stringify(name)}` };
+    if (r.calls.includes(name))
+      return {
+        line: w.line,
+        what: `runs ${name}${w.text !== w.raw ? ` (written ${w.raw.slice(0, 40)})` : ''}`,
+        rule: `forbidden_calls ${JSON.stringify(name)}`,
+      };
     const rest = words.slice(k + 1);
     // A program is its file, not its name: a forbidden command copied or linked elsewhere (cp /bin/sed /tmp/s)
     // runs under any name. So a path to a forbidden command anywhere, locating one, or running a program by a
     // path that is neither a system directory nor a submitted file, is refused.
     for (const x of rest) {
       const base = x.text?.slice(x.text.lastIndexOf('/') + 1);
-      if (x.text && x.text.includes('/') && base && r.calls.includes(base)) return { line: x.line, what: `names ${base} by path (${x.text.slice(0, 40)})`, rule: `forbidden_calls ${JSON.stringify(base)}` };
+      if (x.text && x.text.includes('/') && base && r.calls.includes(base))
+        return { line: x.line, what: `names ${base} by path (${x.text.slice(0, 40)})`, rule: `forbidden_calls ${JSON.stringify(base)}` };
     }
     const locates = SH_NOT_CALLS.has(name) || name === 'whereis' || (name === 'command' && rest.some((x) => x.text === '-v' || x.text === '-V'));
     if (locates) {
@@ -821,11 +1075,17 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
     if (w.text.includes('/')) {
       const dir = w.text.slice(0, w.text.lastIndexOf('/'));
       const rel = w.text.replace(/^(?:\.\/)+/, '');
-      if (w.text.startsWith('/') ? !/^\/(?:usr\/(?:local\/)?)?s?bin$/.test(dir) : !r.paths?.has(rel)) return dynamic(w.line, `program run by a path that is neither a system directory nor a submitted file (${w.text.slice(0, 40)})`, r);
+      if (w.text.startsWith('/') ? !/^\/(?:usr\/(?:local\/)?)?s?bin$/.test(dir) : !r.paths?.has(rel))
+        return dynamic(w.line, `program run by a path that is neither a system directory nor a submitted file (${w.text.slice(0, 40)})`, r);
     }
     if (name === 'eval' || name === 'trap' || name === 'alias') {
       if (rest.some((x) => x.text === null)) return dynamic(w.line, `${name} of an expansion`, r);
-      const code = name === 'alias' ? rest.map((x) => (x.text ?? '').replace(/^[^=]*=/, '')).join('\n') : name === 'trap' ? (rest[0]?.text ?? '') : rest.map((x) => x.text).join(' ');
+      const code =
+        name === 'alias'
+          ? rest.map((x) => (x.text ?? '').replace(/^[^=]*=/, '')).join('\n')
+          : name === 'trap'
+            ? (rest[0]?.text ?? '')
+            : rest.map((x) => x.text).join(' ');
       const f = checkShell(code, r, depth + 1);
       return f ? { ...f, line: w.line, what: `${name}: ${f.what}` } : null;
     }
@@ -877,7 +1137,9 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
       return null;
     }
     if (name === 'sed' || name === 'gsed') {
-      for (const x of rest) if (x.text !== null && /(?:^|[;\n{}])\s*[0-9$,]*\s*e(?:\s|$|;)|s(.).*\1.*\1[gpiImM0-9w]*e/.test(x.text)) return dynamic(w.line, 'sed e command (runs a shell command)', r);
+      for (const x of rest)
+        if (x.text !== null && /(?:^|[;\n{}])\s*[0-9$,]*\s*e(?:\s|$|;)|s(.).*\1.*\1[gpiImM0-9w]*e/.test(x.text))
+          return dynamic(w.line, 'sed e command (runs a shell command)', r);
       return null;
     }
     if (name === 'find') {
@@ -894,7 +1156,12 @@ function checkShellCommand(cmd: ShellCommand, r: Rules, depth: number): Found | 
       // Which of the wrapper's words is the command depends on its options (nice -n 1, sudo -u u): any word
       // naming a forbidden command after a wrapper counts, then the first plain word is followed on.
       const named = rest.find((x) => x.text !== null && r.calls.includes(x.text.slice(x.text.lastIndexOf('/') + 1)));
-      if (named) return { line: named.line, what: `runs ${named.text} (through ${name})`, rule: `forbidden_calls ${JSON.stringify((named.text as string).slice((named.text as string).lastIndexOf('/') + 1))}` };
+      if (named)
+        return {
+          line: named.line,
+          what: `runs ${named.text} (through ${name})`,
+          rule: `forbidden_calls ${JSON.stringify((named.text as string).slice((named.text as string).lastIndexOf('/') + 1))}`,
+        };
       k++;
       // The wrapper's own options (and timeout's duration, env's assignments, flock's lock file).
       while (k < words.length) {

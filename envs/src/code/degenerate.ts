@@ -84,7 +84,11 @@ function isShellScript(f: WorkspaceFileLike): boolean {
 }
 
 /** The degenerate submissions of a task, given its reference run's workspace files. */
-export async function degenerateVariants(task: LoadedTask, refFiles: readonly WorkspaceFileLike[], opts: { python?: string } = {}): Promise<DegenerateVariant[]> {
+export async function degenerateVariants(
+  task: LoadedTask,
+  refFiles: readonly WorkspaceFileLike[],
+  opts: { python?: string } = {},
+): Promise<DegenerateVariant[]> {
   const changed = changedFiles(task, refFiles);
   const out: DegenerateVariant[] = [];
   const lang = task.spec.language;
@@ -95,18 +99,38 @@ export async function degenerateVariants(task: LoadedTask, refFiles: readonly Wo
     if (scripts.length > 0) {
       // Stub scripts and nothing else: the reference's other work (files it created, moved or deleted) is
       // not done, or a task whose reference builds a tree would be "paid" for the tree it did not build.
-      out.push({ id: 'exit-1', name: 'every changed script only exits 1 (nothing else done)', base: 'shipped', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 1\n') })) });
-      out.push({ id: 'print-nothing', name: 'every changed script prints nothing and exits 0 (nothing else done)', base: 'shipped', replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 0\n') })) });
+      out.push({
+        id: 'exit-1',
+        name: 'every changed script only exits 1 (nothing else done)',
+        base: 'shipped',
+        replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 1\n') })),
+      });
+      out.push({
+        id: 'print-nothing',
+        name: 'every changed script prints nothing and exits 0 (nothing else done)',
+        base: 'shipped',
+        replace: scripts.map((f) => ({ path: f.path, content: bytes('#!/bin/sh\nexit 0\n') })),
+      });
     }
   }
-  if (changed.length > 0) out.push({ id: 'empty-files', name: 'every file the reference changed emptied', replace: changed.map((f) => ({ path: f.path, content: new Uint8Array() })) });
+  if (changed.length > 0)
+    out.push({
+      id: 'empty-files',
+      name: 'every file the reference changed emptied',
+      replace: changed.map((f) => ({ path: f.path, content: new Uint8Array() })),
+    });
   out.push({ id: 'deleted', name: 'everything deleted (empty workspace)', replace: [], deleteAll: true });
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------- Python
 
-async function pythonVariants(task: LoadedTask, refFiles: readonly WorkspaceFileLike[], changed: readonly WorkspaceFileLike[], python = 'python3'): Promise<DegenerateVariant[]> {
+async function pythonVariants(
+  task: LoadedTask,
+  refFiles: readonly WorkspaceFileLike[],
+  changed: readonly WorkspaceFileLike[],
+  python = 'python3',
+): Promise<DegenerateVariant[]> {
   const files = changed.filter((f) => f.path.endsWith('.py')).map((f) => ({ path: f.path, source: text(f.content) }));
   if (files.length === 0) return [];
   const context = refFiles.filter((f) => f.path.endsWith('.py')).map((f) => ({ path: f.path, source: text(f.content) }));
@@ -118,9 +142,14 @@ async function pythonVariants(task: LoadedTask, refFiles: readonly WorkspaceFile
   } catch {
     // Reported below.
   }
-  if (code !== 0 || !doc.variants) throw new DegenerateGenerationError(`task ${task.spec.id}: the Python rewriter (${python}) failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`);
+  if (code !== 0 || !doc.variants)
+    throw new DegenerateGenerationError(
+      `task ${task.spec.id}: the Python rewriter (${python}) failed (exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`,
+    );
   if (doc.errors?.length) throw new DegenerateGenerationError(`task ${task.spec.id}: ${doc.errors.join('; ')}`);
-  return doc.variants.filter((v) => v.files.length > 0).map((v) => ({ id: v.id, name: v.label, replace: v.files.map((f) => ({ path: f.path, content: bytes(f.source) })) }));
+  return doc.variants
+    .filter((v) => v.files.length > 0)
+    .map((v) => ({ id: v.id, name: v.label, replace: v.files.map((f) => ({ path: f.path, content: bytes(f.source) })) }));
 }
 
 function run(exe: string, args: string[], stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -130,7 +159,13 @@ function run(exe: string, args: string[], stdin: string): Promise<{ code: number
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', (e) => reject(new DegenerateGenerationError(`cannot run ${exe} (${e.message}): the degenerate battery needs a python3 on PATH to rewrite Python tasks (or --no-degenerate)`)));
+    child.on('error', (e) =>
+      reject(
+        new DegenerateGenerationError(
+          `cannot run ${exe} (${e.message}): the degenerate battery needs a python3 on PATH to rewrite Python tasks (or --no-degenerate)`,
+        ),
+      ),
+    );
     child.on('close', (c) => resolve({ code: c, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
     child.stdin.on('error', () => {});
     child.stdin.end(stdin);
@@ -244,7 +279,11 @@ export function tokenize(src: string): Tok[] {
         }
         const three = src.slice(i, i + 3);
         const two = src.slice(i, i + 2);
-        const len = ['...', '===', '!==', '**=', '>>>', '<<=', '>>=', '&&=', '||=', '??='].includes(three) ? 3 : ['=>', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '++', '--', '+=', '-=', '*=', '/=', '**', '<<', '>>'].includes(two) ? 2 : 1;
+        const len = ['...', '===', '!==', '**=', '>>>', '<<=', '>>=', '&&=', '||=', '??='].includes(three)
+          ? 3
+          : ['=>', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '++', '--', '+=', '-=', '*=', '/=', '**', '<<', '>>'].includes(two)
+            ? 2
+            : 1;
         tok = { t: 'punct', v: '', s: i, e: i + len };
       }
       tok.v = src.slice(tok.s, tok.e);
@@ -289,7 +328,9 @@ export function jsFunctionBodies(src: string): JsBody[] {
   const bodies: JsBody[] = [];
   const firstParam = (open: number): string | null => {
     const t = toks[open + 1];
-    return t && t.t === 'name' && (toks[open + 2]?.v === ',' || toks[open + 2]?.v === ')' || toks[open + 2]?.v === '=' || toks[open + 2]?.v === ':') ? t.v : null;
+    return t && t.t === 'name' && (toks[open + 2]?.v === ',' || toks[open + 2]?.v === ')' || toks[open + 2]?.v === '=' || toks[open + 2]?.v === ':')
+      ? t.v
+      : null;
   };
   // From a '(' of a parameter list: the body's '{' (after an optional TS return type) or -1.
   const bodyAfterParams = (open: number): number => {
@@ -311,7 +352,12 @@ export function jsFunctionBodies(src: string): JsBody[] {
         continue;
       }
       let k = j;
-      while (['static', 'async', 'get', 'set', '*', 'readonly', 'public', 'private', 'protected', 'override'].includes(toks[k]?.v ?? '') && toks[k + 1]?.v !== '(' && toks[k + 1]?.v !== '=') k++;
+      while (
+        ['static', 'async', 'get', 'set', '*', 'readonly', 'public', 'private', 'protected', 'override'].includes(toks[k]?.v ?? '') &&
+        toks[k + 1]?.v !== '(' &&
+        toks[k + 1]?.v !== '='
+      )
+        k++;
       const name = toks[k] as Tok;
       let after = k + 1;
       if (name.v === '[') after = matching(toks, k) + 1;
@@ -319,7 +365,14 @@ export function jsFunctionBodies(src: string): JsBody[] {
         const b = bodyAfterParams(after);
         if (b < 0) throw new DegenerateGenerationError(`class member at offset ${name.s} has no body`);
         const end = matching(toks, b);
-        if (name.t !== 'priv') bodies.push({ from: (toks[b] as Tok).e, to: (toks[end] as Tok).s, arrow: false, firstParam: firstParam(after), ...(name.v === 'constructor' ? { ctor: true } : {}) });
+        if (name.t !== 'priv')
+          bodies.push({
+            from: (toks[b] as Tok).e,
+            to: (toks[end] as Tok).s,
+            arrow: false,
+            firstParam: firstParam(after),
+            ...(name.v === 'constructor' ? { ctor: true } : {}),
+          });
         j = end + 1;
         continue;
       }
@@ -409,12 +462,16 @@ async function nodeChecks(file: string, source: string): Promise<boolean> {
 }
 
 async function jsVariants(task: LoadedTask, changed: readonly WorkspaceFileLike[]): Promise<DegenerateVariant[]> {
-  const files = changed.filter((f) => /\.(m|c)?[jt]s$/.test(f.path)).map((f) => ({ path: f.path, source: text(f.content), bodies: jsFunctionBodies(text(f.content)) }));
+  const files = changed
+    .filter((f) => /\.(m|c)?[jt]s$/.test(f.path))
+    .map((f) => ({ path: f.path, source: text(f.content), bodies: jsFunctionBodies(text(f.content)) }));
   if (files.length === 0) return [];
   const defined = new Map(files.map((f) => [f.path, new Set([...f.source.matchAll(/\bclass\s+([A-Za-z_$][\w$]*)/g)].map((m) => m[1] as string))]));
   const named = namedExceptions(task).filter((n) => JS_ERRORS.has(n) || [...defined.values()].some((s) => s.has(n)));
   const shapes: { id: string; name: string; shape: Parameters<typeof jsStatement>[0] }[] = [
-    ...[...new Set(['Error', ...named])].sort().map((n) => ({ id: `throw:${n}`, name: `throw ${n} in every function`, shape: { kind: 'throw' as const, name: n } })),
+    ...[...new Set(['Error', ...named])]
+      .sort()
+      .map((n) => ({ id: `throw:${n}`, name: `throw ${n} in every function`, shape: { kind: 'throw' as const, name: n } })),
     ...JS_RETURNS.map((e) => ({ id: `return:${e}`, name: `return ${e} from every function`, shape: { kind: 'return' as const, expr: e } })),
     { id: 'first-arg', name: 'return its first argument from every function', shape: { kind: 'first-arg' as const } },
   ];
@@ -426,10 +483,14 @@ async function jsVariants(task: LoadedTask, changed: readonly WorkspaceFileLike[
       if (f.bodies.length === 0) continue;
       if (s.shape.kind === 'throw' && !JS_ERRORS.has(s.shape.name) && !defined.get(f.path)?.has(s.shape.name)) continue;
       let src = f.source;
-      for (const b of [...f.bodies].sort((x, y) => y.from - x.from)) if (!b.ctor || s.shape.kind === 'throw') src = src.slice(0, b.from) + jsStatement(s.shape, b) + src.slice(b.to);
+      for (const b of [...f.bodies].sort((x, y) => y.from - x.from))
+        if (!b.ctor || s.shape.kind === 'throw') src = src.slice(0, b.from) + jsStatement(s.shape, b) + src.slice(b.to);
       if (!f.path.endsWith('.ts')) {
         if (!originalChecks.has(f.path)) originalChecks.set(f.path, await nodeChecks(f.path, f.source));
-        if (originalChecks.get(f.path) && !(await nodeChecks(f.path, src))) throw new DegenerateGenerationError(`task ${task.spec.id}: the rewrite of ${f.path} (${s.name}) does not parse; please report the source that confused the tokenizer`);
+        if (originalChecks.get(f.path) && !(await nodeChecks(f.path, src)))
+          throw new DegenerateGenerationError(
+            `task ${task.spec.id}: the rewrite of ${f.path} (${s.name}) does not parse; please report the source that confused the tokenizer`,
+          );
       }
       replace.push({ path: f.path, content: bytes(src) });
     }
@@ -554,7 +615,8 @@ export async function runDegenerateBattery(task: LoadedTask, opts: BatteryOption
       const key = cacheKey(task, variantFiles(opts.refFiles, v, task.workspace), opts.environment);
       const hit = cache.get(key);
       const g = hit ?? (await opts.grade(v));
-      if (!timedOut(g)) fresh.set(key, { score: g.score, ...(g.zero_reason !== undefined ? { zero_reason: g.zero_reason } : {}), ...(g.tests ? { tests: g.tests } : {}) });
+      if (!timedOut(g))
+        fresh.set(key, { score: g.score, ...(g.zero_reason !== undefined ? { zero_reason: g.zero_reason } : {}), ...(g.tests ? { tests: g.tests } : {}) });
       // Rounded like the score itself, so 0.05 over an untouched 0.25 is not a float artefact.
       outcomes[i] = { id: v.id, name: v.name, ...g, pays: Math.round(g.score * 1e9) > Math.round(limit * 1e9), cached: hit !== undefined };
     }

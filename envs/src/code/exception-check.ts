@@ -9,11 +9,40 @@ import { isHarnessFormat, type LoadedTask } from './task-types.js';
 
 /** Builtin exception classes a declaration may name (Python: Exception and its builtin subclasses). */
 const PY_BASES = new Set([
-  'Exception', 'ArithmeticError', 'AssertionError', 'AttributeError', 'BufferError', 'EOFError', 'FloatingPointError', 'ImportError',
-  'IndexError', 'KeyError', 'LookupError', 'MemoryError', 'ModuleNotFoundError', 'NameError', 'NotImplementedError', 'OSError',
-  'OverflowError', 'RecursionError', 'ReferenceError', 'RuntimeError', 'SyntaxError', 'SystemError', 'TypeError', 'UnboundLocalError',
-  'UnicodeError', 'ValueError', 'ZeroDivisionError', 'FileNotFoundError', 'FileExistsError', 'IsADirectoryError', 'NotADirectoryError',
-  'PermissionError', 'TimeoutError', 'ConnectionError',
+  'Exception',
+  'ArithmeticError',
+  'AssertionError',
+  'AttributeError',
+  'BufferError',
+  'EOFError',
+  'FloatingPointError',
+  'ImportError',
+  'IndexError',
+  'KeyError',
+  'LookupError',
+  'MemoryError',
+  'ModuleNotFoundError',
+  'NameError',
+  'NotImplementedError',
+  'OSError',
+  'OverflowError',
+  'RecursionError',
+  'ReferenceError',
+  'RuntimeError',
+  'SyntaxError',
+  'SystemError',
+  'TypeError',
+  'UnboundLocalError',
+  'UnicodeError',
+  'ValueError',
+  'ZeroDivisionError',
+  'FileNotFoundError',
+  'FileExistsError',
+  'IsADirectoryError',
+  'NotADirectoryError',
+  'PermissionError',
+  'TimeoutError',
+  'ConnectionError',
 ]);
 const JS_BASES = new Set(['Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'EvalError', 'URIError', 'AggregateError']);
 
@@ -29,7 +58,8 @@ export function exceptionDeclarationProblems(task: LoadedTask): string[] {
   const python = task.spec.test.format === 'pytest-harness';
   const problems: string[] = [];
   for (const [name, base] of Object.entries(declared)) {
-    if (!(python ? PY_BASES : JS_BASES).has(base)) problems.push(`task.json /exceptions/${name}: ${JSON.stringify(base)} is not a builtin ${python ? 'Exception subclass' : 'Error class'}`);
+    if (!(python ? PY_BASES : JS_BASES).has(base))
+      problems.push(`task.json /exceptions/${name}: ${JSON.stringify(base)} is not a builtin ${python ? 'Exception subclass' : 'Error class'}`);
   }
   const seen = new Set<string>();
   for (const f of task.tests) {
@@ -38,7 +68,9 @@ export function exceptionDeclarationProblems(task: LoadedTask): string[] {
     for (const u of uses) {
       if (u.name in declared || seen.has(`${f.path}:${u.name}`)) continue;
       seen.add(`${f.path}:${u.name}`);
-      problems.push(`tests/${f.path}: ${u.how} checks for the workspace exception class ${u.name}, which task.json does not declare in /exceptions (declare it with its builtin base, e.g. "exceptions": {"${u.name}": "${python ? 'ValueError' : 'RangeError'}"}: docs/TASKS.md)`);
+      problems.push(
+        `tests/${f.path}: ${u.how} checks for the workspace exception class ${u.name}, which task.json does not declare in /exceptions (declare it with its builtin base, e.g. "exceptions": {"${u.name}": "${python ? 'ValueError' : 'RangeError'}"}: docs/TASKS.md)`,
+      );
     }
   }
   return problems;

@@ -6,7 +6,20 @@ import { checkConstraints } from './constraints.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
 import { parseJunitXml, scoreReport, type TestReport } from './report.js';
-import { checkFinalState, combine, gatedTestsFraction, unmatchedGatePatterns, DEFAULT_WEIGHTS, GradeCache, resolveWeights, rewardComponents, syntaxSummary, type Score, type SyntaxSummary, type Weights } from './rubric.js';
+import {
+  checkFinalState,
+  combine,
+  gatedTestsFraction,
+  unmatchedGatePatterns,
+  DEFAULT_WEIGHTS,
+  GradeCache,
+  resolveWeights,
+  rewardComponents,
+  syntaxSummary,
+  type Score,
+  type SyntaxSummary,
+  type Weights,
+} from './rubric.js';
 import { isHarnessFormat, type LoadedTask, type RubricComponent } from './task-types.js';
 import { changedFiles, runnerView, scanForTampering, type RunnerView, type TamperFinding } from './workspace-filter.js';
 import {
@@ -173,7 +186,11 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   // The task's declared constraints (issue 30 item 3), checked on the captured files before any workspace code runs.
   const violation = checkConstraints(task, files);
   if (violation) {
-    const result: GradeResult = { ...common, score: combine({}, weights, violation.zero_reason), timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs } };
+    const result: GradeResult = {
+      ...common,
+      score: combine({}, weights, violation.zero_reason),
+      timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs },
+    };
     opts.cache?.set(key, result);
     return result;
   }
@@ -181,7 +198,12 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   if (tamper.length > 0) {
     const first = tamper[0];
     const reason = first ? `tampering suspected: ${first.path}:${first.line} mentions ${first.pattern}` : 'tampering suspected';
-    const result: GradeResult = { ...common, tamper, score: combine({}, weights, reason), timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs } };
+    const result: GradeResult = {
+      ...common,
+      tamper,
+      score: combine({}, weights, reason),
+      timings_ms: { filter: filterMs, acquire: 0, run: 0, total: filterMs },
+    };
     opts.cache?.set(key, result);
     return result;
   }
@@ -218,7 +240,9 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
     oomKilled = res.oom_killed;
     out = parseRunOutput(res.stdout, plan.nonce, plan.layout.workspace);
     if (out.preflight_failed) {
-      throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run ${task.spec.test.format} tests: ${out.log_tail.trim().slice(-500) || 'runner unavailable'}`);
+      throw new SandboxFailure(
+        `grading image ${opts.requirement.image} cannot run ${task.spec.test.format} tests: ${out.log_tail.trim().slice(-500) || 'runner unavailable'}`,
+      );
     }
     if (res.timed_out && !out.complete) out.timed_out = true;
     // The runner is available in this image: later gradings on it skip the check.
@@ -249,7 +273,9 @@ export async function gradeSubmission(task: LoadedTask, submission: Submission, 
   else if (out.status !== 0 && out.status !== 1) zero = `test runner exited with status ${out.status ?? 'unknown'}`;
 
   // Gated tests (task.json gated_tests) count only as far as the core tests pass; without gates, scored.fraction.
-  const components: Partial<Record<RubricComponent, number>> = { tests: scored.ok ? gatedTestsFraction(task.spec.gated_tests, scored.report.cases, task.spec.test.expected_tests) : 0 };
+  const components: Partial<Record<RubricComponent, number>> = {
+    tests: scored.ok ? gatedTestsFraction(task.spec.gated_tests, scored.report.cases, task.spec.test.expected_tests) : 0,
+  };
   if (finalState) components.final_state = finalState.fraction;
   const result: GradeResult = {
     ...common,

@@ -465,7 +465,8 @@ export function parseRunOutput(stdout: string, nonce: string, workspace = '/work
   for (const l of syntaxLines) {
     try {
       const v = JSON.parse(l) as { path?: unknown; ok?: unknown };
-      if (typeof v.path === 'string' && typeof v.ok === 'boolean') syntax.push({ path: v.path.startsWith(wsPrefix) ? v.path.slice(wsPrefix.length) : v.path, ok: v.ok });
+      if (typeof v.path === 'string' && typeof v.ok === 'boolean')
+        syntax.push({ path: v.path.startsWith(wsPrefix) ? v.path.slice(wsPrefix.length) : v.path, ok: v.ok });
     } catch {
       /* not a result line */
     }
@@ -780,7 +781,13 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
   const direct = `cd ${shellQuote(layout.root)} && exec env -i ${harnessEnv(layout, opts).map(shellQuote).join(' ')} ${uidVar.join(' ')} ${argv.map(shellQuote).join(' ')}\n`;
   const server = !sameUid && opts.prestartServer !== false;
   const runLine = server ? serverRunLine(layout, opts) + direct : direct;
-  const request = { cwd: layout.root, env: Object.fromEntries(harnessEnv(layout, opts).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])), args: argv.slice(5), limit_s: testLimitS, agent_uid: !sameUid };
+  const request = {
+    cwd: layout.root,
+    env: Object.fromEntries(harnessEnv(layout, opts).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    args: argv.slice(5),
+    limit_s: testLimitS,
+    agent_uid: !sameUid,
+  };
   const preflight = [
     `${['env', '-i', `PATH=${opts.path ?? DEFAULT_RUNNER_PATH}`, opts.python ?? 'python3', '-I', '-B', '-c', PYTEST_PREFLIGHT].map(shellQuote).join(' ')} || exit 1`,
     `[ "$1" = 1 ] || command -v nsenter >/dev/null || { echo 'nsenter is not installed (the harness starts its worker with it)'; exit 1; }`,
@@ -798,7 +805,16 @@ function planHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPlan {
     ...submissionFiles(layout, opts),
     ...(server ? [{ path: `${layout.root}/server-request.json`, content: JSON.stringify(request), mode: 0o444 }] : []),
   ];
-  return finishHarnessPlan(task, nonce, layout, opts, files, { changed, agentEnv: agentEnv.join(' '), node: opts.node ?? 'node', preflight, runLine, testLimitS, runTimeoutMs, sameUid });
+  return finishHarnessPlan(task, nonce, layout, opts, files, {
+    changed,
+    agentEnv: agentEnv.join(' '),
+    node: opts.node ?? 'node',
+    preflight,
+    runLine,
+    testLimitS,
+    runTimeoutMs,
+    sameUid,
+  });
 }
 
 /** The submission capture as a judge file (0400: only the judge's test processes read it). */
@@ -886,7 +902,16 @@ function planNodeHarnessGrading(task: LoadedTask, opts: PlanOptions): GradingPla
     ...(opts.submission ? { submission: `${layout.root}/submission.json` } : {}),
     exceptions: task.spec.exceptions ?? {},
   };
-  const env = [`PATH=${path}`, `HOME=${layout.home}`, `TMPDIR=${layout.tmp}`, 'LANG=C.UTF-8', 'LC_ALL=C.UTF-8', 'NODE_OPTIONS=', 'NO_COLOR=1', `SANDGYM_NODE_HARNESS_CONFIG=${layout.root}/node-harness.json`];
+  const env = [
+    `PATH=${path}`,
+    `HOME=${layout.home}`,
+    `TMPDIR=${layout.tmp}`,
+    'LANG=C.UTF-8',
+    'LC_ALL=C.UTF-8',
+    'NODE_OPTIONS=',
+    'NO_COLOR=1',
+    `SANDGYM_NODE_HARNESS_CONFIG=${layout.root}/node-harness.json`,
+  ];
   // The agent uid comes from the judge's environment at run time, so this line is not fully quoted.
   const uidVar = sameUid ? '' : ' "SANDGYM_AGENT_UID=$SANDGYM_AGENT_UID"';
   const runLine = `cd ${shellQuote(layout.root)} && exec env -i ${env.map(shellQuote).join(' ')}${uidVar} ${nodeHarnessRunnerArgv(task, layout, opts).map(shellQuote).join(' ')}\n`;
@@ -923,7 +948,9 @@ export const GRADER_VERSION = `3+${createHash('sha256')
       PREPARE_SH,
       serverRunLine(harnessLayout('0'.repeat(32)), {}),
       // The judge's pytest options (a task's own options and test paths aside) and its ini decide verdicts too.
-      harnessRunnerArgv({ tests: [], spec: { test: { command: ['python3', '-m', 'pytest'] } } } as unknown as LoadedTask, harnessLayout('0'.repeat(32))).join(' '),
+      harnessRunnerArgv({ tests: [], spec: { test: { command: ['python3', '-m', 'pytest'] } } } as unknown as LoadedTask, harnessLayout('0'.repeat(32))).join(
+        ' ',
+      ),
       harnessPytestIni(harnessLayout('0'.repeat(32))),
       HARNESS_CONFTEST,
       HARNESS_GRADE_SH,

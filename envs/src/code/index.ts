@@ -1,6 +1,16 @@
 // Public surface of the coding-task machinery (task sets, grading, rubric) for code-v0 and the CLI.
 export * from './task-types.js';
-export { loadTask, loadTaskSets, readTree, validateTaskSpec, TaskLoadError, TaskAccessError, TaskSet, MAX_TASK_FILE_BYTES, type LoadOptions } from './task-loader.js';
+export {
+  loadTask,
+  loadTaskSets,
+  readTree,
+  validateTaskSpec,
+  TaskLoadError,
+  TaskAccessError,
+  TaskSet,
+  MAX_TASK_FILE_BYTES,
+  type LoadOptions,
+} from './task-loader.js';
 export { taskContentHash, normaliseInstruction, normaliseTestText, sha256Hex } from './task-hash.js';
 export * from './leakage.js';
 export * from './report.js';

@@ -230,9 +230,15 @@ export async function canonicalPython(sources: readonly string[], python = 'pyth
 // Tokenizer (JavaScript; also Python when the AST is not available, and Python's canonical source).
 
 const JS_KEYWORDS = new Set(
-  'await break case catch class const continue debugger default delete do else export extends false finally for from function if import in instanceof let new null of return static super switch this throw true try typeof undefined var void while with yield async get set'.split(' '),
+  'await break case catch class const continue debugger default delete do else export extends false finally for from function if import in instanceof let new null of return static super switch this throw true try typeof undefined var void while with yield async get set'.split(
+    ' ',
+  ),
 );
-const PY_KEYWORDS = new Set('False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '));
+const PY_KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(
+    ' ',
+  ),
+);
 const TEST_NAMES = new Set(['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach', 'mock', 'assert', 'workspace', 'pytest']);
 
 function ownNames(...objs: unknown[]): Set<string> {
@@ -272,7 +278,38 @@ function jsNames(): { globals: Set<string>; props: Set<string> } {
       Reflect,
       process,
     );
-    for (const n of ['equal', 'notEqual', 'strictEqual', 'notStrictEqual', 'deepEqual', 'deepStrictEqual', 'notDeepStrictEqual', 'throws', 'rejects', 'doesNotThrow', 'ok', 'match', 'fail', 'strict', 'test', 'skip', 'todo', 'only', 'env', 'href', 'join', 'resolve', 'dirname', 'basename', 'mock', 'fn', 'calls', 'callCount', 'arguments']) props.add(n);
+    for (const n of [
+      'equal',
+      'notEqual',
+      'strictEqual',
+      'notStrictEqual',
+      'deepEqual',
+      'deepStrictEqual',
+      'notDeepStrictEqual',
+      'throws',
+      'rejects',
+      'doesNotThrow',
+      'ok',
+      'match',
+      'fail',
+      'strict',
+      'test',
+      'skip',
+      'todo',
+      'only',
+      'env',
+      'href',
+      'join',
+      'resolve',
+      'dirname',
+      'basename',
+      'mock',
+      'fn',
+      'calls',
+      'callCount',
+      'arguments',
+    ])
+      props.add(n);
     jsKeep = { globals, props };
   }
   return jsKeep;
@@ -284,7 +321,44 @@ export interface Token {
   text: string;
 }
 
-const PUNCT = ['>>>=', '...', '===', '!==', '**=', '<<=', '>>=', '>>>', '&&=', '||=', '??=', '=>', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '++', '--', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=', '**', '<<', '>>', '//', '->', ':='];
+const PUNCT = [
+  '>>>=',
+  '...',
+  '===',
+  '!==',
+  '**=',
+  '<<=',
+  '>>=',
+  '>>>',
+  '&&=',
+  '||=',
+  '??=',
+  '=>',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '&&',
+  '||',
+  '??',
+  '?.',
+  '++',
+  '--',
+  '+=',
+  '-=',
+  '*=',
+  '/=',
+  '%=',
+  '&=',
+  '|=',
+  '^=',
+  '**',
+  '<<',
+  '>>',
+  '//',
+  '->',
+  ':=',
+];
 
 /** Lexes JavaScript (or Python with lang 'python': # comments, triple quotes, no regex literals). */
 export function tokenize(src: string, lang: TestLanguage): Token[] {
@@ -295,7 +369,8 @@ export function tokenize(src: string, lang: TestLanguage): Token[] {
     const last = out[out.length - 1];
     if (!last) return true;
     if (last.kind === 'num' || last.kind === 'str' || last.kind === 'regex') return false;
-    if (last.kind === 'id') return ['return', 'typeof', 'case', 'do', 'else', 'in', 'of', 'new', 'delete', 'void', 'throw', 'yield', 'await'].includes(last.text);
+    if (last.kind === 'id')
+      return ['return', 'typeof', 'case', 'do', 'else', 'in', 'of', 'new', 'delete', 'void', 'throw', 'yield', 'await'].includes(last.text);
     return ![')', ']', '}'].includes(last.text);
   };
   // A template literal, with \${...} substitutions that may hold strings and templates of their own.
@@ -447,7 +522,12 @@ function canonPyTokens(tokens: Token[]): string[] {
     const t = tokens[i] as Token;
     // Lexical fallback: drop import lines crudely (from x import a, b / import x).
     if (t.kind === 'id' && (t.text === 'import' || t.text === 'from') && lineStart) {
-      while (i + 1 < tokens.length && !(tokens[i + 1]?.kind === 'id' && ['def', 'class', 'import', 'from', 'assert'].includes(tokens[i + 1]?.text as string)) && tokens[i + 1]?.text !== '@') i++;
+      while (
+        i + 1 < tokens.length &&
+        !(tokens[i + 1]?.kind === 'id' && ['def', 'class', 'import', 'from', 'assert'].includes(tokens[i + 1]?.text as string)) &&
+        tokens[i + 1]?.text !== '@'
+      )
+        i++;
       continue;
     }
     lineStart = t.text === ':' || t.text === ')' || t.kind === 'str' || t.kind === 'num';
@@ -459,7 +539,9 @@ function canonPyTokens(tokens: Token[]): string[] {
 
 const PY_KEEP_FALLBACK = new Set([
   ...PY_KEYWORDS,
-  ...'abs all any bool bytes callable chr dict divmod enumerate filter float frozenset getattr hasattr hash int isinstance issubclass iter len list map max min next object open ord pow print range repr reversed round set sorted str sum tuple type zip self cls pytest raises mark parametrize approx workspace ValueError TypeError KeyError IndexError RuntimeError ZeroDivisionError StopIteration Exception OSError FileNotFoundError NotImplementedError AttributeError os sys json subprocess re math pathlib'.split(' '),
+  ...'abs all any bool bytes callable chr dict divmod enumerate filter float frozenset getattr hasattr hash int isinstance issubclass iter len list map max min next object open ord pow print range repr reversed round set sorted str sum tuple type zip self cls pytest raises mark parametrize approx workspace ValueError TypeError KeyError IndexError RuntimeError ZeroDivisionError StopIteration Exception OSError FileNotFoundError NotImplementedError AttributeError os sys json subprocess re math pathlib'.split(
+    ' ',
+  ),
 ]);
 
 /** `ID . ID . ID` (a chain of author names) reads as one ID: `m.f(x)` and `f(x)` are the same call. */

@@ -100,7 +100,10 @@ export interface Fingerprint {
 }
 
 /** Fingerprints of many tasks (one python3 process for all their Python tests). */
-export async function fingerprints(tasks: readonly Pick<LoadedTask, 'spec' | 'tests'>[], python?: string): Promise<{ prints: Fingerprint[]; lexical: string[] }> {
+export async function fingerprints(
+  tasks: readonly Pick<LoadedTask, 'spec' | 'tests'>[],
+  python?: string,
+): Promise<{ prints: Fingerprint[]; lexical: string[] }> {
   const files = tasks.flatMap((t, ti) => t.tests.map((f) => ({ ti, path: f.path, text: Buffer.from(f.content).toString('utf8') })));
   const canon = await canonicalTests(files, python);
   const perTask: string[][][] = tasks.map(() => []);
@@ -156,9 +159,17 @@ export async function checkLeakage(tasks: readonly LoadedTask[], opts: LeakageOp
         continue;
       }
       const sim = similarity(prints[i] as Fingerprint, prints[j] as Fingerprint);
-      for (const c of CHANNELS) if (closest[c] === null || sim[c] > (closest[c] as ClosestPair).similarity) closest[c] = { a: a.spec.id, b: b.spec.id, similarity: r3(sim[c]) };
+      for (const c of CHANNELS)
+        if (closest[c] === null || sim[c] > (closest[c] as ClosestPair).similarity) closest[c] = { a: a.spec.id, b: b.spec.id, similarity: r3(sim[c]) };
       if (a.content_hash === b.content_hash) {
-        findings.push({ kind: 'duplicate_content', severity: cross ? 'error' : 'warning', a: ref(a), b: ref(b), similarity: 1, message: `${a.spec.id} and ${b.spec.id} have identical content (instruction + tests) ${where}` });
+        findings.push({
+          kind: 'duplicate_content',
+          severity: cross ? 'error' : 'warning',
+          a: ref(a),
+          b: ref(b),
+          similarity: 1,
+          message: `${a.spec.id} and ${b.spec.id} have identical content (instruction + tests) ${where}`,
+        });
         continue;
       }
       const channels = CHANNELS.filter((c) => sim[c] >= thresholds[c]);
@@ -184,7 +195,13 @@ export async function checkLeakage(tasks: readonly LoadedTask[], opts: LeakageOp
 
 export function formatLeakageReport(r: LeakageReport): string {
   const th = CHANNELS.map((c) => `${c} ${r.thresholds[c]}`).join(', ');
-  const lines = [`tasks: ${r.tasks} (${Object.entries(r.splits).map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}); near-duplicate thresholds: ${th}`];
+  const lines = [
+    `tasks: ${r.tasks} (${
+      Object.entries(r.splits)
+        .map(([s, n]) => `${s} ${n}`)
+        .join(', ') || 'none'
+    }); near-duplicate thresholds: ${th}`,
+  ];
   for (const c of CHANNELS) {
     const p = r.closest[c];
     if (p) lines.push(`closest pair by ${c}: ${p.a} ~ ${p.b} (${p.similarity.toFixed(3)})`);

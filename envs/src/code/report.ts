@@ -85,7 +85,10 @@ export function parseJunitXml(xml: string | Uint8Array | null | undefined, forma
   }
   const roots = Object.keys(doc);
   if (roots.length !== 1 || (roots[0] !== 'testsuites' && roots[0] !== 'testsuite')) {
-    return { ok: false, reason: `report malformed: root element must be <testsuites> or <testsuite>, got ${roots.map((r) => `<${r}>`).join(', ') || 'nothing'}` };
+    return {
+      ok: false,
+      reason: `report malformed: root element must be <testsuites> or <testsuite>, got ${roots.map((r) => `<${r}>`).join(', ') || 'nothing'}`,
+    };
   }
   const raw: Node[] = [];
   try {

@@ -219,7 +219,13 @@ export type { TestGate };
 
 /** A test-name pattern as a RegExp: `*` any run of characters, `?` one; everything else literal (brackets too). */
 export function testPattern(glob: string): RegExp {
-  return new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's');
+  return new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    's',
+  );
 }
 
 export interface GatedCase {

@@ -49,7 +49,13 @@ export interface Picked<T> {
  * always when there is no frontier yet); when both are empty (every task known and outside the band),
  * a uniform pick.
  */
-export function pickFrontier<T extends { id: string }>(tasks: readonly T[], split: string, stats: TaskStatsProvider | undefined, opts: FrontierOptions, rng: Rng): Picked<T> {
+export function pickFrontier<T extends { id: string }>(
+  tasks: readonly T[],
+  split: string,
+  stats: TaskStatsProvider | undefined,
+  opts: FrontierOptions,
+  rng: Rng,
+): Picked<T> {
   const frontier: T[] = [];
   const unexplored: T[] = [];
   for (const t of tasks) {
@@ -162,7 +168,8 @@ export class TaskSampler {
     if (kwargs.frontier !== undefined && this.mode !== 'frontier') throw new SamplingConfigError('frontier options need sampling: "frontier"', '/frontier');
     if (kwargs.epoch !== undefined && this.mode !== 'epoch') throw new SamplingConfigError('epoch options need sampling: "epoch"', '/epoch');
     this.frontier = { ...DEFAULT_FRONTIER, ...(kwargs.frontier ?? {}) };
-    if (this.frontier.low > this.frontier.high) throw new SamplingConfigError(`frontier.low (${this.frontier.low}) is above frontier.high (${this.frontier.high})`, '/frontier/low');
+    if (this.frontier.low > this.frontier.high)
+      throw new SamplingConfigError(`frontier.low (${this.frontier.low}) is above frontier.high (${this.frontier.high})`, '/frontier/low');
     if (this.mode === 'epoch') {
       const e = kwargs.epoch;
       if (e === undefined) throw new SamplingConfigError('sampling "epoch" needs epoch: {worker, workers}', '/epoch');
@@ -185,7 +192,11 @@ export class TaskSampler {
       return pickFrontier(tasks, split, this.stats, this.frontier, new Rng(seed));
     }
     const p = pickEpoch(tasks, this.epoch as EpochOptions, cursor ?? this.cursor);
-    if (p === null) throw new SamplingConfigError(`epoch.worker ${this.epoch?.worker} has no tasks: ${this.epoch?.workers} workers share ${tasks.length} tasks`, '/epoch/worker');
+    if (p === null)
+      throw new SamplingConfigError(
+        `epoch.worker ${this.epoch?.worker} has no tasks: ${this.epoch?.workers} workers share ${tasks.length} tasks`,
+        '/epoch/worker',
+      );
     this.cursor = p.next_cursor as number;
     return p;
   }

@@ -30,7 +30,10 @@ function load(dirs: readonly string[]): Promise<LoadedTask[]> {
  * a session still gets eval tasks only when it asks for the eval split). Throws TaskLoadError
  * naming the file and field when a task is invalid.
  */
-export async function codeEnvFromConfig(config: { tasks?: readonly string[]; splits?: readonly string[] }, extra: Omit<CodeEnvOptions, 'taskSet'> = {}): Promise<EnvDefinition> {
+export async function codeEnvFromConfig(
+  config: { tasks?: readonly string[]; splits?: readonly string[] },
+  extra: Omit<CodeEnvOptions, 'taskSet'> = {},
+): Promise<EnvDefinition> {
   const dirs = config.tasks && config.tasks.length > 0 ? config.tasks : [SHIPPED_TASKS_DIR];
   const splits = (config.splits && config.splits.length > 0 ? config.splits : ALL_SPLITS) as Split[];
   for (const s of splits) if (!ALL_SPLITS.includes(s)) throw new Error(`unknown split '${s}' (splits are ${ALL_SPLITS.join(', ')})`);

@@ -330,7 +330,11 @@ class JsLexer {
     if (kind === 'op' && !extra.virtual) {
       const prev = this.last();
       if (value === '(') {
-        this.parens.push(prev?.kind === 'name' && !prev.respelled && (JS_CONTROL_KW.has(prev.value) || (prev.value === 'await' && this.out[this.out.length - 2]?.value === 'for')));
+        this.parens.push(
+          prev?.kind === 'name' &&
+            !prev.respelled &&
+            (JS_CONTROL_KW.has(prev.value) || (prev.value === 'await' && this.out[this.out.length - 2]?.value === 'for')),
+        );
       } else if (value === ')') {
         extra = { ...extra, ctl: this.parens.pop() === true };
       } else if (value === '{') {
@@ -750,7 +754,7 @@ export function lexShell(src: string): ShellCommand[] {
         continue;
       }
       if (/[\s;&|()]/.test(d) && d !== '\u00a0') {
-        if ((d === '(' || d === ')') && /^[<>]$/.test(s[i - 1] ?? '') ) {
+        if ((d === '(' || d === ')') && /^[<>]$/.test(s[i - 1] ?? '')) {
           // <( ... ) process substitution
           if (d === '(') {
             i++;

@@ -8,7 +8,16 @@ import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Rng } from '../rng.js';
 import { constraintsProblem } from './constraints.js';
 import { sha256Hex, taskContentHash } from './task-hash.js';
-import { isHarnessFormat, type EquivalentMutant, type LoadedTask, type Split, type TaskFile, type TaskSolution, type TaskSpec, type WrongSolution } from './task-types.js';
+import {
+  isHarnessFormat,
+  type EquivalentMutant,
+  type LoadedTask,
+  type Split,
+  type TaskFile,
+  type TaskSolution,
+  type TaskSpec,
+  type WrongSolution,
+} from './task-types.js';
 
 const schemaPath = new URL('./task-schema.json', import.meta.url);
 const taskSchema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
@@ -27,7 +36,8 @@ const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
   'node-test-junit': ['node', '--test'],
 };
 /** Flags the grader owns; a task may not set them (they would undo the isolation). */
-const RESERVED_FLAG = /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--assert|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
+const RESERVED_FLAG =
+  /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--assert|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
 
 export class TaskLoadError extends Error {
   constructor(
@@ -43,8 +53,9 @@ export class TaskLoadError extends Error {
 function formatAjvError(file: string, e: ErrorObject): string {
   let where = e.instancePath || '/';
   let msg = e.message ?? 'is invalid';
-  if (e.keyword === 'required') where = `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`, msg = 'is required';
-  if (e.keyword === 'additionalProperties') where = `${e.instancePath}/${(e.params as { additionalProperty: string }).additionalProperty}`, msg = 'is not an allowed field';
+  if (e.keyword === 'required') (where = `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`), (msg = 'is required');
+  if (e.keyword === 'additionalProperties')
+    (where = `${e.instancePath}/${(e.params as { additionalProperty: string }).additionalProperty}`), (msg = 'is not an allowed field');
   if (e.keyword === 'enum') msg = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   return `${file}: ${where} ${msg}`;
 }
@@ -64,9 +75,13 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
   const test = spec.test;
   // The in-process formats let the code under test decide its own verdict: only an explicit opt-in keeps them.
   if (isHarnessFormat(test.format)) {
-    if (spec.trusted === true) throw new TaskLoadError(`${file}: /trusted is only for the in-process formats (pytest-junit, node-test-junit); ${test.format} needs no trust`, file);
+    if (spec.trusted === true)
+      throw new TaskLoadError(`${file}: /trusted is only for the in-process formats (pytest-junit, node-test-junit); ${test.format} needs no trust`, file);
   } else if (spec.trusted !== true) {
-    throw new TaskLoadError(`${file}: /test/format ${test.format} runs the code under test inside the test runner, which can forge its own verdict: port the task to pytest-harness or node-harness (docs/TASKS.md) or set "trusted": true`, file);
+    throw new TaskLoadError(
+      `${file}: /test/format ${test.format} runs the code under test inside the test runner, which can forge its own verdict: port the task to pytest-harness or node-harness (docs/TASKS.md) or set "trusted": true`,
+      file,
+    );
   }
   if (test.call_timeout_s !== undefined && !isHarnessFormat(test.format)) {
     throw new TaskLoadError(`${file}: /test/call_timeout_s applies to harness formats only`, file);
@@ -165,9 +180,11 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
     throw new TaskLoadError(`${file}: invalid JSON (${(err as Error).message})`, file);
   }
   const spec = validateTaskSpec(parsed, file);
-  if (spec.id !== path.basename(dir)) throw new TaskLoadError(`${file}: /id ${JSON.stringify(spec.id)} must equal the directory name ${JSON.stringify(path.basename(dir))}`, file);
+  if (spec.id !== path.basename(dir))
+    throw new TaskLoadError(`${file}: /id ${JSON.stringify(spec.id)} must equal the directory name ${JSON.stringify(path.basename(dir))}`, file);
   for (const name of await readdir(dir)) {
-    if (!ALLOWED_ENTRIES.has(name)) throw new TaskLoadError(`${rel(path.join(dir, name))}: unexpected entry (allowed: ${[...ALLOWED_ENTRIES].join(', ')})`, file);
+    if (!ALLOWED_ENTRIES.has(name))
+      throw new TaskLoadError(`${rel(path.join(dir, name))}: unexpected entry (allowed: ${[...ALLOWED_ENTRIES].join(', ')})`, file);
   }
   for (const sub of ['workspace', 'tests', 'solution']) {
     if (!(await isDir(path.join(dir, sub)))) throw new TaskLoadError(`${rel(path.join(dir, sub))}/: missing directory`, file);
@@ -176,17 +193,34 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   const tests = await readTree(path.join(dir, 'tests'));
   const solutionFiles = await readTree(path.join(dir, 'solution'));
   if (spec.constraints?.unchanged) {
-    const problem = constraintsProblem(spec.constraints, spec.language, workspace.map((f) => f.path));
+    const problem = constraintsProblem(
+      spec.constraints,
+      spec.language,
+      workspace.map((f) => f.path),
+    );
     if (problem) throw new TaskLoadError(`${file}: ${problem}`, file);
   }
   const testDir = rel(path.join(dir, 'tests'));
   if (!tests.some((t) => isTestFileName(spec.test.format, t.path))) {
-    throw new TaskLoadError(`${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' || spec.test.format === 'node-harness' ? '*.test.mjs' : 'test_*.py'})`, file);
+    throw new TaskLoadError(
+      `${testDir}/: no test file for format ${spec.test.format} (${spec.test.format === 'node-test-junit' || spec.test.format === 'node-harness' ? '*.test.mjs' : 'test_*.py'})`,
+      file,
+    );
   }
   const solution = toSolution(solutionFiles, path.join(dir, 'solution'), file);
   const wrong = await loadWrong(dir, file);
   const equivalent_mutants = await loadEquivalents(dir);
-  return { spec, dir, set: path.resolve(setDir), workspace, tests, solution, wrong, equivalent_mutants, content_hash: taskContentHash(spec.instruction, tests) };
+  return {
+    spec,
+    dir,
+    set: path.resolve(setDir),
+    workspace,
+    tests,
+    solution,
+    wrong,
+    equivalent_mutants,
+    content_hash: taskContentHash(spec.instruction, tests),
+  };
 }
 
 function toSolution(files: TaskFile[], dir: string, file: string): TaskSolution {
@@ -228,17 +262,21 @@ async function loadEquivalents(dir: string): Promise<EquivalentMutant[]> {
     throw new TaskLoadError(`${file}: invalid JSON (${(err as Error).message})`, file);
   }
   const list = (doc as { equivalent?: unknown } | null)?.equivalent;
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc) || !Array.isArray(list)) throw new TaskLoadError(`${file}: expected {"equivalent": [{"id": "...", "reason": "..."}]}`, file);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc) || !Array.isArray(list))
+    throw new TaskLoadError(`${file}: expected {"equivalent": [{"id": "...", "reason": "..."}]}`, file);
   const extra = Object.keys(doc).filter((k) => k !== 'equivalent');
   if (extra.length > 0) throw new TaskLoadError(`${file}: /${extra[0]} is not an allowed field`, file);
   const seen = new Set<string>();
   return list.map((e: unknown, i: number) => {
     const m = e as Record<string, unknown> | null;
     if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new TaskLoadError(`${file}: /equivalent/${i} must be an object`, file);
-    for (const k of Object.keys(m)) if (!['id', 'reason', 'diff'].includes(k)) throw new TaskLoadError(`${file}: /equivalent/${i}/${k} is not an allowed field`, file);
-    if (typeof m.id !== 'string' || !MUTANT_ID.test(m.id)) throw new TaskLoadError(`${file}: /equivalent/${i}/id must be a mutant id as the gate prints it (12 hex digits)`, file);
+    for (const k of Object.keys(m))
+      if (!['id', 'reason', 'diff'].includes(k)) throw new TaskLoadError(`${file}: /equivalent/${i}/${k} is not an allowed field`, file);
+    if (typeof m.id !== 'string' || !MUTANT_ID.test(m.id))
+      throw new TaskLoadError(`${file}: /equivalent/${i}/id must be a mutant id as the gate prints it (12 hex digits)`, file);
     // Marking a mutant equivalent silences a test gap: it needs a reason a reviewer can check.
-    if (typeof m.reason !== 'string' || m.reason.trim().length < 10) throw new TaskLoadError(`${file}: /equivalent/${i}/reason must say why the mutant behaves like the reference (10+ characters)`, file);
+    if (typeof m.reason !== 'string' || m.reason.trim().length < 10)
+      throw new TaskLoadError(`${file}: /equivalent/${i}/reason must say why the mutant behaves like the reference (10+ characters)`, file);
     if (m.diff !== undefined && typeof m.diff !== 'string') throw new TaskLoadError(`${file}: /equivalent/${i}/diff must be a string`, file);
     if (seen.has(m.id)) throw new TaskLoadError(`${file}: /equivalent/${i}/id ${m.id} is listed twice`, file);
     seen.add(m.id);
@@ -283,7 +321,10 @@ export async function loadTaskSets(dirs: readonly string[], opts: LoadOptions = 
       const task = await loadTask(td, setDir);
       const prev = seen.get(task.spec.id);
       if (prev !== undefined && opts.onDuplicate !== 'keep') {
-        throw new TaskLoadError(`${rel(path.join(task.dir, 'task.json'))}: /id ${JSON.stringify(task.spec.id)} duplicates ${rel(path.join(prev, 'task.json'))}`, td);
+        throw new TaskLoadError(
+          `${rel(path.join(task.dir, 'task.json'))}: /id ${JSON.stringify(task.spec.id)} duplicates ${rel(path.join(prev, 'task.json'))}`,
+          td,
+        );
       }
       seen.set(task.spec.id, task.dir);
       tasks.push(task);
@@ -342,7 +383,8 @@ export class TaskSet {
   /** By id; an id of a hidden split is reported exactly like an unknown id (no existence oracle). */
   get(id: string, split?: Split): LoadedTask {
     const t = this.byId.get(id);
-    if (!t || (split !== undefined && t.spec.split !== split)) throw new TaskAccessError(`unknown task ${JSON.stringify(id)}${split ? ` in split ${split}` : ''}`, '/task_id');
+    if (!t || (split !== undefined && t.spec.split !== split))
+      throw new TaskAccessError(`unknown task ${JSON.stringify(id)}${split ? ` in split ${split}` : ''}`, '/task_id');
     return t;
   }
 

@@ -108,7 +108,13 @@ export interface EquivalentMutant {
 
 /** A validated task with defaults applied and its files loaded. */
 export interface LoadedTask {
-  spec: TaskSpec & { max_steps: number; tags: string[]; shaping: ShapingMode; trusted: boolean; test: TaskSpec['test'] & { command: string[]; timeout_s: number; call_timeout_s: number } };
+  spec: TaskSpec & {
+    max_steps: number;
+    tags: string[];
+    shaping: ShapingMode;
+    trusted: boolean;
+    test: TaskSpec['test'] & { command: string[]; timeout_s: number; call_timeout_s: number };
+  };
   /** Absolute path of the task directory. */
   dir: string;
   /** Absolute path of the task-set directory the task came from. */

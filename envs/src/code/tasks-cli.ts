@@ -20,10 +20,19 @@ export interface TasksIo {
 
 export async function listTasks(dirs: readonly string[], opts: { json: boolean }, io: TasksIo): Promise<boolean> {
   const tasks = await loadTaskSets(dirs);
-  const rows = tasks.map((t) => ({ id: t.spec.id, split: t.spec.split, difficulty: t.spec.difficulty, language: t.spec.language, tests: t.spec.test.expected_tests, max_steps: t.spec.max_steps, shaping: t.spec.shaping }));
+  const rows = tasks.map((t) => ({
+    id: t.spec.id,
+    split: t.spec.split,
+    difficulty: t.spec.difficulty,
+    language: t.spec.language,
+    tests: t.spec.test.expected_tests,
+    max_steps: t.spec.max_steps,
+    shaping: t.spec.shaping,
+  }));
   if (opts.json) io.out(JSON.stringify(rows, null, 2) + '\n');
   else {
-    for (const r of rows) io.out(`${r.id.padEnd(28)} ${r.split.padEnd(5)} ${r.difficulty.padEnd(6)} ${r.language.padEnd(10)} ${String(r.tests).padStart(3)} tests\n`);
+    for (const r of rows)
+      io.out(`${r.id.padEnd(28)} ${r.split.padEnd(5)} ${r.difficulty.padEnd(6)} ${r.language.padEnd(10)} ${String(r.tests).padStart(3)} tests\n`);
     const by = (s: string) => rows.filter((r) => r.split === s).length;
     io.out(`${rows.length} tasks (train ${by('train')}, eval ${by('eval')})\n`);
   }
@@ -85,7 +94,13 @@ export function degenerateSummary(results: readonly TaskValidation[]) {
     cached: reports.reduce((a, r) => a + r.d.cached, 0),
     ms: reports.reduce((a, r) => a + r.d.ms, 0),
     /** Tasks that pay a degenerate behaviour, each with what it pays. */
-    paying: reports.filter((r) => !r.d.ok).map((r) => ({ id: r.id, untouched: r.d.untouched, variants: r.d.variants.filter((v) => v.pays).map((v) => ({ id: v.id, name: v.name, score: v.score })) })),
+    paying: reports
+      .filter((r) => !r.d.ok)
+      .map((r) => ({
+        id: r.id,
+        untouched: r.d.untouched,
+        variants: r.d.variants.filter((v) => v.pays).map((v) => ({ id: v.id, name: v.name, score: v.score })),
+      })),
   };
 }
 
@@ -115,11 +130,20 @@ export function mutationSummary(results: readonly TaskValidation[]) {
  * Runs the null and the reference agent on every task in real sandboxes from `openSandboxProvider`;
  * true when every reference scores 1.0 and every null agent below 1.0.
  */
-export async function validateTaskList(tasks: readonly LoadedTask[], opts: ValidateCommandOptions, openSandboxProvider: OpenSandboxProvider, io: TasksIo): Promise<boolean> {
+export async function validateTaskList(
+  tasks: readonly LoadedTask[],
+  opts: ValidateCommandOptions,
+  openSandboxProvider: OpenSandboxProvider,
+  io: TasksIo,
+): Promise<boolean> {
   const t0 = performance.now();
   // Before any sandbox: a missing mutation tool is the machine's problem (MutationToolError), not a task's.
   let tools: ToolInfo[] = [];
-  if (opts.mutants) tools = await preflightTools(tasks.map((t) => t.solution), opts.mutants.python !== undefined ? { python: opts.mutants.python } : {});
+  if (opts.mutants)
+    tools = await preflightTools(
+      tasks.map((t) => t.solution),
+      opts.mutants.python !== undefined ? { python: opts.mutants.python } : {},
+    );
   // With the gate, each task's mutant gradings run beside the next tasks' own runs.
   const handle = await openSandboxProvider(opts.driver, { maxTotal: (opts.mutants ? 2 : 1) * opts.concurrency + 2 });
   let res: Awaited<ReturnType<typeof validateTasks>>;
@@ -139,13 +163,21 @@ export async function validateTaskList(tasks: readonly LoadedTask[], opts: Valid
             },
           }
         : {}),
-      ...(opts.degenerate !== false ? { degenerate: { cacheDir: opts.degenerate?.cacheDir === undefined ? defaultDegenerateCacheDir() : opts.degenerate.cacheDir } } : {}),
+      ...(opts.degenerate !== false
+        ? { degenerate: { cacheDir: opts.degenerate?.cacheDir === undefined ? defaultDegenerateCacheDir() : opts.degenerate.cacheDir } }
+        : {}),
       onResult: (r) => {
         if (opts.json) return;
-        const m = r.mutation ? `, mutants ${r.mutation.killed}/${r.mutation.mutants - r.mutation.equivalent} killed${r.mutation.score !== null ? ` (${(r.mutation.score * 100).toFixed(1)}%)` : ''}` : '';
-        const d = r.degenerate ? `, degenerate ${r.degenerate.variants.filter((v) => !v.pays).length}/${r.degenerate.variants.length} unpaid (max ${r.degenerate.max?.score.toFixed(2) ?? '-'})` : '';
+        const m = r.mutation
+          ? `, mutants ${r.mutation.killed}/${r.mutation.mutants - r.mutation.equivalent} killed${r.mutation.score !== null ? ` (${(r.mutation.score * 100).toFixed(1)}%)` : ''}`
+          : '';
+        const d = r.degenerate
+          ? `, degenerate ${r.degenerate.variants.filter((v) => !v.pays).length}/${r.degenerate.variants.length} unpaid (max ${r.degenerate.max?.score.toFixed(2) ?? '-'})`
+          : '';
         const w = r.wrong?.length ? `, wrong ${r.wrong.filter((x) => x.score < 1).length}/${r.wrong.length} rejected` : '';
-        io.err(`${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms${w}${d}${m})\n`);
+        io.err(
+          `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} (ref ${r.reference?.score.toFixed(2) ?? '-'} in ${Math.round((r.reference?.agent_ms ?? 0) + (r.reference?.grade_ms ?? 0))}ms, null ${r.null?.score.toFixed(2) ?? '-'} in ${Math.round((r.null?.agent_ms ?? 0) + (r.null?.grade_ms ?? 0))}ms${w}${d}${m})\n`,
+        );
       },
     });
   } finally {
@@ -154,10 +186,19 @@ export async function validateTaskList(tasks: readonly LoadedTask[], opts: Valid
   const wall = Math.round(performance.now() - t0);
   const mutation = mutationSummary(res.results);
   const degenerate = degenerateSummary(res.results);
-  const summary = { ...validationSummary(res.results), driver: handle.driver, concurrency: opts.concurrency, wall_ms: wall, ...(degenerate ? { degenerate } : {}), ...(mutation ? { mutation: { ...mutation, tools } } : {}) };
+  const summary = {
+    ...validationSummary(res.results),
+    driver: handle.driver,
+    concurrency: opts.concurrency,
+    wall_ms: wall,
+    ...(degenerate ? { degenerate } : {}),
+    ...(mutation ? { mutation: { ...mutation, tools } } : {}),
+  };
   if (opts.json) io.out(JSON.stringify({ ok: res.ok, summary, results: res.results }, null, 2) + '\n');
   else {
-    const m = mutation ? `mutation gate: ${mutation.killed} of ${mutation.mutants - mutation.equivalent} mutants killed over ${mutation.tasks} tasks (${mutation.equivalent} marked equivalent, ${mutation.cached} verdicts from cache; ${tools.map((t) => `${t.tool} ${t.version}`).join(', ')}); lowest task ${mutation.min === null ? '-' : `${(mutation.min * 100).toFixed(1)}%`}\n` : '';
+    const m = mutation
+      ? `mutation gate: ${mutation.killed} of ${mutation.mutants - mutation.equivalent} mutants killed over ${mutation.tasks} tasks (${mutation.equivalent} marked equivalent, ${mutation.cached} verdicts from cache; ${tools.map((t) => `${t.tool} ${t.version}`).join(', ')}); lowest task ${mutation.min === null ? '-' : `${(mutation.min * 100).toFixed(1)}%`}\n`
+      : '';
     const g = degenerate
       ? `degenerate battery: ${degenerate.variants} degenerate submissions over ${degenerate.tasks} tasks (${degenerate.cached} verdicts from cache, ${(degenerate.ms / 1000).toFixed(1)} s), ${degenerate.paying.length === 0 ? `none paid more than the untouched workspace + ${DEGENERATE_MARGIN}` : `paid by ${degenerate.paying.map((p) => p.id).join(', ')}`}\n`
       : '';

@@ -117,7 +117,11 @@ function toRun(g: GradeResult, agentMs: number, gradeMs: number): AgentRun {
   };
 }
 
-async function runAgent(task: LoadedTask, agent: ScriptedAgent | TaskSolution, opts: ValidateOptions): Promise<AgentRun & { tar: Submission; gates_unmatched?: string[] }> {
+async function runAgent(
+  task: LoadedTask,
+  agent: ScriptedAgent | TaskSolution,
+  opts: ValidateOptions,
+): Promise<AgentRun & { tar: Submission; gates_unmatched?: string[] }> {
   const t0 = performance.now();
   const tar = await agentWorkspace(task, agent, opts);
   const t1 = performance.now();
@@ -146,7 +150,12 @@ async function patchedWorkspace(ref: Submission, variant: TaskSolution): Promise
  * (patchedWorkspace, as for mutants); the shipped workspace with them in place for the stub-script shapes
  * (nothing else of the reference's work); nothing at all for "everything deleted".
  */
-async function degenerateWorkspace(task: LoadedTask, ref: Submission, refFiles: readonly { path: string; content: Uint8Array; mode: number }[], variant: DegenerateVariant): Promise<Submission> {
+async function degenerateWorkspace(
+  task: LoadedTask,
+  ref: Submission,
+  refFiles: readonly { path: string; content: Uint8Array; mode: number }[],
+  variant: DegenerateVariant,
+): Promise<Submission> {
   if (variant.deleteAll) return capturedFiles([]);
   if (variant.base === 'shipped') return capturedFiles(variantFiles(refFiles, variant, task.workspace));
   return patchedWorkspace(ref, { kind: 'overlay', files: variant.replace.map((r) => ({ path: r.path, content: r.content, mode: 0o644, sha256: '' })) });
@@ -159,7 +168,10 @@ async function capturedFiles(files: readonly { path: string; content: Uint8Array
     const segs = f.path.split('/');
     for (let i = 1; i < segs.length; i++) dirs.add(segs.slice(0, i).join('/'));
   }
-  const entries: CapturedEntry[] = [...[...dirs].map((d): CapturedEntry => ({ path: d, type: 'directory', mode: 0o755 })), ...files.map((f): CapturedEntry => ({ path: f.path, type: 'file', mode: f.mode, content: f.content }))];
+  const entries: CapturedEntry[] = [
+    ...[...dirs].map((d): CapturedEntry => ({ path: d, type: 'directory', mode: 0o755 })),
+    ...files.map((f): CapturedEntry => ({ path: f.path, type: 'file', mode: f.mode, content: f.content })),
+  ];
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const capture = { entries, bytes: files.reduce((n, f) => n + f.content.byteLength, 0) };
   return { capture, archive: await captureTar(capture) };
@@ -187,8 +199,14 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
   try {
     const { tar: refTar, gates_unmatched: unmatched, ...refRun } = await runAgent(task, 'reference', opts);
     out.reference = refRun;
-    if (unmatched?.length) out.problems.push(`gated_tests pattern${unmatched.length > 1 ? 's' : ''} ${unmatched.map((p) => `'${p}'`).join(', ')} match${unmatched.length > 1 ? '' : 'es'} no test of the reference run: a gate that matches nothing gates nothing`);
-    if (out.reference.score !== 1) out.problems.push(`reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`);
+    if (unmatched?.length)
+      out.problems.push(
+        `gated_tests pattern${unmatched.length > 1 ? 's' : ''} ${unmatched.map((p) => `'${p}'`).join(', ')} match${unmatched.length > 1 ? '' : 'es'} no test of the reference run: a gate that matches nothing gates nothing`,
+      );
+    if (out.reference.score !== 1)
+      out.problems.push(
+        `reference scored ${out.reference.score.toFixed(3)}${out.reference.zero_reason ? ` (${out.reference.zero_reason})` : ''}, expected 1.0`,
+      );
     const nul = await runAgent(task, 'null', opts);
     const { tar: _t, gates_unmatched: _gn, ...nulRun } = nul;
     out.null = nulRun;
@@ -200,13 +218,15 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
     for (const w of task.wrong) {
       const { tar: _w, gates_unmatched: _gw, ...run } = await runAgent(task, w.solution, opts);
       out.wrong.push({ name: w.name, ...run });
-      if (run.score >= 1 || run.score >= out.reference.score) out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
+      if (run.score >= 1 || run.score >= out.reference.score)
+        out.problems.push(`wrong solution wrong/${w.name}/ scores ${run.score.toFixed(3)} (must be below 1.0 and below the reference): the tests accept it`);
     }
     // Degenerate submissions are measured against the untouched workspace's score (the null agent's).
     if (opts.degenerate) {
       const d = opts.degenerate;
       const clocked = mutantClock(task);
-      const refFiles = 'capture' in refTar ? refTar.capture.entries.flatMap((e) => (e.type === 'file' ? [{ path: e.path, content: e.content, mode: e.mode }] : [])) : [];
+      const refFiles =
+        'capture' in refTar ? refTar.capture.entries.flatMap((e) => (e.type === 'file' ? [{ path: e.path, content: e.content, mode: e.mode }] : [])) : [];
       out.degenerate = await runDegenerateBattery(task, {
         untouched: out.null.score,
         refFiles,
@@ -232,7 +252,9 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
       // A reference close to the mutant clock lets the clock, not the tests, kill mutants (overstating the
       // score). Reported, not failed: how long a run takes depends on the machine's load, a verdict must not.
       if (out.reference.grade_timings_ms.run > (clocked.spec.test.timeout_s * 1000) / 3) {
-        (out.warnings ??= []).push(`reference run took ${(out.reference.grade_timings_ms.run / 1000).toFixed(1)} s, over a third of the mutant clock (${clocked.spec.test.timeout_s} s): some mutants may be killed by the clock rather than the tests (a loaded machine, or tests to make faster)`);
+        (out.warnings ??= []).push(
+          `reference run took ${(out.reference.grade_timings_ms.run / 1000).toFixed(1)} s, over a third of the mutant clock (${clocked.spec.test.timeout_s} s): some mutants may be killed by the clock rather than the tests (a loaded machine, or tests to make faster)`,
+        );
       }
       out.mutation = await runMutationGate(task, {
         ...m,
@@ -241,7 +263,10 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
         environment: `${GRADER_VERSION}:${opts.driver ?? 'unknown'}:${out.reference.image_id ?? task.spec.image}:${clocked.spec.test.timeout_s}:${clocked.spec.test.call_timeout_s}`,
         onProgress: (d, t) => m.onProgress?.(task.spec.id, d, t),
         grade: async (variant): Promise<VariantGrade> => {
-          const tar = variant.kind === 'overlay' && task.solution.kind === 'overlay' ? await patchedWorkspace(refTar, variant) : await agentWorkspace(task, variant, opts);
+          const tar =
+            variant.kind === 'overlay' && task.solution.kind === 'overlay'
+              ? await patchedWorkspace(refTar, variant)
+              : await agentWorkspace(task, variant, opts);
           // The grading sandbox is wiped in place and reused between mutants (~10 ms instead of a container
           // creation, which caps Docker at 1-3 gradings a second): a mutant of our own reference is not
           // adversarial. Everything else about the grading (harness, judge, limits, rubric) is training's.
@@ -285,9 +310,16 @@ export function formatValidation(results: readonly TaskValidation[]): string {
     const nul = r.null ? `null ${r.null.score.toFixed(2)} ${Math.round(r.null.grade_ms)}ms` : 'null -';
     const wrong = r.wrong?.length ? `, wrong ${r.wrong.map((w) => `${w.name} ${w.score.toFixed(2)}`).join(' ')}` : '';
     const m = r.mutation;
-    const mut = m ? `, mutants ${m.score === null ? '-' : `${(m.score * 100).toFixed(1)}%`} (${m.killed} killed, ${m.survived} survived, ${m.equivalent} equivalent of ${m.mutants})` : '';
+    const mut = m
+      ? `, mutants ${m.score === null ? '-' : `${(m.score * 100).toFixed(1)}%`} (${m.killed} killed, ${m.survived} survived, ${m.equivalent} equivalent of ${m.mutants})`
+      : '';
     // Surviving mutants as diffs: what the author reads to write the missing test (or to mark it equivalent).
-    const survivors = (m?.outcomes ?? []).filter((o) => o.status !== 'equivalent' && o.diff).map((o) => `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`);
+    const survivors = (m?.outcomes ?? [])
+      .filter((o) => o.status !== 'equivalent' && o.diff)
+      .map(
+        (o) =>
+          `\n     ${o.status === 'survived' ? 'survived' : 'marked equivalent but killed'}: ${o.id} ${o.tool} ${o.operator} (${o.verdict})\n       ${(o.diff ?? '').split('\n').join('\n       ')}`,
+      );
     const d = r.degenerate;
     const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} (limit ${d.limit.toFixed(2)})` : '';
     const warn = (r.warnings ?? []).map((w) => `\n     warning: ${w}`).join('');

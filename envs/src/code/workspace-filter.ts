@@ -147,7 +147,11 @@ const TAMPER_PATTERNS: { ext: RegExp; re: RegExp; label: string }[] = [
   { ext: /\.py$/, re: /\bos\s*\.\s*_exit\b|\b_exit\s*\(/, label: 'os._exit' },
   { ext: /\.py$/, re: /\bsys\s*\.\s*modules\b|\b__builtins__\b|\bimport\s+builtins\b|\bfrom\s+builtins\b/, label: 'interpreter internals' },
   { ext: /\.py$/, re: /\bsys\s*\.\s*(settrace|setprofile|addaudithook)\b|\batexit\b/, label: 'interpreter hooks' },
-  { ext: /\.[cm]?[jt]s$/, re: /node:test|test-reporter|reallyExit|process\s*\.\s*(exit|abort|kill)\b|process\s*\.\s*exitCode/, label: 'node test runner / process exit' },
+  {
+    ext: /\.[cm]?[jt]s$/,
+    re: /node:test|test-reporter|reallyExit|process\s*\.\s*(exit|abort|kill)\b|process\s*\.\s*exitCode/,
+    label: 'node test runner / process exit',
+  },
   { ext: /\.(py|[cm]?[jt]s|sh)$/, re: /sandgym-grade/i, label: 'grading directory' },
 ];
 

@@ -52,7 +52,7 @@ export type CapturedEntry =
        */
       link_of?: string;
     }
-  | { path: string; type: 'symlink'; mode: number; /** As stored in the link, never resolved. */ target: string };
+  | { path: string; type: 'symlink'; mode: number /** As stored in the link, never resolved. */; target: string };
 
 /** The agent's workspace as the judge grades it. `entries` sorted by path (code-unit order). */
 export interface WorkspaceCapture {
@@ -154,7 +154,12 @@ export async function captureWorkspace(sb: Sandbox, root: string, limits: Captur
     timeout_ms: CAPTURE_TIMEOUT_MS,
     max_output_bytes: cap + 1,
   });
-  if (r.timed_out) throw new CaptureRefused('capture_timeout', null, `workspace capture did not finish within ${CAPTURE_TIMEOUT_MS / 1000} s (the agent's workspace is read as the agent)`);
+  if (r.timed_out)
+    throw new CaptureRefused(
+      'capture_timeout',
+      null,
+      `workspace capture did not finish within ${CAPTURE_TIMEOUT_MS / 1000} s (the agent's workspace is read as the agent)`,
+    );
   const lines = r.stderr.split('\n').filter((l) => l !== '');
   const marker = [...lines].reverse().find((l) => REFUSAL.test(l));
   const m = marker ? REFUSAL.exec(marker) : null;
@@ -162,7 +167,8 @@ export async function captureWorkspace(sb: Sandbox, root: string, limits: Captur
   const arg = m?.[2] ?? '';
   if (r.exit_code === 5 && kind === 'tools') throw new SandboxFailure(`workspace capture: the sandbox image has no working ${arg}`);
   if (r.exit_code === 3 && kind) throw refusalOf(kind, relOf(arg), maxBytes);
-  if (r.stdout.byteLength > cap) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
+  if (r.stdout.byteLength > cap)
+    throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
   // GNU tar skips sockets with a warning and status 0: one made after the check is still refused.
   const sock = lines.find((l) => /: socket ignored$/.test(l));
   if (sock) {
@@ -171,7 +177,12 @@ export async function captureWorkspace(sb: Sandbox, root: string, limits: Captur
   }
   if (r.exit_code !== 0 || kind !== 'tar' || arg !== '0') {
     if (kind === 'tar' && (arg === '126' || arg === '127')) throw new SandboxFailure(`workspace capture: tar could not run (status ${arg})`);
-    const why = lines.filter((l) => !REFUSAL.test(l)).slice(0, 3).join('; ').slice(0, 400) || `status ${kind === 'tar' ? arg : String(r.exit_code ?? r.signal)}`;
+    const why =
+      lines
+        .filter((l) => !REFUSAL.test(l))
+        .slice(0, 3)
+        .join('; ')
+        .slice(0, 400) || `status ${kind === 'tar' ? arg : String(r.exit_code ?? r.signal)}`;
     throw new CaptureRefused('capture_failed', null, `workspace capture failed (tar, run as the agent): ${why}`);
   }
   const capture = await parseCapture(r.stdout, limits);
@@ -194,7 +205,11 @@ function refusalOf(kind: string, p: string, maxBytes: number): CaptureRefused {
     default:
       return p === '' || p === '.'
         ? new CaptureRefused('unreadable', null, 'workspace root is unreadable by the agent: the judge grades only what the agent can read')
-        : new CaptureRefused('unreadable', p, `workspace path ${sp} is unreadable by the agent (its mode denies the owner): the judge grades only what the agent can read`);
+        : new CaptureRefused(
+            'unreadable',
+            p,
+            `workspace path ${sp} is unreadable by the agent (its mode denies the owner): the judge grades only what the agent can read`,
+          );
   }
 }
 
@@ -207,7 +222,11 @@ function decodeName(raw: string): string {
   try {
     return utf8Strict.decode(bytes);
   } catch {
-    throw new CaptureRefused('bad_name', null, `workspace has a name that is not valid UTF-8 (${JSON.stringify(raw.slice(0, 80))}): such names cannot be graded`);
+    throw new CaptureRefused(
+      'bad_name',
+      null,
+      `workspace has a name that is not valid UTF-8 (${JSON.stringify(raw.slice(0, 80))}): such names cannot be graded`,
+    );
   }
 }
 
@@ -216,8 +235,10 @@ function checkedPath(name: string): string {
   while (p.startsWith('./')) p = p.slice(2);
   p = p.replace(/\/+$/, '');
   if (p === '.' || p === '') return '';
-  if (CONTROL.test(p)) throw new CaptureRefused('bad_name', p, `workspace path ${showPath(p)} has a control character in its name: such names cannot be graded`);
-  if (Buffer.byteLength(p) > MAX_PATH_BYTES) throw new CaptureRefused('path_too_long', p.slice(0, 200), `workspace path ${showPath(`${p.slice(0, 120)}...`)} is longer than ${MAX_PATH_BYTES} bytes`);
+  if (CONTROL.test(p))
+    throw new CaptureRefused('bad_name', p, `workspace path ${showPath(p)} has a control character in its name: such names cannot be graded`);
+  if (Buffer.byteLength(p) > MAX_PATH_BYTES)
+    throw new CaptureRefused('path_too_long', p.slice(0, 200), `workspace path ${showPath(`${p.slice(0, 120)}...`)} is longer than ${MAX_PATH_BYTES} bytes`);
   if (p.startsWith('/') || p.split('/').some((s) => s === '' || s === '.' || s === '..')) {
     throw new CaptureRefused('bad_archive', p, `workspace archive entry ${showPath(p)} is not a plain relative path`);
   }
@@ -233,7 +254,8 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
   const maxBytes = limits.maxBytes ?? MAX_WORKSPACE_BYTES;
   const maxEntries = limits.maxEntries ?? MAX_ENTRIES;
   const cap = archiveCap(limits);
-  if (tar.byteLength > cap) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
+  if (tar.byteLength > cap)
+    throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap (its archive passed ${mib(cap)})`);
   const byPath = new Map<string, CapturedEntry>();
   /** Every proper prefix of a path seen so far: directories the archive implies. */
   const parents = new Set<string>();
@@ -249,7 +271,8 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
       reject(err);
       ex.destroy();
     };
-    const unreadable = (e: Error) => fail(e instanceof CaptureRefused ? e : new CaptureRefused('unreadable_archive', null, `workspace archive unreadable: ${e.message}`));
+    const unreadable = (e: Error) =>
+      fail(e instanceof CaptureRefused ? e : new CaptureRefused('unreadable_archive', null, `workspace archive unreadable: ${e.message}`));
     ex.on('entry', (header, stream, next) => {
       if (failure) return;
       /** Reads this entry's data without keeping it (a truncated archive errors here). */
@@ -269,7 +292,8 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
         const path = checkedPath(pax?.path !== undefined ? header.name : decodeName(header.name));
         const mode = (header.mode ?? 0) & 0o7777;
         const size = header.size ?? 0;
-        if (!Number.isSafeInteger(size) || size < 0) throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} has an invalid size`);
+        if (!Number.isSafeInteger(size) || size < 0)
+          throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} has an invalid size`);
         const type = header.type;
         if (path === '') {
           if (type !== 'directory') throw new CaptureRefused('bad_archive', null, 'workspace archive root is not a directory');
@@ -277,16 +301,23 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
           return;
         }
         if (byPath.has(path)) throw new CaptureRefused('bad_archive', path, `workspace archive names ${showPath(path)} twice`);
-        if (byPath.size + 1 > maxEntries) throw new CaptureRefused('too_many_entries', null, `workspace has more than ${maxEntries} entries (the workspace entry cap)`);
+        if (byPath.size + 1 > maxEntries)
+          throw new CaptureRefused('too_many_entries', null, `workspace has more than ${maxEntries} entries (the workspace entry cap)`);
         // Every ancestor must be a directory of the capture (or not listed: tar lists parents first, but a hostile
         // archive may not): never a file or a symlink, so nothing is ever written through a link.
         const segs = path.split('/');
         for (let i = 1; i < segs.length; i++) {
           const anc = byPath.get(segs.slice(0, i).join('/'));
-          if (anc && anc.type !== 'directory') throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} lies under ${showPath(anc.path)}, which is not a directory`);
+          if (anc && anc.type !== 'directory')
+            throw new CaptureRefused(
+              'bad_archive',
+              path,
+              `workspace archive entry ${showPath(path)} lies under ${showPath(anc.path)}, which is not a directory`,
+            );
         }
         // The same, in the other order: no non-directory where earlier entries implied a directory.
-        if (type !== 'directory' && parents.has(path)) throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} is not a directory, but entries lie under it`);
+        if (type !== 'directory' && parents.has(path))
+          throw new CaptureRefused('bad_archive', path, `workspace archive entry ${showPath(path)} is not a directory, but entries lie under it`);
         for (let i = 1; i < segs.length; i++) parents.add(segs.slice(0, i).join('/'));
         let entry: CapturedEntry;
         switch (type) {
@@ -311,14 +342,19 @@ export async function parseCapture(tar: Uint8Array, limits: CaptureLimits = {}):
             }
             const first = to === '' ? undefined : byPath.get(to);
             if (!first || first.type !== 'file') {
-              throw new CaptureRefused('bad_archive', path, `workspace hard link ${showPath(path)} points to ${showPath(raw)}, which is not an earlier file of the archive`);
+              throw new CaptureRefused(
+                'bad_archive',
+                path,
+                `workspace hard link ${showPath(path)} points to ${showPath(raw)}, which is not an earlier file of the archive`,
+              );
             }
             entry = { path, type: 'file', mode: first.mode, content: first.content, link_of: first.link_of ?? first.path };
             break;
           }
           case 'file':
           case 'contiguous-file': {
-            if (size > maxBytes) throw new CaptureRefused('too_large', path, `workspace file ${showPath(path)} is larger than the ${mib(maxBytes)} workspace cap`);
+            if (size > maxBytes)
+              throw new CaptureRefused('too_large', path, `workspace file ${showPath(path)} is larger than the ${mib(maxBytes)} workspace cap`);
             bytes += size;
             if (bytes > maxBytes) throw new CaptureRefused('too_large', null, `workspace is larger than the ${mib(maxBytes)} workspace cap`);
             const chunks: Buffer[] = [];
@@ -418,7 +454,8 @@ export async function captureTar(capture: WorkspaceCapture, opts: CaptureTarOpti
 /** Identity of a capture (the grading cache key): every entry's path, type, mode, content, target and link. */
 export function captureHash(capture: WorkspaceCapture): string {
   const lines = capture.entries.map((e) => {
-    if (e.type === 'file') return `f ${e.mode.toString(8)} ${sha256Hex(e.content)} ${JSON.stringify(e.path)} ${e.link_of !== undefined ? JSON.stringify(e.link_of) : '-'}`;
+    if (e.type === 'file')
+      return `f ${e.mode.toString(8)} ${sha256Hex(e.content)} ${JSON.stringify(e.path)} ${e.link_of !== undefined ? JSON.stringify(e.link_of) : '-'}`;
     if (e.type === 'symlink') return `l ${JSON.stringify(e.path)} ${JSON.stringify(e.target)}`;
     return `d ${e.mode.toString(8)} ${JSON.stringify(e.path)}`;
   });

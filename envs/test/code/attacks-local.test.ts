@@ -163,7 +163,10 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
   });
 
   test('symlinks to the tests, solution or outside files are carried as symlinks (never followed by the judge), nothing dropped', async () => {
-    const r = await gradeLocally(py, { agent: 'reference', commands: ['ln -s /etc/passwd passwd', 'ln -s ../tests tests_link', 'mkdir d && ln -s slug.py d/slug.py'] });
+    const r = await gradeLocally(py, {
+      agent: 'reference',
+      commands: ['ln -s /etc/passwd passwd', 'ln -s ../tests tests_link', 'mkdir d && ln -s slug.py d/slug.py'],
+    });
     expect(r.dropped).toEqual([]);
     expect(r.score.total).toBe(1);
   });
@@ -174,10 +177,15 @@ describe.skipIf(!PYTHON)('reward integrity on the host grader (skipped: host pyt
   });
 
   test('node: process.exit(0) at import is a file-level result, never a pass', async () => {
-    const r = await gradeLocally(js, { tamperScan: false, files: [{ path: 'deep-equal.mjs', content: 'process.exit(0);\nexport function deepEqual() { return true; }\n' }] });
+    const r = await gradeLocally(js, {
+      tamperScan: false,
+      files: [{ path: 'deep-equal.mjs', content: 'process.exit(0);\nexport function deepEqual() { return true; }\n' }],
+    });
     expect(r.score.total).toBe(0);
     expect(r.score.zero_reason).toMatch(/collected 1 tests/);
-    const scanned = await gradeLocally(js, { files: [{ path: 'deep-equal.mjs', content: 'process.exit(0);\nexport function deepEqual() { return true; }\n' }] });
+    const scanned = await gradeLocally(js, {
+      files: [{ path: 'deep-equal.mjs', content: 'process.exit(0);\nexport function deepEqual() { return true; }\n' }],
+    });
     expect(scanned.score.zero_reason).toMatch(/tampering suspected/);
   });
 

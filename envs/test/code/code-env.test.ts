@@ -28,7 +28,13 @@ function makeEnv(splits: ('train' | 'eval')[] = ['train', 'eval']): { def: EnvDe
   const def = createCodeEnv({
     taskSet: new TaskSet(all, splits),
     paths: { agentWorkspace: provider.agentWorkspace, gradeWorkspace: provider.gradeWorkspace, scratch: provider.scratch },
-    runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(provider.root, 'grade', 'judge'), sameUidWorker: true },
+    runner: {
+      python: PYTHON ?? 'python3',
+      node: process.execPath,
+      path: process.env.PATH ?? '/usr/bin:/bin',
+      judgeDir: path.join(provider.root, 'grade', 'judge'),
+      sameUidWorker: true,
+    },
     killStragglers: false, // host stand-in: no PID namespace
   });
   return { def, provider, abort: new AbortController() };
@@ -169,7 +175,13 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const def = createCodeEnv({
       taskSet: new TaskSet([short], ['train']),
       paths: { agentWorkspace: env.provider.agentWorkspace, gradeWorkspace: env.provider.gradeWorkspace, scratch: env.provider.scratch },
-      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(env.provider.root, 'grade', 'judge'), sameUidWorker: true },
+      runner: {
+        python: PYTHON ?? 'python3',
+        node: process.execPath,
+        path: process.env.PATH ?? '/usr/bin:/bin',
+        judgeDir: path.join(env.provider.root, 'grade', 'judge'),
+        sameUidWorker: true,
+      },
       killStragglers: false,
     });
     expect(def.max_episode_steps).toBe(2);
@@ -263,7 +275,13 @@ describe.skipIf(!PYTHON)('code-v0 episodes on the host stand-in provider (skippe
     const def = createCodeEnv({
       taskSet: new TaskSet(all, ['train']),
       paths: { agentWorkspace: env.provider.agentWorkspace, gradeWorkspace: env.provider.gradeWorkspace, scratch: env.provider.scratch },
-      runner: { python: '/nonexistent/python3', node: '/nonexistent/node', path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(env.provider.root, 'grade', 'judge'), sameUidWorker: true },
+      runner: {
+        python: '/nonexistent/python3',
+        node: '/nonexistent/node',
+        path: process.env.PATH ?? '/usr/bin:/bin',
+        judgeDir: path.join(env.provider.root, 'grade', 'judge'),
+        sameUidWorker: true,
+      },
       killStragglers: false,
     });
     const inst = await def.create({ signal: env.abort.signal, logger, sandboxes: env.provider }, {});

@@ -28,7 +28,13 @@ function taskWith(constraints: TaskConstraints, language: TaskLanguage = 'python
       tags: [],
       shaping: 'none',
       trusted: false,
-      test: { format: language === 'python' || language === 'shell' ? 'pytest-harness' : 'node-harness', expected_tests: 1, command: [], timeout_s: 60, call_timeout_s: 10 },
+      test: {
+        format: language === 'python' || language === 'shell' ? 'pytest-harness' : 'node-harness',
+        expected_tests: 1,
+        command: [],
+        timeout_s: 60,
+        call_timeout_s: 10,
+      },
       constraints,
     },
     dir: '/nonexistent',
@@ -120,7 +126,7 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
     'getattr with a built string': 'import math\nf = getattr(__builtins__, "ev" + "al")\n',
     'getattr non-literal on a module': 'import math\nname = "ev" "al"\nf = getattr(math, name)\n',
     'hasattr non-literal': 'x = hasattr(object, n)\n',
-    '__import__': 'b = __import__("builtins")\n',
+    __import__: 'b = __import__("builtins")\n',
     importlib: 'import importlib\nb = importlib.import_module("builtins")\n',
     'from importlib import': 'from importlib import import_module as im\n',
     exec: 'exec("y = 1")\n',
@@ -149,10 +155,10 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
     'f_builtins attribute': 'def f(fr):\n    return fr.f_builtins\n',
     'subprocess runs another python': 'import subprocess\nsubprocess.run(["python3", "-c", "print(1)"])\n',
     'os.system': 'import os\nos.system("python3 -c 1")\n',
-    'pickle': 'import pickle\n',
-    'ctypes': 'import ctypes\n',
+    pickle: 'import pickle\n',
+    ctypes: 'import ctypes\n',
     'utf-7 source encoding': '# -*- coding: utf-7 -*-\nx = 1\n',
-    'breakpoint': 'breakpoint()\n',
+    breakpoint: 'breakpoint()\n',
     'setattr used as a value': 'f = setattr\n',
   };
   for (const [name, src] of Object.entries(attacks)) {
@@ -164,7 +170,9 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
     });
   }
   test('the reason names the construct', () => {
-    expect(py('f = getattr(x, n)\n')?.zero_reason).toBe('constraint violated: sol.py:1: dynamic spelling getattr() with a name that is not a string literal (could reach a forbidden name the checker cannot see) (forbidden_calls "eval")');
+    expect(py('f = getattr(x, n)\n')?.zero_reason).toBe(
+      'constraint violated: sol.py:1: dynamic spelling getattr() with a name that is not a string literal (could reach a forbidden name the checker cannot see) (forbidden_calls "eval")',
+    );
     expect(py('x = ｅval("1")\n')?.zero_reason).toMatch(/uses eval \(spelled with characters Python normalises to it\)/);
     expect(py('import builtins as b\n')?.zero_reason).toMatch(/sol\.py:1: dynamic spelling import of builtins/);
   });
@@ -200,20 +208,50 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
     expect(py('m = __import__("coll" + "ections")\n', c)?.zero_reason).toMatch(/dynamic spelling __import__/);
     expect(py('import typing\nx = typing.collections\n', c)).not.toBeNull();
     const t = taskWith(c);
-    expect(checkConstraints(t, files({ 'pkg/__init__.py': '', 'pkg/sol.py': 'import os\nfrom . import collections_helper\nx = "import collections"  # import collections\n', 'pkg/collections_helper.py': 'x = 1\n' }))).toBeNull();
-    expect(checkConstraints(t, files({ 'sol.py': 'from collections_extra import x\nimport collectionsx\n', 'collections_extra.py': 'x = 1\n', 'collectionsx.py': '' }))).toBeNull();
+    expect(
+      checkConstraints(
+        t,
+        files({
+          'pkg/__init__.py': '',
+          'pkg/sol.py': 'import os\nfrom . import collections_helper\nx = "import collections"  # import collections\n',
+          'pkg/collections_helper.py': 'x = 1\n',
+        }),
+      ),
+    ).toBeNull();
+    expect(
+      checkConstraints(
+        t,
+        files({ 'sol.py': 'from collections_extra import x\nimport collectionsx\n', 'collections_extra.py': 'x = 1\n', 'collectionsx.py': '' }),
+      ),
+    ).toBeNull();
     expect(py('import re\n', { forbidden_modules: ['re'] })).not.toBeNull();
   });
   test('imports the gate cannot read: neither the standard library nor a submitted file (a module written at run time)', () => {
     const t = taskWith({ forbidden_calls: ['eval'] });
     const gen = 'with open("gen.py", "w") as f:\n    f.write("from builtins import ev" + "al as run")\nimport gen\n';
-    expect(checkConstraints(t, files({ 'sol.py': gen }))?.zero_reason).toBe('constraint violated: sol.py:3: dynamic spelling import of gen, which is neither the standard library nor a submitted file (could reach a forbidden name the checker cannot see) (forbidden_calls "eval")');
+    expect(checkConstraints(t, files({ 'sol.py': gen }))?.zero_reason).toBe(
+      'constraint violated: sol.py:3: dynamic spelling import of gen, which is neither the standard library nor a submitted file (could reach a forbidden name the checker cannot see) (forbidden_calls "eval")',
+    );
     // A module written into a submitted package, imported by name from it.
-    expect(checkConstraints(t, files({ 'pkg/__init__.py': 'X = 1\n', 'sol.py': 'from pkg import gen\nfrom pkg import X\n' }))?.zero_reason).toMatch(/sol\.py:1: .*from pkg import gen: neither a submitted module nor a name its __init__\.py defines/);
+    expect(checkConstraints(t, files({ 'pkg/__init__.py': 'X = 1\n', 'sol.py': 'from pkg import gen\nfrom pkg import X\n' }))?.zero_reason).toMatch(
+      /sol\.py:1: .*from pkg import gen: neither a submitted module nor a name its __init__\.py defines/,
+    );
     expect(checkConstraints(t, files({ 'pkg/a.py': 'from . import b\n' }))?.zero_reason).toMatch(/import of \.: |import b/);
-    expect(checkConstraints(t, files({ 'pkg/__init__.py': '', 'pkg/a.py': 'from .b import f\nfrom .. import top\n', 'pkg/b.py': 'def f():\n    pass\n' }))?.zero_reason).toMatch(/pkg\/a\.py:2: dynamic spelling import of \.\., which is neither/);
+    expect(
+      checkConstraints(t, files({ 'pkg/__init__.py': '', 'pkg/a.py': 'from .b import f\nfrom .. import top\n', 'pkg/b.py': 'def f():\n    pass\n' }))
+        ?.zero_reason,
+    ).toMatch(/pkg\/a\.py:2: dynamic spelling import of \.\., which is neither/);
     // Honest: stdlib (and its submodules), own modules, packages, relative imports that resolve.
-    expect(checkConstraints(t, files({ 'pkg/__init__.py': 'from .b import f\n', 'pkg/b.py': 'import os.path\nfrom collections.abc import Mapping\ndef f():\n    pass\n', 'sol.py': 'from pkg import f\nfrom pkg.b import f as g\nimport pkg.b\n' }))).toBeNull();
+    expect(
+      checkConstraints(
+        t,
+        files({
+          'pkg/__init__.py': 'from .b import f\n',
+          'pkg/b.py': 'import os.path\nfrom collections.abc import Mapping\ndef f():\n    pass\n',
+          'sol.py': 'from pkg import f\nfrom pkg.b import f as g\nimport pkg.b\n',
+        }),
+      ),
+    ).toBeNull();
   });
   test('honest code: the name in strings, comments, docstrings, f-string text, keyword arguments, attributes of objects', () => {
     const honest = [
@@ -243,9 +281,13 @@ describe('forbidden calls in Python: direct and dynamic spellings are refused', 
   });
   test('more source than the gate reads fails closed; so does a JS file with too many ambiguous readings', () => {
     const big = 'x = 1\n'.repeat(400_000);
-    expect(checkConstraints(taskWith({ forbidden_calls: ['eval'] }), files({ 'a.py': big }))?.zero_reason).toMatch(/^constraint violated: \.: 2400000 bytes of source, more than the gate reads/);
+    expect(checkConstraints(taskWith({ forbidden_calls: ['eval'] }), files({ 'a.py': big }))?.zero_reason).toMatch(
+      /^constraint violated: \.: 2400000 bytes of source, more than the gate reads/,
+    );
     const t = taskWith({ forbidden_calls: ['eval'] }, 'javascript');
-    expect(checkConstraints(t, files({ 'a.mjs': 'function f() {} / 2;\n'.repeat(65) }))?.zero_reason).toMatch(/too many places where a "\/" could start a regular expression/);
+    expect(checkConstraints(t, files({ 'a.mjs': 'function f() {} / 2;\n'.repeat(65) }))?.zero_reason).toMatch(
+      /too many places where a "\/" could start a regular expression/,
+    );
     expect(checkConstraints(t, files({ 'a.mjs': 'function f() {} / 2;\n'.repeat(64) }))).toBeNull();
   });
   test('a python file without the extension is recognised by its shebang', () => {
@@ -267,8 +309,8 @@ describe('forbidden calls in JS / TS', () => {
     'constructor.constructor': 'export const f = (() => 0).constructor.constructor("return 1");',
     "['constructor']": "export const f = (() => 0)['constructor'];",
     'globalThis computed': 'export const f = globalThis["ev" + "al"];',
-    'window': 'export const f = window.eval;',
-    'global': 'export const f = global[k];',
+    window: 'export const f = window.eval;',
+    global: 'export const f = global[k];',
     'this computed': 'export const f = function () { return this[k]; };',
     'Reflect.get': 'export const f = Reflect.get(o, k);',
     'Reflect.apply': 'export const f = Reflect.apply(g, null, []);',
@@ -276,12 +318,12 @@ describe('forbidden calls in JS / TS', () => {
     'require as a value': 'const r = require; r("vm");',
     'dynamic import()': 'const m = await import(name);',
     'vm module': 'import vm from "node:vm";',
-    'child_process': 'const cp = require("child_process");',
+    child_process: 'const cp = require("child_process");',
     'inside a template substitution': 'export const s = `${eval("1")}`;',
     'tagged template': 'export const s = eval`1`;',
     'with statement': 'with (o) { x(); }',
     'module.require': 'const m = module.require("vm");',
-    'getPrototypeOf': 'const F = Object.getPrototypeOf(async () => {}).constructor;',
+    getPrototypeOf: 'const F = Object.getPrototypeOf(async () => {}).constructor;',
   };
   for (const [name, src] of Object.entries(attacks)) {
     test(name, () => {
@@ -305,21 +347,44 @@ describe('forbidden calls in JS / TS', () => {
   });
   test('methods: .sort forbids o.sort, o?.sort, o["sort"], o[k], destructuring; not toSorted or arr[0]', () => {
     const c = { forbidden_calls: ['.sort'] };
-    for (const src of ['a.sort();', 'a?.sort();', 'a["sort"]();', 'a[`sort`]();', 'a[k]();', 'const { sort } = Array.prototype;', 'a.so\\u0072t();']) expect(js(src, c), src).not.toBeNull();
-    for (const src of ['const b = a.toSorted(); const c = a[0] + a[1];', 'let x: string[] = [];', "const s = 'a.sort()'; // a.sort()"]) expect(js(src, c), src).toBeNull();
+    for (const src of ['a.sort();', 'a?.sort();', 'a["sort"]();', 'a[`sort`]();', 'a[k]();', 'const { sort } = Array.prototype;', 'a.so\\u0072t();'])
+      expect(js(src, c), src).not.toBeNull();
+    for (const src of ['const b = a.toSorted(); const c = a[0] + a[1];', 'let x: string[] = [];', "const s = 'a.sort()'; // a.sort()"])
+      expect(js(src, c), src).toBeNull();
   });
   test('forbidden modules: import, export-from, require, import(), node: prefix, subpaths', () => {
     const c = { forbidden_modules: ['fs'] };
-    for (const src of ['import fs from "fs";', 'import { readFileSync } from "node:fs";', 'export { x } from "fs/promises";', 'const fs = require("fs");', 'const fs = await import("node:fs");', "import 'fs';"]) expect(js(src, c), src).not.toBeNull();
-    for (const src of ['import path from "node:path";', 'const s = "import fs from \'fs\'";', 'import os from "node:os"; import { join } from "path";']) expect(js(src, c), src).toBeNull();
+    for (const src of [
+      'import fs from "fs";',
+      'import { readFileSync } from "node:fs";',
+      'export { x } from "fs/promises";',
+      'const fs = require("fs");',
+      'const fs = await import("node:fs");',
+      "import 'fs';",
+    ])
+      expect(js(src, c), src).not.toBeNull();
+    for (const src of ['import path from "node:path";', 'const s = "import fs from \'fs\'";', 'import os from "node:os"; import { join } from "path";'])
+      expect(js(src, c), src).toBeNull();
   });
   test('imports the gate cannot read: a relative file not submitted, a bare package, an absolute path', () => {
     const t = taskWith({ forbidden_calls: ['eval'] }, 'javascript');
-    expect(checkConstraints(t, files({ 'a.mjs': 'import { f } from "./gen.mjs";\n' }))?.zero_reason).toMatch(/a\.mjs:1: dynamic spelling import of \.\/gen\.mjs, which is not a submitted file/);
+    expect(checkConstraints(t, files({ 'a.mjs': 'import { f } from "./gen.mjs";\n' }))?.zero_reason).toMatch(
+      /a\.mjs:1: dynamic spelling import of \.\/gen\.mjs, which is not a submitted file/,
+    );
     expect(checkConstraints(t, files({ 'a.mjs': 'import x from "lodash";\n' }))?.zero_reason).toMatch(/neither a Node builtin nor a submitted file/);
     expect(checkConstraints(t, files({ 'a.mjs': 'import x from "/tmp/x.mjs";\n' }))?.zero_reason).toMatch(/outside the submission/);
     expect(checkConstraints(t, files({ 'lib/a.mjs': 'import x from "../../x.mjs";\n' }))?.zero_reason).toMatch(/outside the workspace/);
-    expect(checkConstraints(t, files({ 'cart/cart.mjs': 'import { p } from "./pricing.mjs";\nimport fs from "node:fs";\nimport { strict } from "assert";\n', 'cart/pricing.mjs': 'export const p = 1;\n', 'b.cjs': 'const c = require("./cart/cart.mjs");\nconst u = require("./util");\n', 'util.js': '' }))).toBeNull();
+    expect(
+      checkConstraints(
+        t,
+        files({
+          'cart/cart.mjs': 'import { p } from "./pricing.mjs";\nimport fs from "node:fs";\nimport { strict } from "assert";\n',
+          'cart/pricing.mjs': 'export const p = 1;\n',
+          'b.cjs': 'const c = require("./cart/cart.mjs");\nconst u = require("./util");\n',
+          'util.js': '',
+        }),
+      ),
+    ).toBeNull();
   });
   test('honest code: the name in strings, comments, regexes, templates, class constructors, array indexing', () => {
     const honest = [
@@ -345,7 +410,7 @@ describe('forbidden commands in shell', () => {
     'in backticks': 'x=`sed -n 1p f`\n',
     'in an if': 'if true; then sed x; fi\n',
     'wrapped by env/command/exec/xargs/nice/timeout': 'timeout 5 env A=1 nice -n 1 command sed x\n',
-    'xargs': 'ls | xargs sed -n 1p\n',
+    xargs: 'ls | xargs sed -n 1p\n',
     'find -exec': 'find . -name x -exec sed -n 1p {} \\;\n',
     'command named by a variable': 'c=sed\n$c -n 1p f\n',
     'command from a substitution': '$(echo sed) x\n',
@@ -357,9 +422,9 @@ describe('forbidden commands in shell', () => {
     'bash reading stdin': 'echo "sed x" | bash\n',
     'shell heredoc': 'bash <<EOF\nsed x\nEOF\n',
     'python -c': 'python3 -c "import os; os.system(\'sed x\')"\n',
-    'perl': "perl -pe 's/a/b/' f\n",
+    perl: "perl -pe 's/a/b/' f\n",
     'awk system': 'awk \'{ system("sed x") }\' f\n',
-    'trap': "trap 'sed x' EXIT\n",
+    trap: "trap 'sed x' EXIT\n",
     'process substitution': 'cat <(sed x)\n',
     'ANSI-C quoting': "$'\\x73ed' x\n",
     'copied under another name': 'cp /bin/sed /tmp/s\n/tmp/s -n 1p f\n',
@@ -384,7 +449,7 @@ describe('forbidden commands in shell', () => {
       'cat <<EOF\nsed x\nEOF\necho done\n',
       'if command -v grep >/dev/null; then echo yes; fi\n',
       'for f in *.txt; do mv "$f" "${f%.txt}.md"; done\n',
-      'awk \'{ n += 1 } END { print n }\' f\nset -eu\nx=$(wc -l < f)\n',
+      "awk '{ n += 1 } END { print n }' f\nset -eu\nx=$(wc -l < f)\n",
       'python3 helper.py\n',
       '#!/usr/bin/env bash\n/usr/bin/env true\n/bin/echo ok\n',
       'lines=()\nlines+=("$n ${f#"$dir"/}")\nexcess=$(( ${#lines[@]} - keep ))\nfor ((i = 0; i < excess; i++)); do echo "${lines[$i]}"; done\n',
@@ -409,18 +474,33 @@ describe('unchanged files and limits', () => {
   test('unchanged: modified, deleted, mode changed, created under the glob; untouched passes', () => {
     const t = taskWith({ unchanged: ['data/**'] }, 'python', ws);
     expect(checkConstraints(t, files(ws))).toBeNull();
-    expect(checkConstraints(t, files({ ...ws, 'data/in.csv': 'a,b\n1,2\n' }))?.zero_reason).toBe('constraint violated: data/in.csv: modified (unchanged "data/**")');
+    expect(checkConstraints(t, files({ ...ws, 'data/in.csv': 'a,b\n1,2\n' }))?.zero_reason).toBe(
+      'constraint violated: data/in.csv: modified (unchanged "data/**")',
+    );
     const { 'data/keep.txt': _k, ...rest } = ws;
     expect(checkConstraints(t, files(rest))?.zero_reason).toMatch(/data\/keep\.txt: deleted or moved/);
     expect(checkConstraints(t, files({ ...ws, 'data/new.txt': 'n' }))?.zero_reason).toMatch(/data\/new\.txt: created/);
-    expect(checkConstraints(t, [...files(ws).filter((f) => f.path !== 'sol.py'), { path: 'sol.py', content: enc('x = 1\n'), mode: 0o644 }].map((f) => (f.path === 'data/in.csv' ? { ...f, mode: 0o755 } : f)))?.zero_reason).toMatch(/mode changed/);
+    expect(
+      checkConstraints(
+        t,
+        [...files(ws).filter((f) => f.path !== 'sol.py'), { path: 'sol.py', content: enc('x = 1\n'), mode: 0o644 }].map((f) =>
+          f.path === 'data/in.csv' ? { ...f, mode: 0o755 } : f,
+        ),
+      )?.zero_reason,
+    ).toMatch(/mode changed/);
   });
   test('limits: max_files, max_total_bytes, per-file max_lines / max_bytes', () => {
     expect(checkConstraints(taskWith({ limits: { max_files: 2 } }), files(ws))?.zero_reason).toBe('constraint violated: .: 3 files (limits.max_files 2)');
     expect(checkConstraints(taskWith({ limits: { max_total_bytes: 10 } }), files(ws))?.rule).toBe('limits.max_total_bytes 10');
-    expect(checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 1 }] } }), files({ 'a.py': 'x\ny' }))?.zero_reason).toBe('constraint violated: a.py: 2 lines (limits.files "*.py" max_lines 1)');
-    expect(checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 2, max_bytes: 3 }] } }), files({ 'a.py': 'x\ny\n' }))?.rule).toBe('limits.files "*.py" max_bytes 3');
-    expect(checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 2 }] } }), files({ 'a.py': 'x\ny\n', 'sub/b.py': '1\n2\n3\n' }))).toBeNull();
+    expect(checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 1 }] } }), files({ 'a.py': 'x\ny' }))?.zero_reason).toBe(
+      'constraint violated: a.py: 2 lines (limits.files "*.py" max_lines 1)',
+    );
+    expect(checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 2, max_bytes: 3 }] } }), files({ 'a.py': 'x\ny\n' }))?.rule).toBe(
+      'limits.files "*.py" max_bytes 3',
+    );
+    expect(
+      checkConstraints(taskWith({ limits: { files: [{ path: '*.py', max_lines: 2 }] } }), files({ 'a.py': 'x\ny\n', 'sub/b.py': '1\n2\n3\n' })),
+    ).toBeNull();
   });
   test('globs', () => {
     expect(globToRegExp('*.py').test('a.py')).toBe(true);
@@ -439,12 +519,25 @@ describe('unchanged files and limits', () => {
 });
 
 describe('loader validation of constraints', () => {
-  const GOOD = { id: 'demo', instruction: 'x', split: 'train', language: 'python', image: 'i', difficulty: 'easy', test: { format: 'pytest-harness', expected_tests: 1 } };
-  const bad = (constraints: unknown, language = 'python') => () => validateTaskSpec({ ...GOOD, language, constraints }, 'task.json');
+  const GOOD = {
+    id: 'demo',
+    instruction: 'x',
+    split: 'train',
+    language: 'python',
+    image: 'i',
+    difficulty: 'easy',
+    test: { format: 'pytest-harness', expected_tests: 1 },
+  };
+  const bad =
+    (constraints: unknown, language = 'python') =>
+    () =>
+      validateTaskSpec({ ...GOOD, language, constraints }, 'task.json');
   test('bad declarations are load errors naming the field', () => {
     expect(bad({})).toThrow(/\/constraints must NOT have fewer than 1 properties/);
     expect(bad({ forbidden_call: ['eval'] })).toThrow(/\/constraints\/forbidden_call is not an allowed field/);
-    expect(bad({ forbidden_calls: ['ev al'] })).toThrow(/\/constraints\/forbidden_calls\/0 "ev al" is not "name", "module.name" or ".method" for a python task/);
+    expect(bad({ forbidden_calls: ['ev al'] })).toThrow(
+      /\/constraints\/forbidden_calls\/0 "ev al" is not "name", "module.name" or ".method" for a python task/,
+    );
     expect(bad({ forbidden_calls: [] })).toThrow(/\/constraints\/forbidden_calls must NOT have fewer than 1 items/);
     expect(bad({ forbidden_modules: ['re-x'] })).toThrow(/\/constraints\/forbidden_modules\/0 "re-x" is not a dotted Python module name/);
     expect(bad({ forbidden_modules: ['re'] }, 'shell')).toThrow(/\/constraints\/forbidden_modules\/0 modules do not apply to shell tasks/);
@@ -453,8 +546,31 @@ describe('loader validation of constraints', () => {
     expect(bad({ limits: { max_files: 0 } })).toThrow(/\/constraints\/limits\/max_files must be >= 1/);
     expect(bad({ limits: { files: [{ path: '*.py' }] } })).toThrow(/\/constraints\/limits\/files\/0 must NOT have fewer than 2 properties/);
     expect(bad({ limits: { files: [{ path: '*.py', max_lines: 1, extra: 1 }] } })).toThrow(/\/constraints\/limits\/files\/0\/extra is not an allowed field/);
-    expect(() => validateTaskSpec({ ...GOOD, constraints: { forbidden_calls: ['eval', 're.sub', '.sort'], forbidden_modules: ['collections.abc'], unchanged: ['data/*.csv'], limits: { max_files: 3, files: [{ path: 'a.py', max_lines: 40 }] } } }, 'task.json')).not.toThrow();
-    expect(() => validateTaskSpec({ ...GOOD, language: 'javascript', test: { format: 'node-harness', expected_tests: 1 }, constraints: { forbidden_calls: ['$x', 'JSON.parse'], forbidden_modules: ['node:fs', '@scope/pkg/sub'] } }, 'task.json')).not.toThrow();
+    expect(() =>
+      validateTaskSpec(
+        {
+          ...GOOD,
+          constraints: {
+            forbidden_calls: ['eval', 're.sub', '.sort'],
+            forbidden_modules: ['collections.abc'],
+            unchanged: ['data/*.csv'],
+            limits: { max_files: 3, files: [{ path: 'a.py', max_lines: 40 }] },
+          },
+        },
+        'task.json',
+      ),
+    ).not.toThrow();
+    expect(() =>
+      validateTaskSpec(
+        {
+          ...GOOD,
+          language: 'javascript',
+          test: { format: 'node-harness', expected_tests: 1 },
+          constraints: { forbidden_calls: ['$x', 'JSON.parse'], forbidden_modules: ['node:fs', '@scope/pkg/sub'] },
+        },
+        'task.json',
+      ),
+    ).not.toThrow();
   });
   let tmp: string;
   beforeAll(async () => {

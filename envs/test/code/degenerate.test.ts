@@ -21,7 +21,19 @@ const HAS_PYTHON = spawnSync('python3', ['-c', 'import ast; ast.unparse'], { std
 
 function fakeTask(language: LoadedTask['spec']['language'], workspace: TaskFile[], instruction: string, tests: TaskFile[] = []): LoadedTask {
   return {
-    spec: { id: 'fixture', instruction, split: 'train', language, image: 'x', difficulty: 'easy', max_steps: 30, tags: [], shaping: 'on_write', trusted: false, test: { format: 'pytest-harness', expected_tests: 1, command: [], timeout_s: 60, call_timeout_s: 10 } },
+    spec: {
+      id: 'fixture',
+      instruction,
+      split: 'train',
+      language,
+      image: 'x',
+      difficulty: 'easy',
+      max_steps: 30,
+      tags: [],
+      shaping: 'on_write',
+      trusted: false,
+      test: { format: 'pytest-harness', expected_tests: 1, command: [], timeout_s: 60, call_timeout_s: 10 },
+    },
     dir: '/nonexistent',
     set: '/nonexistent',
     workspace,
@@ -72,12 +84,24 @@ describe('gated tests (rubric.ts)', () => {
   test('explicit require groups, overlapping gates take the smallest credit, an empty require group fails closed', () => {
     const cases = [c('pos[a]', true), c('pos[b]', false), c('neg[a]', true), c('err[a]', true)];
     expect(gatedTestsFraction([{ tests: ['neg[*]'], require: ['pos[*]'] }], cases, 4)).toBe((1 + 0.5 + 1) / 4);
-    expect(gatedTestsFraction([{ tests: ['neg*', 'err*'], require: ['pos*'] }, { tests: ['err*'], require: ['neg*'] }], cases, 4)).toBe((1 + 0.5 + 0.5) / 4);
+    expect(
+      gatedTestsFraction(
+        [
+          { tests: ['neg*', 'err*'], require: ['pos*'] },
+          { tests: ['err*'], require: ['neg*'] },
+        ],
+        cases,
+        4,
+      ),
+    ).toBe((1 + 0.5 + 0.5) / 4);
     expect(gatedTestsFraction([{ tests: ['neg*'], require: ['nothing-matches'] }], cases, 4)).toBe(2 / 4);
   });
   test('a pattern that matches no test is reported (tasks validate fails it: a typo would gate nothing)', () => {
     const cases = [c('test_rejects[a]', true), c('test_parse', true)];
-    expect(unmatchedGatePatterns([{ tests: ['test_rejects[*]', 'test_reject'], require: ['test_parse', 'test_parses*'] }], cases)).toEqual(['test_reject', 'test_parses*']);
+    expect(unmatchedGatePatterns([{ tests: ['test_rejects[*]', 'test_reject'], require: ['test_parse', 'test_parses*'] }], cases)).toEqual([
+      'test_reject',
+      'test_parses*',
+    ]);
   });
   test('patterns: * and ? wildcards, brackets and dots literal', () => {
     expect(testPattern('test_x[*]').test('test_x[3-a]')).toBe(true);
@@ -149,7 +173,12 @@ describe.skipIf(!HAS_PYTHON)('Python shapes (skipped: no python3 >= 3.9 on the h
       ].join('\n'),
     ),
   ];
-  const task = fakeTask('python', [shipped, ref[0] as TaskFile, ref[1] as TaskFile], 'Implement parse; raise a ParseError (a ValueError) on bad input, TypeError on non-strings.', [tf('test_x.py', 'with pytest.raises(KeyError): pass\nWorkspaceError\n')]);
+  const task = fakeTask(
+    'python',
+    [shipped, ref[0] as TaskFile, ref[1] as TaskFile],
+    'Implement parse; raise a ParseError (a ValueError) on bad input, TypeError on non-strings.',
+    [tf('test_x.py', 'with pytest.raises(KeyError): pass\nWorkspaceError\n')],
+  );
 
   test('the shapes: each named exception (builtins and the task class, never harness names), None, constants, first argument, emptied, deleted', async () => {
     expect(namedExceptions(task)).toEqual(['KeyError', 'ParseError', 'TypeError', 'ValueError', 'WorkspaceError']);
@@ -213,10 +242,18 @@ describe.skipIf(!HAS_PYTHON)('Python shapes (skipped: no python3 >= 3.9 on the h
       for (const f of t.solution.files) files.set(f.path, f);
       const vs = await degenerateVariants(t, [...files.values()]);
       expect(vs.length, t.spec.id).toBeGreaterThanOrEqual(10);
-      for (const v of vs) for (const r of v.replace) if (r.path.endsWith('.py') && r.content.length) sources.push({ id: `${t.spec.id} ${v.id} ${r.path}`, src: dec(r.content) });
+      for (const v of vs)
+        for (const r of v.replace) if (r.path.endsWith('.py') && r.content.length) sources.push({ id: `${t.spec.id} ${v.id} ${r.path}`, src: dec(r.content) });
     }
     // One interpreter compiles them all (one per file is minutes on a loaded 2-core machine).
-    const res = spawnSync('python3', ['-c', 'import json, sys\nbad = []\nfor s in json.load(sys.stdin):\n    try: compile(s["src"], s["id"], "exec")\n    except SyntaxError as e: bad.append(s["id"] + ": " + str(e))\nprint(json.dumps(bad))'], { input: JSON.stringify(sources) });
+    const res = spawnSync(
+      'python3',
+      [
+        '-c',
+        'import json, sys\nbad = []\nfor s in json.load(sys.stdin):\n    try: compile(s["src"], s["id"], "exec")\n    except SyntaxError as e: bad.append(s["id"] + ": " + str(e))\nprint(json.dumps(bad))',
+      ],
+      { input: JSON.stringify(sources) },
+    );
     expect(sources.length).toBeGreaterThan(200);
     expect(JSON.parse(res.stdout.toString())).toEqual([]);
   }, 300_000);
@@ -226,7 +263,7 @@ describe('JavaScript shapes', () => {
   const src = [
     "import { x } from './x.mjs';",
     '// function commented(a) { return 1 }',
-    "const RE = /[{}]\\/(?:a|b)/g; const half = 4 / 2 / 1;",
+    'const RE = /[{}]\\/(?:a|b)/g; const half = 4 / 2 / 1;',
     'const s = "function fake() {", t = \'}\';',
     'const tpl = `${ {a: 1}.a } } { ${`nested ${"}"}`}`;',
     'function helper(a, b) { if (a) { return { a }; } return b; }',
@@ -277,7 +314,22 @@ describe('JavaScript shapes', () => {
     const shipped = tf('lib.mjs', 'export function helper() { throw new Error("todo"); }\n');
     const task = fakeTask('javascript', [shipped], 'Throw a RangeError or a ParseError; never a WorkspaceError.');
     const vs = await degenerateVariants(task, [tf('lib.mjs', src)]);
-    expect(vs.map((v) => v.id)).toEqual(['throw:Error', 'throw:ParseError', 'throw:RangeError', 'return:undefined', 'return:null', 'return:0', "return:''", 'return:[]', 'return:{}', 'return:false', 'return:true', 'first-arg', 'empty-files', 'deleted']);
+    expect(vs.map((v) => v.id)).toEqual([
+      'throw:Error',
+      'throw:ParseError',
+      'throw:RangeError',
+      'return:undefined',
+      'return:null',
+      'return:0',
+      "return:''",
+      'return:[]',
+      'return:{}',
+      'return:false',
+      'return:true',
+      'first-arg',
+      'empty-files',
+      'deleted',
+    ]);
     for (const v of vs.filter((x) => !x.deleteAll && x.id !== 'empty-files')) {
       const out = replaced(vs, v.id);
       expect(await nodeChecks('lib.mjs', out), `${v.id}:\n${out}`).toBe(true);
@@ -313,12 +365,16 @@ describe('shell shapes', () => {
     // A stub script and nothing else: the reference's other work (out/made) is not in the workspace.
     const stub = vs.find((v) => v.id === 'exit-1');
     const shipped = [tf('run.sh', '#!/bin/sh\necho todo\n', 0o755), tf('keep.txt', 'k')];
-    expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x')], stub as never, shipped).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
+    expect(
+      variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x')], stub as never, shipped).map((f) => [f.path, f.mode, dec(f.content)]),
+    ).toEqual([
       ['run.sh', 0o755, '#!/bin/sh\nexit 1\n'],
       ['keep.txt', 0o644, 'k'],
     ]);
     const emptied = vs.find((v) => v.id === 'empty-files');
-    expect(variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x', 0o600)], emptied as never).map((f) => [f.path, f.mode, dec(f.content)])).toEqual([
+    expect(
+      variantFiles([tf('run.sh', 'a', 0o755), tf('keep.txt', 'k'), tf('out/made', 'x', 0o600)], emptied as never).map((f) => [f.path, f.mode, dec(f.content)]),
+    ).toEqual([
       ['run.sh', 0o755, ''],
       ['keep.txt', 0o644, 'k'],
       ['out/made', 0o600, ''],

@@ -43,23 +43,39 @@ test('d', () => { try { m.parse('') } catch (e) { assert.equal(e instanceof m.Le
 
 describe('exception declaration check (tasks validate)', () => {
   it('finds workspace classes in pytest.raises, tuples, except and isinstance; never builtins', () => {
-    expect(pythonUses(PY).map((u) => u.name).sort()).toEqual(['FourthError', 'LexError', 'OtherError', 'ParseError']);
+    expect(
+      pythonUses(PY)
+        .map((u) => u.name)
+        .sort(),
+    ).toEqual(['FourthError', 'LexError', 'OtherError', 'ParseError']);
   });
 
   it('finds workspace classes in assert.throws/rejects (member or destructured) and instanceof; never builtins or regexps', () => {
-    expect(jsUses(JS).map((u) => u.name).sort()).toEqual(['LexError', 'PE', 'ParseError']);
+    expect(
+      jsUses(JS)
+        .map((u) => u.name)
+        .sort(),
+    ).toEqual(['LexError', 'PE', 'ParseError']);
   });
 
   it('reports undeclared uses and bad declared bases, and nothing when everything is declared', () => {
     const undeclared = exceptionDeclarationProblems(task('pytest-harness', { 'test_p.py': PY }, { ParseError: 'ValueError' }));
     expect(undeclared).toHaveLength(3);
-    expect(undeclared.join('\n')).toMatch(/tests\/test_p\.py: pytest\.raises checks for the workspace exception class LexError, which task\.json does not declare/);
-    expect(exceptionDeclarationProblems(task('pytest-harness', { 'test_p.py': PY }, { ParseError: 'ValueError', LexError: 'ValueError', OtherError: 'KeyError', FourthError: 'Exception' }))).toEqual([]);
+    expect(undeclared.join('\n')).toMatch(
+      /tests\/test_p\.py: pytest\.raises checks for the workspace exception class LexError, which task\.json does not declare/,
+    );
+    expect(
+      exceptionDeclarationProblems(
+        task('pytest-harness', { 'test_p.py': PY }, { ParseError: 'ValueError', LexError: 'ValueError', OtherError: 'KeyError', FourthError: 'Exception' }),
+      ),
+    ).toEqual([]);
     expect(exceptionDeclarationProblems(task('pytest-harness', {}, { ParseError: 'BaseException', X: 'RangeError' }))).toEqual([
       'task.json /exceptions/ParseError: "BaseException" is not a builtin Exception subclass',
       'task.json /exceptions/X: "RangeError" is not a builtin Exception subclass',
     ]);
-    expect(exceptionDeclarationProblems(task('node-harness', { 'p.test.mjs': JS }, { ParseError: 'RangeError', PE: 'RangeError', LexError: 'Error' }))).toEqual([]);
+    expect(exceptionDeclarationProblems(task('node-harness', { 'p.test.mjs': JS }, { ParseError: 'RangeError', PE: 'RangeError', LexError: 'Error' }))).toEqual(
+      [],
+    );
     expect(exceptionDeclarationProblems(task('node-harness', { 'p.test.mjs': JS }, { ParseError: 'ValueError' }))).toHaveLength(3);
   });
 });

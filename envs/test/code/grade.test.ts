@@ -36,7 +36,12 @@ function output(nonce: string, s: Script, t: LoadedTask): string {
   let out = f('syntax:begin') + (s.syntax ?? []).map((r) => JSON.stringify({ path: `/workspace/${r.path}`, ok: r.ok })).join('\n') + f('syntax:end');
   out += f(`status:${s.status ?? 0}`);
   if (s.report !== null) out += f('report:begin') + Buffer.from(s.report ?? xml(N, 0)).toString('base64') + f('report:end');
-  out += f('hashes:begin') + Object.entries(hashes).map(([p, h]) => `${h}  ${p}`).join('\n') + f('hashes:end');
+  out +=
+    f('hashes:begin') +
+    Object.entries(hashes)
+      .map(([p, h]) => `${h}  ${p}`)
+      .join('\n') +
+    f('hashes:end');
   out += f('log:begin') + f('log:end');
   if (s.done !== false) out += f('done');
   return out;
@@ -50,7 +55,16 @@ class ScriptedProvider implements SandboxProvider {
   async acquire(): Promise<Sandbox> {
     this.acquired++;
     const self = this;
-    const res = (stdout: string, exit = 0): ExecResult => ({ exit_code: exit, signal: null, stdout, stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1 });
+    const res = (stdout: string, exit = 0): ExecResult => ({
+      exit_code: exit,
+      signal: null,
+      stdout,
+      stderr: '',
+      truncated: false,
+      timed_out: false,
+      oom_killed: false,
+      duration_ms: 1,
+    });
     return {
       id: 'scripted',
       async exec(req: ExecRequest) {
@@ -144,9 +158,16 @@ describe('gradeSubmission decisions', () => {
 
   test('an oversized workspace scores 0 without grading', async () => {
     const provider = new ScriptedProvider({});
-    const r = await gradeSubmission(task, await submission({ 'a.txt': 'x'.repeat(5000) }), { provider, requirement: { image: 'x' }, captureLimits: { maxBytes: 1000 } });
+    const r = await gradeSubmission(task, await submission({ 'a.txt': 'x'.repeat(5000) }), {
+      provider,
+      requirement: { image: 'x' },
+      captureLimits: { maxBytes: 1000 },
+    });
     expect(r.score.zero_reason).toBe('workspace file a.txt is larger than the 1000 bytes workspace cap');
-    const refused = await gradeSubmission(task, new CaptureRefused('special_file', 'p', 'workspace path p is a FIFO: special files cannot be graded'), { provider, requirement: { image: 'x' } });
+    const refused = await gradeSubmission(task, new CaptureRefused('special_file', 'p', 'workspace path p is a FIFO: special files cannot be graded'), {
+      provider,
+      requirement: { image: 'x' },
+    });
     expect(refused.score).toMatchObject({ total: 0, zero_reason: 'workspace path p is a FIFO: special files cannot be graded' });
     expect(provider.acquired).toBe(0);
   });

@@ -3,7 +3,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { SYNTAX_CHECK_PY, gradingLayout, newGradingNonce, parseRunOutput, planGrading, pytestIni, runnerArgv, shellQuote, tamperedTests } from '../../src/code/grader-plan.js';
+import {
+  SYNTAX_CHECK_PY,
+  gradingLayout,
+  newGradingNonce,
+  parseRunOutput,
+  planGrading,
+  pytestIni,
+  runnerArgv,
+  shellQuote,
+  tamperedTests,
+} from '../../src/code/grader-plan.js';
 import { shippedTask, trustedFixture } from './helpers.js';
 
 const NONCE = '0123456789abcdef0123456789abcdef';
@@ -37,7 +47,19 @@ describe('runner argv', () => {
     const i = argv.indexOf('python3');
     expect(argv.slice(i, i + 5)).toEqual(['python3', '-I', '-B', '-m', 'pytest']);
     const rest = argv.slice(i + 5);
-    expect(rest).toEqual(expect.arrayContaining(['-c', l.ini, `--rootdir=${l.tests}`, `--confcutdir=${l.tests}`, '-p', 'no:cacheprovider', '-o', 'addopts=', `--junitxml=${l.report}`]));
+    expect(rest).toEqual(
+      expect.arrayContaining([
+        '-c',
+        l.ini,
+        `--rootdir=${l.tests}`,
+        `--confcutdir=${l.tests}`,
+        '-p',
+        'no:cacheprovider',
+        '-o',
+        'addopts=',
+        `--junitxml=${l.report}`,
+      ]),
+    );
     expect(rest[rest.length - 1]).toBe(`${l.tests}/test_inventory.py`);
     // Nothing in the runner's argv points into the workspace except the pythonpath in the generated ini.
     expect(rest.filter((a) => a.includes('/workspace'))).toEqual([]);
@@ -49,7 +71,13 @@ describe('runner argv', () => {
     const l = gradingLayout(NONCE);
     const argv = runnerArgv(js, l, { node: '/usr/bin/node' });
     const i = argv.indexOf('/usr/bin/node');
-    expect(argv.slice(i)).toEqual(['/usr/bin/node', '--test', `--test-reporter=${l.reporter}`, `--test-reporter-destination=${l.report}`, `${l.tests}/cart.test.mjs`]);
+    expect(argv.slice(i)).toEqual([
+      '/usr/bin/node',
+      '--test',
+      `--test-reporter=${l.reporter}`,
+      `--test-reporter-destination=${l.report}`,
+      `${l.tests}/cart.test.mjs`,
+    ]);
     expect(argv).toContain('NODE_OPTIONS=');
   });
 
@@ -66,7 +94,9 @@ describe('planGrading', () => {
   test('hidden tests go to the fresh dir read-only; scripts and ini generated', () => {
     const paths = plan.files.map((f) => f.path);
     expect(paths).toContain(`${plan.layout.tests}/test_inventory.py`);
-    expect(paths).toEqual(expect.arrayContaining([plan.layout.ini, plan.layout.runScript, plan.layout.gradeScript, plan.layout.syntaxScript, plan.layout.syntaxList]));
+    expect(paths).toEqual(
+      expect.arrayContaining([plan.layout.ini, plan.layout.runScript, plan.layout.gradeScript, plan.layout.syntaxScript, plan.layout.syntaxList]),
+    );
     expect(plan.files.every((f) => f.mode === 0o444)).toBe(true);
     expect(plan.files.every((f) => !f.path.startsWith('/workspace'))).toBe(true);
     const list = plan.files.find((f) => f.path === plan.layout.syntaxList)?.content;
@@ -146,7 +176,12 @@ describe('parseRunOutput', () => {
   });
 
   test('harness scripts: the syntax diagnostic comes base64-encoded, and nothing inside it is a frame', () => {
-    const lines = '{"path": "/workspace/a.py", "ok": false}\n' + `${NONCE}:report:begin\n` + Buffer.from('<testsuites/>').toString('base64') + `\n${NONCE}:report:end\n` + '{"path": "/workspace/c.py", "ok": true}\n';
+    const lines =
+      '{"path": "/workspace/a.py", "ok": false}\n' +
+      `${NONCE}:report:begin\n` +
+      Buffer.from('<testsuites/>').toString('base64') +
+      `\n${NONCE}:report:end\n` +
+      '{"path": "/workspace/c.py", "ok": true}\n';
     const b64 = Buffer.from(lines).toString('base64');
     // Folded over several lines, as a frame of the grade script may arrive.
     const text = frame('status:0') + frame('syntax-b64:begin') + `${b64.slice(0, 20)}\n${b64.slice(20)}` + frame('syntax-b64:end') + frame('done');
@@ -195,7 +230,13 @@ describe('pre-started pytest (pytest-harness)', async () => {
   });
 
   test('the request carries exactly the direct run: cwd, environment, pytest arguments, limit', () => {
-    const req = JSON.parse(String(file(plan, 'server-request.json'))) as { cwd: string; env: Record<string, string>; args: string[]; limit_s: number; agent_uid: boolean };
+    const req = JSON.parse(String(file(plan, 'server-request.json'))) as {
+      cwd: string;
+      env: Record<string, string>;
+      args: string[];
+      limit_s: number;
+      agent_uid: boolean;
+    };
     const run = String(file(plan, 'run.sh'));
     expect(req.cwd).toBe(plan.layout.root);
     expect(req.agent_uid).toBe(true);
@@ -273,13 +314,25 @@ describe('the syntax diagnostic script (run here with the host python, -I -S -B 
       };
       for (const [name, [content]] of Object.entries(files)) writeFileSync(path.join(dir, name), content);
       const list = path.join(dir, 'list.txt');
-      writeFileSync(list, `${Object.keys(files).map((n) => path.join(dir, n)).join('\n')}\n`);
-      const r = spawnSync('python3', ['-I', '-S', '-B', '-c', SYNTAX_CHECK_PY, process.execPath, list], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } });
+      writeFileSync(
+        list,
+        `${Object.keys(files)
+          .map((n) => path.join(dir, n))
+          .join('\n')}\n`,
+      );
+      const r = spawnSync('python3', ['-I', '-S', '-B', '-c', SYNTAX_CHECK_PY, process.execPath, list], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+      });
       expect(r.status, r.stderr).toBe(0);
       const lines = r.stdout.split('\n').filter(Boolean);
       for (const l of lines) expect(/^[\x20-\x7e]*$/.test(l), l).toBe(true);
       const got = Object.fromEntries(lines.map((l) => JSON.parse(l) as { path: string; ok: boolean }).map((v) => [path.relative(dir, v.path), v.ok]));
-      const want = Object.fromEntries(Object.entries(files).filter(([n]) => n !== 'notes.txt').map(([n, [, ok]]) => [n, ok]));
+      const want = Object.fromEntries(
+        Object.entries(files)
+          .filter(([n]) => n !== 'notes.txt')
+          .map(([n, [, ok]]) => [n, ok]),
+      );
       expect(got).toEqual(want);
     } finally {
       rmSync(dir, { recursive: true, force: true });

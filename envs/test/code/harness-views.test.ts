@@ -37,10 +37,15 @@ beforeAll(async () => {
   await writeFile(path.join(ws, 'pkg', 'data.txt'), 'rewritten\n');
   await writeFile(path.join(ws, 'pkg', 'made.txt'), 'made by a program\n');
   await symlink('/etc', path.join(ws, 'out'));
-  const sub = SUBMISSION.map((e) => (e.type === 'symlink' && e.target?.startsWith('/workspace-root-placeholder') ? { ...e, target: e.target.replace('/workspace-root-placeholder', ws) } : e));
+  const sub = SUBMISSION.map((e) =>
+    e.type === 'symlink' && e.target?.startsWith('/workspace-root-placeholder') ? { ...e, target: e.target.replace('/workspace-root-placeholder', ws) } : e,
+  );
   await writeFile(path.join(dir, 'submission.json'), submissionJson(sub));
   await writeFile(path.join(dir, 'py.json'), JSON.stringify({ workspace: ws, same_uid: true, submission: path.join(dir, 'submission.json'), tmp: dir }));
-  await writeFile(path.join(dir, 'node.json'), JSON.stringify({ workspace: ws, node: process.execPath, same_uid: true, submission: path.join(dir, 'submission.json') }));
+  await writeFile(
+    path.join(dir, 'node.json'),
+    JSON.stringify({ workspace: ws, node: process.execPath, same_uid: true, submission: path.join(dir, 'submission.json') }),
+  );
 });
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -98,7 +103,10 @@ console.log(JSON.stringify(out));
 
 describe('read helpers: the submission capture and the fresh reader', () => {
   test('pytest-harness: workspace paths from the capture, written and outside paths and `current` from the reader', async () => {
-    const o = (await run(PYTHON as string, ['-I', '-c', PY, path.join(HARNESS, 'python')], { SANDGYM_HARNESS_CONFIG: path.join(dir, 'py.json') })) as Record<string, unknown>;
+    const o = (await run(PYTHON as string, ['-I', '-c', PY, path.join(HARNESS, 'python')], { SANDGYM_HARNESS_CONFIG: path.join(dir, 'py.json') })) as Record<
+      string,
+      unknown
+    >;
     expect(o).toMatchObject({
       read: 'x = eval("1")\n',
       abs: 'x = eval("1")\n',
@@ -124,7 +132,9 @@ describe('read helpers: the submission capture and the fresh reader', () => {
   }, 150_000);
 
   test('node-harness: the same answers', async () => {
-    const o = (await run(process.execPath, ['--input-type=module', '-e', NODE, path.join(HARNESS, 'node', 'harness.mjs')], { SANDGYM_NODE_HARNESS_CONFIG: path.join(dir, 'node.json') })) as Record<string, unknown>;
+    const o = (await run(process.execPath, ['--input-type=module', '-e', NODE, path.join(HARNESS, 'node', 'harness.mjs')], {
+      SANDGYM_NODE_HARNESS_CONFIG: path.join(dir, 'node.json'),
+    })) as Record<string, unknown>;
     expect(o).toEqual({
       read: 'x = eval("1")\n',
       current: 'x = 1\n',

@@ -44,14 +44,46 @@ async function pytestRun(name: string, testFile: string, override: Record<string
   await writeFile(path.join(judge, 'harness', 'worker.py'), HARNESS_WORKER_PY);
   await writeFile(path.join(judge, 'conftest.py'), HARNESS_CONFTEST);
   await writeFile(path.join(judge, 'pytest.ini'), `[pytest]\naddopts =\npythonpath = ${judge}/harness\njunit_family = xunit2\n`);
-  const config = { workspace: path.join(dir, 'ws'), python: PYTHON, path: process.env.PATH, call_timeout_s: 10, same_uid: true, messages: path.join(judge, 'out', 'agent.json'), tmp: dir, data_mb: 512, nproc: 256, nofile: 1024, ...override };
+  const config = {
+    workspace: path.join(dir, 'ws'),
+    python: PYTHON,
+    path: process.env.PATH,
+    call_timeout_s: 10,
+    same_uid: true,
+    messages: path.join(judge, 'out', 'agent.json'),
+    tmp: dir,
+    data_mb: 512,
+    nproc: 256,
+    nofile: 1024,
+    ...override,
+  };
   await writeFile(path.join(judge, 'harness.json'), JSON.stringify(config));
   // The fixtures are hidden tests of a task (files a task author writes), kept under non-test names so that no
   // test runner of ours collects them; they become test_<name>.py only in the judge's tests dir.
   const hidden = `test_${testFile.replace(/^hidden_/, '')}`;
   await copyFile(path.join(HERE, testFile), path.join(judge, 'tests', hidden));
-  const argv = ['-I', '-B', '-m', 'pytest', '-c', 'pytest.ini', `--rootdir=${judge}`, `--confcutdir=${judge}`, '-p', 'no:cacheprovider', '--assert=plain', `--junitxml=${judge}/out/report.xml`, '-q', `tests/${hidden}`];
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', SANDGYM_HARNESS_CONFIG: path.join(judge, 'harness.json'), PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1', HOME: dir };
+  const argv = [
+    '-I',
+    '-B',
+    '-m',
+    'pytest',
+    '-c',
+    'pytest.ini',
+    `--rootdir=${judge}`,
+    `--confcutdir=${judge}`,
+    '-p',
+    'no:cacheprovider',
+    '--assert=plain',
+    `--junitxml=${judge}/out/report.xml`,
+    '-q',
+    `tests/${hidden}`,
+  ];
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    SANDGYM_HARNESS_CONFIG: path.join(judge, 'harness.json'),
+    PYTEST_DISABLE_PLUGIN_AUTOLOAD: '1',
+    HOME: dir,
+  };
   const log = await new Promise<string>((resolve) => {
     execFile(PYTHON as string, argv, { cwd: judge, env, timeout: 240_000, maxBuffer: 16 << 20 }, (_err, stdout, stderr) => resolve(`${stdout}${stderr}`));
   });
@@ -76,7 +108,10 @@ describe.skipIf(!PYTHON)('python harness vs a hostile worker (host; skipped: hos
     await writeFile(slow, `#!/bin/sh\nsleep 11\nexec ${PYTHON} "$@"\n`, { mode: 0o755 });
     const r = await pytestRun('slow-start', 'hidden_slow_start.py', { python: slow, call_timeout_s: 1 });
     if (!r.junit.ok) throw new Error(`no report: ${r.junit.reason}\n${r.log.slice(-4000)}`);
-    expect(r.junit.report.cases.map((c) => c.outcome), r.log.slice(-3000)).toEqual(['passed']);
+    expect(
+      r.junit.report.cases.map((c) => c.outcome),
+      r.log.slice(-3000),
+    ).toEqual(['passed']);
   }, 120_000);
 
   test('agent-facing messages: the author message, a harness message or "failed"; never parameter values or test text', async () => {

@@ -48,8 +48,20 @@ describe('leakage thresholds on generated variants and unrelated pairs', () => {
     }
     // The harness port rewrites every task whose Python tests import workspace code the old way (tasks
     // already in the harness format have nothing to port; the normaliser tests cover both styles).
-    const oldStyle = tasks.filter((t) => t.tests.some((f) => f.path.endsWith('.py') && namesUnderTest({ tests: [f] }).some((n) => !n.includes('.')) && !Buffer.from(f.content).toString().includes('sandgym_harness')));
-    const ported = variants.filter((x) => x.name === 'harness_port' && x.v.tests.some((f) => Buffer.from(f.content).toString().includes('workspace.module(')) && !x.orig.tests.some((f) => Buffer.from(f.content).toString().includes('sandgym_harness')));
+    const oldStyle = tasks.filter((t) =>
+      t.tests.some(
+        (f) =>
+          f.path.endsWith('.py') &&
+          namesUnderTest({ tests: [f] }).some((n) => !n.includes('.')) &&
+          !Buffer.from(f.content).toString().includes('sandgym_harness'),
+      ),
+    );
+    const ported = variants.filter(
+      (x) =>
+        x.name === 'harness_port' &&
+        x.v.tests.some((f) => Buffer.from(f.content).toString().includes('workspace.module(')) &&
+        !x.orig.tests.some((f) => Buffer.from(f.content).toString().includes('sandgym_harness')),
+    );
     expect(ported.map((x) => x.orig.spec.id).sort()).toEqual(oldStyle.map((t) => t.spec.id).sort());
     expect(prints.lexical).toEqual([]);
   });
@@ -65,7 +77,10 @@ describe('leakage thresholds on generated variants and unrelated pairs', () => {
       const need = mustCatch(x.tr);
       if (need.tests) expect(s.tests, `${x.v.spec.id}: tests channel`).toBeGreaterThanOrEqual(DEFAULT_THRESHOLDS.tests + MIN_MARGIN);
       if (need.instruction) {
-        expect(s.instruction >= DEFAULT_THRESHOLDS.instruction + MIN_MARGIN || s.words >= DEFAULT_THRESHOLDS.words + MIN_MARGIN, `${x.v.spec.id}: instruction channels ${JSON.stringify(s)}`).toBe(true);
+        expect(
+          s.instruction >= DEFAULT_THRESHOLDS.instruction + MIN_MARGIN || s.words >= DEFAULT_THRESHOLDS.words + MIN_MARGIN,
+          `${x.v.spec.id}: instruction channels ${JSON.stringify(s)}`,
+        ).toBe(true);
         // The paraphrase-tolerant channel catches every variant by itself.
         expect(s.words, `${x.v.spec.id}: words channel`).toBeGreaterThanOrEqual(DEFAULT_THRESHOLDS.words + MIN_MARGIN);
       }
@@ -89,12 +104,18 @@ describe('leakage thresholds on generated variants and unrelated pairs', () => {
     const f = (x: number) => x.toFixed(3);
     // The measurement behind docs/TASKS.md (tests channel over all variants; instruction channels over the
     // variants that touch the instruction, since the others leave it identical).
-    const instrLow = { instruction: Math.min(lowest.paraphrase!.instruction, lowest.rename_functions!.instruction, lowest.all!.instruction), words: Math.min(lowest.paraphrase!.words, lowest.rename_functions!.words, lowest.all!.words) };
+    const instrLow = {
+      instruction: Math.min(lowest.paraphrase!.instruction, lowest.rename_functions!.instruction, lowest.all!.instruction),
+      words: Math.min(lowest.paraphrase!.words, lowest.rename_functions!.words, lowest.all!.words),
+    };
     console.log(
       [
         `leakage: ${variants.length} variants, ${negatives.length} unrelated pairs`,
         ...Object.entries(lowest).map(([n, l]) => `  lowest ${n.padEnd(16)} tests ${f(l.tests)} instruction ${f(l.instruction)} words ${f(l.words)}`),
-        ...CHANNELS.map((c) => `  ${c.padEnd(11)} threshold ${DEFAULT_THRESHOLDS[c]}: variants >= ${f(c === 'tests' ? lowestAll.tests : instrLow[c as 'instruction' | 'words'])}, unrelated <= ${f(highest[c])} (${highestPair[c]})`),
+        ...CHANNELS.map(
+          (c) =>
+            `  ${c.padEnd(11)} threshold ${DEFAULT_THRESHOLDS[c]}: variants >= ${f(c === 'tests' ? lowestAll.tests : instrLow[c as 'instruction' | 'words'])}, unrelated <= ${f(highest[c])} (${highestPair[c]})`,
+        ),
       ].join('\n'),
     );
   });
@@ -109,25 +130,29 @@ describe('leakage check end to end on disk (sandgym tasks check)', () => {
     await rm(tmp, { recursive: true, force: true });
   });
 
-  test.each(['py-roman-numerals', 'py-fix-inventory', 'js-event-emitter', 'data-csv-join', 'sh-rotate-backups'])('%s: a train task disguised with every transform and put in eval fails the check', async (id) => {
-    const orig = tasks.find((t) => t.spec.id === id)!;
-    const v = variant(orig, VARIANT_SETS.all!);
-    const dst = path.join(tmp, id, v.spec.id);
-    await cp(orig.dir, dst, { recursive: true });
-    const spec = JSON.parse(await readFile(path.join(dst, 'task.json'), 'utf8')) as Record<string, unknown>;
-    await writeFile(path.join(dst, 'task.json'), JSON.stringify({ ...spec, id: v.spec.id, split: v.spec.split, instruction: v.spec.instruction }));
-    for (const f of v.tests) await writeFile(path.join(dst, 'tests', f.path), f.content);
-    const res = await runTasksCheck([TASKS_DIR, path.join(tmp, id)]);
-    expect(res.ok).toBe(false);
-    const errors = res.report!.findings.filter((x) => x.severity === 'error');
-    expect(errors.map((x) => [x.kind, x.a.id, x.b.id].sort())).toEqual([['near_duplicate', id, v.spec.id].sort()]);
-    expect(errors[0]?.channels).toContain('tests');
-    expect(errors[0]?.channels).toContain('words');
-  });
+  test.each(['py-roman-numerals', 'py-fix-inventory', 'js-event-emitter', 'data-csv-join', 'sh-rotate-backups'])(
+    '%s: a train task disguised with every transform and put in eval fails the check',
+    async (id) => {
+      const orig = tasks.find((t) => t.spec.id === id)!;
+      const v = variant(orig, VARIANT_SETS.all!);
+      const dst = path.join(tmp, id, v.spec.id);
+      await cp(orig.dir, dst, { recursive: true });
+      const spec = JSON.parse(await readFile(path.join(dst, 'task.json'), 'utf8')) as Record<string, unknown>;
+      await writeFile(path.join(dst, 'task.json'), JSON.stringify({ ...spec, id: v.spec.id, split: v.spec.split, instruction: v.spec.instruction }));
+      for (const f of v.tests) await writeFile(path.join(dst, 'tests', f.path), f.content);
+      const res = await runTasksCheck([TASKS_DIR, path.join(tmp, id)]);
+      expect(res.ok).toBe(false);
+      const errors = res.report!.findings.filter((x) => x.severity === 'error');
+      expect(errors.map((x) => [x.kind, x.a.id, x.b.id].sort())).toEqual([['near_duplicate', id, v.spec.id].sort()]);
+      expect(errors[0]?.channels).toContain('tests');
+      expect(errors[0]?.channels).toContain('words');
+    },
+  );
 });
 
 describe('normalisers', () => {
-  const canon = async (files: Record<string, string>) => (await canonicalTests(Object.entries(files).map(([p, text]) => ({ path: p, text })))).tokens.map((t) => t.join(' '));
+  const canon = async (files: Record<string, string>) =>
+    (await canonicalTests(Object.entries(files).map(([p, text]) => ({ path: p, text })))).tokens.map((t) => t.join(' '));
 
   test('Python: the three ways of reaching workspace code read the same; docstrings, comments, messages, names vanish', async () => {
     const body = (call: string) => `def test_x():\n    """Doc."""\n    # comment\n    assert ${call}(4) == "IV", "to_roman(4) should be IV"\n`;
@@ -145,9 +170,12 @@ describe('normalisers', () => {
 
   test('Python: literals, builtins, the stdlib and pytest stay; parametrize names and ids are canonical', async () => {
     const [a] = await canon({
-      't.py': 'import os, pytest\n@pytest.mark.parametrize("n,s", [(1, "I")], ids=["one"])\ndef test_a(n, s, tmp_path):\n    with pytest.raises(ValueError):\n        os.path.join(str(n), s.upper())\n',
+      't.py':
+        'import os, pytest\n@pytest.mark.parametrize("n,s", [(1, "I")], ids=["one"])\ndef test_a(n, s, tmp_path):\n    with pytest.raises(ValueError):\n        os.path.join(str(n), s.upper())\n',
     });
-    expect(a).toBe('@ pytest . mark . parametrize ( "ARGS" , [ ( 1 , "I" ) ] ) def ID ( ID , ID , ID ) : with pytest . raises ( ValueError ) : os . path . join ( str ( ID ) , ID . upper ( ) )');
+    expect(a).toBe(
+      '@ pytest . mark . parametrize ( "ARGS" , [ ( 1 , "I" ) ] ) def ID ( ID , ID , ID ) : with pytest . raises ( ValueError ) : os . path . join ( str ( ID ) , ID . upper ( ) )',
+    );
   });
 
   test('Python: a file that does not parse, or no python3, falls back to the lexical normaliser (and says so)', async () => {
@@ -155,15 +183,20 @@ describe('normalisers', () => {
     expect(r.lexical).toEqual(['bad.py']);
     expect(r.tokens[0]?.join(' ')).toContain('ID ( 1 ) == 2');
     expect(await canonicalPython(['x = 1'], '/nonexistent/python3')).toBeNull();
-    const fb = await canonicalTests([{ path: 'a.py', text: 'from roman import to_roman\n# c\ndef test_x():\n    """d"""\n    assert to_roman(4) == "IV"\n' }], '/nonexistent/python3');
+    const fb = await canonicalTests(
+      [{ path: 'a.py', text: 'from roman import to_roman\n# c\ndef test_x():\n    """d"""\n    assert to_roman(4) == "IV"\n' }],
+      '/nonexistent/python3',
+    );
     expect(fb.lexical).toEqual(['a.py']);
     expect(fb.tokens[0]?.join(' ')).toBe('def ID ( ) : assert ID ( 4 ) == "IV"');
   });
 
   test('JavaScript: comments, test names, imports and author identifiers vanish; strings, regexes and templates stay whole', async () => {
     const [a, b] = await canon({
-      'a.test.mjs': "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nconst { deepEqual } = await load('x.mjs');\n// c\ntest('arrays', () => {\n  assert.equal(deepEqual([1], [1]), true); /* c */\n});\n",
-      'b.test.mjs': "import test from 'node:test'\nimport assert from 'node:assert/strict'\nconst m = await load('x.mjs');\ntest(`scenario 1`, () => {\n  assert.equal(m.isDeepEqual([1], [1]), true);\n});\n",
+      'a.test.mjs':
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nconst { deepEqual } = await load('x.mjs');\n// c\ntest('arrays', () => {\n  assert.equal(deepEqual([1], [1]), true); /* c */\n});\n",
+      'b.test.mjs':
+        "import test from 'node:test'\nimport assert from 'node:assert/strict'\nconst m = await load('x.mjs');\ntest(`scenario 1`, () => {\n  assert.equal(m.isDeepEqual([1], [1]), true);\n});\n",
     });
     expect(a).toBe('const { ID } = await ID ( "x.mjs" ) ; test ( "NAME" , ( ) => { assert . equal ( ID ( [ 1 ] , [ 1 ] ) , true ) ; } ) ;');
     expect(b?.replace('const ID', 'const { ID }')).toBe(a);

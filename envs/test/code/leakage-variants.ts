@@ -9,7 +9,36 @@ const enc = (s: string) => new TextEncoder().encode(s);
 
 export type Transform = 'rename_tests' | 'add_comments' | 'rename_functions' | 'paraphrase' | 'harness_port';
 
-const PY_STDLIB = new Set(['os', 'sys', 'json', 're', 'math', 'pathlib', 'subprocess', 'itertools', 'functools', 'collections', 'datetime', 'random', 'string', 'typing', 'csv', 'io', 'tempfile', 'shutil', 'time', 'copy', 'decimal', 'fractions', 'pytest', 'sandgym_harness', 'inspect', 'textwrap', 'types', 'unicodedata']);
+const PY_STDLIB = new Set([
+  'os',
+  'sys',
+  'json',
+  're',
+  'math',
+  'pathlib',
+  'subprocess',
+  'itertools',
+  'functools',
+  'collections',
+  'datetime',
+  'random',
+  'string',
+  'typing',
+  'csv',
+  'io',
+  'tempfile',
+  'shutil',
+  'time',
+  'copy',
+  'decimal',
+  'fractions',
+  'pytest',
+  'sandgym_harness',
+  'inspect',
+  'textwrap',
+  'types',
+  'unicodedata',
+]);
 
 /** Names of the code under test that the tests reach: imported functions/classes, harness attributes, script files. */
 export function namesUnderTest(t: Pick<LoadedTask, 'tests'>): string[] {
@@ -22,10 +51,13 @@ export function namesUnderTest(t: Pick<LoadedTask, 'tests'>): string[] {
     }
     for (const m of s.matchAll(/workspace\.module\("[\w.]+"\)\.(\w+)/g)) names.add(m[1] as string);
     // Harness style with a module variable: roman = workspace.module("roman"); roman.to_roman(4).
-    for (const m of s.matchAll(/^(\w+)\s*=\s*workspace\.module\(/gm)) for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
+    for (const m of s.matchAll(/^(\w+)\s*=\s*workspace\.module\(/gm))
+      for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
     // Node harness with a module variable: const m = await workspace.module('x.mjs') / workspace.sync.module(...).
-    for (const m of s.matchAll(/(?:const|let|var)\s+(\w+)\s*=\s*(?:await\s+)?workspace(?:\.sync)?\.module\(/g)) for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
-    for (const m of s.matchAll(/const\s*\{([^}]+)\}\s*=\s*await\s+[\w.]+\(/g)) for (const n of (m[1] as string).split(',').map((x) => x.trim().split(/[\s:]/)[0] as string)) if (n) names.add(n);
+    for (const m of s.matchAll(/(?:const|let|var)\s+(\w+)\s*=\s*(?:await\s+)?workspace(?:\.sync)?\.module\(/g))
+      for (const a of s.matchAll(new RegExp(`\\b${m[1]}\\.(\\w+)`, 'g'))) names.add(a[1] as string);
+    for (const m of s.matchAll(/const\s*\{([^}]+)\}\s*=\s*await\s+[\w.]+\(/g))
+      for (const n of (m[1] as string).split(',').map((x) => x.trim().split(/[\s:]/)[0] as string)) if (n) names.add(n);
     // Scripts and modules named by path (black-box tasks: workspace.run(["bin/run.sh"])).
     for (const m of s.matchAll(/["']([\w/-]+)\.(py|sh)["']/g)) if (!/(^|\/)test_/.test(m[1] as string)) names.add(`${m[1]}.${m[2]}`);
   }
@@ -83,18 +115,26 @@ function harnessPort(path: string, s: string): string {
   if (!path.endsWith('.py')) return s;
   const names: string[] = [];
   let k = 0;
-  s = s.replace(/^from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w \t,]+))$/gm, (m, mod: string, paren: string | undefined, plain: string | undefined) => {
-    const list = paren ?? plain ?? '';
-    if (PY_STDLIB.has(mod.split('.')[0] as string)) return m;
-    const alias = `_m${k++}`;
-    const ns = list.split(',').map((x) => x.trim().split(/\s+/)[0] as string).filter(Boolean);
-    names.push(...ns.map((n) => `${alias}.${n}`));
-    return `${alias} = workspace.module("${mod}")`;
-  });
+  s = s.replace(
+    /^from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w \t,]+))$/gm,
+    (m, mod: string, paren: string | undefined, plain: string | undefined) => {
+      const list = paren ?? plain ?? '';
+      if (PY_STDLIB.has(mod.split('.')[0] as string)) return m;
+      const alias = `_m${k++}`;
+      const ns = list
+        .split(',')
+        .map((x) => x.trim().split(/\s+/)[0] as string)
+        .filter(Boolean);
+      names.push(...ns.map((n) => `${alias}.${n}`));
+      return `${alias} = workspace.module("${mod}")`;
+    },
+  );
   if (names.length === 0) return s;
   for (const full of names) {
     const n = full.split('.')[1] as string;
-    s = s.replace(new RegExp(`(?<![\\w."])${escapeRe(n)}(?=\\s*[(.,)\\]])`, 'g'), (m, off: number, str: string) => (/_m\d+ = workspace/.test(str.slice(Math.max(0, off - 30), off)) ? m : full));
+    s = s.replace(new RegExp(`(?<![\\w."])${escapeRe(n)}(?=\\s*[(.,)\\]])`, 'g'), (m, off: number, str: string) =>
+      /_m\d+ = workspace/.test(str.slice(Math.max(0, off - 30), off)) ? m : full,
+    );
   }
   return `from sandgym_harness import workspace\n${s}`;
 }
@@ -133,7 +173,11 @@ export function paraphrase(text: string): string {
 }
 
 /** A variant of `task` under a new id and split, with the given transforms applied. */
-export function variant(task: LoadedTask, transforms: readonly Transform[], split: 'train' | 'eval' = task.spec.split === 'train' ? 'eval' : 'train'): LoadedTask {
+export function variant(
+  task: LoadedTask,
+  transforms: readonly Transform[],
+  split: 'train' | 'eval' = task.spec.split === 'train' ? 'eval' : 'train',
+): LoadedTask {
   const names = transforms.includes('rename_functions') ? namesUnderTest(task) : [];
   const tests: TaskFile[] = task.tests.map((f) => {
     let s = dec(f.content);

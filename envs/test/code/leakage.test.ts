@@ -16,7 +16,12 @@ afterEach(async () => {
 });
 
 /** Copies a shipped task into tmp/<set>/<newId> with JSON/instruction/test edits. */
-async function copyTask(fromId: string, set: string, newId: string, edit: { split?: string; instruction?: (s: string) => string; test?: (s: string) => string } = {}): Promise<void> {
+async function copyTask(
+  fromId: string,
+  set: string,
+  newId: string,
+  edit: { split?: string; instruction?: (s: string) => string; test?: (s: string) => string } = {},
+): Promise<void> {
   const src = path.join(TASKS_DIR, fromId);
   const dst = path.join(tmp, set, newId);
   await cp(src, dst, { recursive: true });

@@ -68,7 +68,12 @@ export class LocalSandbox implements Sandbox {
     const argv = req.argv ?? ['sh', '-c', req.script ?? ''];
     const started = performance.now();
     return new Promise((resolve, reject) => {
-      const child = spawn(argv[0] as string, argv.slice(1), { cwd: req.cwd ?? this.workspace, env: { ...process.env, ...(req.env ?? {}) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(argv[0] as string, argv.slice(1), {
+        cwd: req.cwd ?? this.workspace,
+        env: { ...process.env, ...(req.env ?? {}) },
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const max = req.max_output_bytes ?? 256 * 1024 * 1024;
       const out: Buffer[] = [];
       let n = 0;
@@ -96,7 +101,16 @@ export class LocalSandbox implements Sandbox {
       child.on('error', reject);
       child.on('close', (code, signal) => {
         if (timer) clearTimeout(timer);
-        resolve({ exit_code: code, signal, stdout: new Uint8Array(Buffer.concat(out)), stderr, truncated, timed_out: timedOut, oom_killed: false, duration_ms: performance.now() - started });
+        resolve({
+          exit_code: code,
+          signal,
+          stdout: new Uint8Array(Buffer.concat(out)),
+          stderr,
+          truncated,
+          timed_out: timedOut,
+          oom_killed: false,
+          duration_ms: performance.now() - started,
+        });
       });
     });
   }
@@ -246,10 +260,12 @@ export class EnvLocalProvider implements SandboxProvider {
     const id = `${grading ? 'grade' : 'agent'}-${this.acquired}`;
     this.held.add(id);
     const sb = new LocalSandbox(id, grading ? this.gradeWorkspace : this.agentWorkspace);
-    const guard = <T extends unknown[], R>(fn: (...a: T) => Promise<R>) => async (...a: T): Promise<R> => {
-      if (this.broken) throw new SandboxFailureError(`sandbox ${id} died: simulated`);
-      return fn(...a);
-    };
+    const guard =
+      <T extends unknown[], R>(fn: (...a: T) => Promise<R>) =>
+      async (...a: T): Promise<R> => {
+        if (this.broken) throw new SandboxFailureError(`sandbox ${id} died: simulated`);
+        return fn(...a);
+      };
     return {
       id,
       exec: guard(sb.exec.bind(sb)),

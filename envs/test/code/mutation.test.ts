@@ -21,7 +21,8 @@ function file(p: string, text: string): TaskFile {
   return { path: p, content: new Uint8Array(Buffer.from(text)), mode: 0o644, sha256: '' };
 }
 const overlay = (...files: TaskFile[]): TaskSolution => ({ kind: 'overlay', files });
-const text = (sol: TaskSolution, p: string) => Buffer.from((sol.kind === 'script' && sol.script.path === p ? sol.script : sol.files.find((f) => f.path === p))!.content).toString('utf8');
+const text = (sol: TaskSolution, p: string) =>
+  Buffer.from((sol.kind === 'script' && sol.script.path === p ? sol.script : sol.files.find((f) => f.path === p))!.content).toString('utf8');
 
 describe('shell mutator (ours: no maintained tool covers shell)', () => {
   const SCRIPT = [
@@ -31,7 +32,7 @@ describe('shell mutator (ours: no maintained tool covers shell)', () => {
     '  echo "usage: -gt 5 && 7" >&2',
     '  exit 2',
     'fi',
-    "find \"$1\" -maxdepth 1 -name '[0-9]*.txt' -print0 >/dev/null",
+    'find "$1" -maxdepth 1 -name \'[0-9]*.txt\' -print0 >/dev/null',
     'rm -f -- "$1/x"',
     'n=$((n + 1))',
     'for ((i = 0; i < n; i++)); do echo "$i"; done',
@@ -44,7 +45,20 @@ describe('shell mutator (ours: no maintained tool covers shell)', () => {
 
   test('mutates operators, tests, arithmetic and constants in code', () => {
     const ops = new Set(changes.map((c) => c.op));
-    for (const op of ['relational -lt -> -le', 'relational -lt -> -ge', 'test flag -d -> -f', 'logical ||', 'negation removed', 'arithmetic + -> -', 'arithmetic < -> <=', 'arithmetic ++ -> --', 'constant 2 -> 3', 'constant 2 -> 1', 'constant 1 -> 0', 'command deleted']) {
+    for (const op of [
+      'relational -lt -> -le',
+      'relational -lt -> -ge',
+      'test flag -d -> -f',
+      'logical ||',
+      'negation removed',
+      'arithmetic + -> -',
+      'arithmetic < -> <=',
+      'arithmetic ++ -> --',
+      'constant 2 -> 3',
+      'constant 2 -> 1',
+      'constant 1 -> 0',
+      'command deleted',
+    ]) {
       expect(ops, op).toContain(op);
     }
   });
@@ -109,7 +123,17 @@ describe.skipIf(!HAS_COSMIC)(`Cosmic Ray (Python) via ${MUTATION.python}`, () =>
     const g = await generateMutants(overlay(file('m.py', src)), { python: MUTATION.python });
     expect(g.tools[0]?.tool).toBe('cosmic-ray');
     const ops = new Set(g.mutants.map((m) => m.operator));
-    for (const op of ['core/ReplaceComparisonOperator_Lt_LtE', 'core/ReplaceComparisonOperator_Lt_GtE', 'core/ReplaceBinaryOperator_Add_Sub', 'core/ReplaceBinaryOperator_Mul_Div', 'core/NumberReplacer', 'core/ReplaceAndWithOr', 'core/ReplaceTrueWithFalse', 'core/AddNot', 'sandgym/DeleteStatement']) {
+    for (const op of [
+      'core/ReplaceComparisonOperator_Lt_LtE',
+      'core/ReplaceComparisonOperator_Lt_GtE',
+      'core/ReplaceBinaryOperator_Add_Sub',
+      'core/ReplaceBinaryOperator_Mul_Div',
+      'core/NumberReplacer',
+      'core/ReplaceAndWithOr',
+      'core/ReplaceTrueWithFalse',
+      'core/AddNot',
+      'sandgym/DeleteStatement',
+    ]) {
       expect(ops, op).toContain(op);
     }
     const deleted = g.mutants.filter((m) => m.operator === 'sandgym/DeleteStatement').map((m) => m.diff);
@@ -180,17 +204,37 @@ describe('task loader: wrong/ and mutants.json', () => {
   });
 
   const bad: [string, (dir: string) => Promise<void>, RegExp][] = [
-    ['wrong/ is a file', async (d) => (await rm(path.join(d, 'wrong'), { recursive: true }), writeFile(path.join(d, 'wrong'), 'x')), /wrong: must be a directory/],
+    [
+      'wrong/ is a file',
+      async (d) => (await rm(path.join(d, 'wrong'), { recursive: true }), writeFile(path.join(d, 'wrong'), 'x')),
+      /wrong: must be a directory/,
+    ],
     ['a wrong entry is a file', (d) => writeFile(path.join(d, 'wrong', 'notes.txt'), 'x'), /wrong\/notes.txt: expected a directory/],
     ['an empty wrong solution', (d) => mkdir(path.join(d, 'wrong', 'empty')), /wrong\/empty\/: empty/],
     ['a badly named wrong solution', (d) => mkdir(path.join(d, 'wrong', 'Bad Name')), /name must match/],
     ['mutants.json not JSON', (d) => writeFile(path.join(d, 'mutants.json'), '{'), /mutants.json: invalid JSON/],
     ['mutants.json without equivalent', (d) => writeFile(path.join(d, 'mutants.json'), '{"equiv": []}'), /expected \{"equivalent"/],
     ['an extra top-level field', (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [], "x": 1}'), /\/x is not an allowed field/],
-    ['a bad id', (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "xyz", "reason": "long enough reason"}]}'), /\/equivalent\/0\/id must be a mutant id/],
+    [
+      'a bad id',
+      (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "xyz", "reason": "long enough reason"}]}'),
+      /\/equivalent\/0\/id must be a mutant id/,
+    ],
     ['no reason', (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "0123456789ab", "reason": "short"}]}'), /reason must say why/],
-    ['an unknown mark field', (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "0123456789ab", "reason": "long enough reason", "ok": true}]}'), /\/equivalent\/0\/ok is not an allowed field/],
-    ['a duplicate mark', (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "0123456789ab", "reason": "long enough reason"}, {"id": "0123456789ab", "reason": "long enough reason"}]}'), /listed twice/],
+    [
+      'an unknown mark field',
+      (d) => writeFile(path.join(d, 'mutants.json'), '{"equivalent": [{"id": "0123456789ab", "reason": "long enough reason", "ok": true}]}'),
+      /\/equivalent\/0\/ok is not an allowed field/,
+    ],
+    [
+      'a duplicate mark',
+      (d) =>
+        writeFile(
+          path.join(d, 'mutants.json'),
+          '{"equivalent": [{"id": "0123456789ab", "reason": "long enough reason"}, {"id": "0123456789ab", "reason": "long enough reason"}]}',
+        ),
+      /listed twice/,
+    ],
   ];
   for (const [name, breakIt, msg] of bad) {
     test(`refused: ${name}`, async () => {

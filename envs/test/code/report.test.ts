@@ -47,13 +47,15 @@ describe('parseJunitXml', () => {
   });
 
   test('attribute counts are never trusted, only the elements', () => {
-    const xml = '<testsuites><testsuite tests="100" failures="0" errors="0"><testcase classname="a" name="x"><error message="boom"/></testcase></testsuite></testsuites>';
+    const xml =
+      '<testsuites><testsuite tests="100" failures="0" errors="0"><testcase classname="a" name="x"><error message="boom"/></testcase></testsuite></testsuites>';
     const r = parseJunitXml(xml);
     expect(r.ok && r.report).toMatchObject({ collected: 1, passed: 0, errors: 1 });
   });
 
   test('a case reported twice keeps its worst outcome (pytest teardown error)', () => {
-    const xml = '<testsuite><testcase classname="a" name="x"/><testcase classname="a" name="x"><error message="teardown"/></testcase><testcase classname="b" name="x"/></testsuite>';
+    const xml =
+      '<testsuite><testcase classname="a" name="x"/><testcase classname="a" name="x"><error message="teardown"/></testcase><testcase classname="b" name="x"/></testsuite>';
     const r = parseJunitXml(xml);
     expect(r.ok && r.report).toMatchObject({ collected: 2, passed: 1, errors: 1 });
   });
@@ -102,17 +104,29 @@ describe.skipIf(!PYTHON)('real runner output (skipped: host python3 without pyte
   test('pytest --junitxml and node --test junit parse as expected', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sandgym-report-'));
     try {
-      writeFileSync(path.join(dir, 'test_x.py'), 'import pytest\ndef test_a():\n    pass\ndef test_b():\n    assert 0\n@pytest.mark.skip\ndef test_c():\n    pass\ndef test_d(): raise RuntimeError\n');
+      writeFileSync(
+        path.join(dir, 'test_x.py'),
+        'import pytest\ndef test_a():\n    pass\ndef test_b():\n    assert 0\n@pytest.mark.skip\ndef test_c():\n    pass\ndef test_d(): raise RuntimeError\n',
+      );
       try {
-        execFileSync(PYTHON as string, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${dir}/py.xml`, `${dir}/test_x.py`], { cwd: dir, stdio: 'ignore' });
+        execFileSync(PYTHON as string, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${dir}/py.xml`, `${dir}/test_x.py`], {
+          cwd: dir,
+          stdio: 'ignore',
+        });
       } catch {
         /* exit 1: failures; only the XML matters */
       }
       const py = parseJunitXml(readFileSync(path.join(dir, 'py.xml')), 'pytest-junit');
       expect(py.ok && py.report).toMatchObject({ collected: 4, passed: 1, failed: 2, skipped: 1 });
-      writeFileSync(path.join(dir, 'x.test.mjs'), "import { test } from 'node:test';\nimport assert from 'node:assert';\ntest('a', () => {});\ntest('b', () => assert.equal(1, 2));\n");
+      writeFileSync(
+        path.join(dir, 'x.test.mjs'),
+        "import { test } from 'node:test';\nimport assert from 'node:assert';\ntest('a', () => {});\ntest('b', () => assert.equal(1, 2));\n",
+      );
       try {
-        execFileSync(process.execPath, ['--test', '--test-reporter=junit', `--test-reporter-destination=${dir}/node.xml`, `${dir}/x.test.mjs`], { cwd: dir, stdio: 'ignore' });
+        execFileSync(process.execPath, ['--test', '--test-reporter=junit', `--test-reporter-destination=${dir}/node.xml`, `${dir}/x.test.mjs`], {
+          cwd: dir,
+          stdio: 'ignore',
+        });
       } catch {
         /* exit 1 */
       }
@@ -138,7 +152,11 @@ describe('sandgym node --test JUnit reporter (node-junit-reporter.mjs)', () => {
       );
       writeFileSync(path.join(dir, 'b.test.mjs'), 'process.exit(0);\n');
       try {
-        execFileSync(process.execPath, ['--test', `--test-reporter=${reporter}`, `--test-reporter-destination=${dir}/r.xml`, `${dir}/a.test.mjs`, `${dir}/b.test.mjs`], { cwd: dir, stdio: 'ignore' });
+        execFileSync(
+          process.execPath,
+          ['--test', `--test-reporter=${reporter}`, `--test-reporter-destination=${dir}/r.xml`, `${dir}/a.test.mjs`, `${dir}/b.test.mjs`],
+          { cwd: dir, stdio: 'ignore' },
+        );
       } catch {
         /* exit 1 */
       }

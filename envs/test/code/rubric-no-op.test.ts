@@ -42,13 +42,39 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { id: 'py-slugify', sources: ['slug.py'], comment: '#', broken: 'def slugify(:\n', partial: { files: () => [{ path: 'slug.py', content: 'import re\n\ndef slugify(text):\n    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")\n' }] } },
-  { id: 'py-fix-inventory', sources: ['inventory/store.py', 'inventory/report.py'], comment: '#', broken: 'class (:\n', partial: { files: (t) => [{ path: 'inventory/report.py', content: solutionFile(t, 'inventory/report.py') }] } },
-  { id: 'js-fix-cart', sources: ['cart/cart.mjs', 'cart/pricing.mjs'], comment: '//', broken: 'export function (\n', partial: { files: (t) => [{ path: 'cart/cart.mjs', content: solutionFile(t, 'cart/cart.mjs') }] } },
+  {
+    id: 'py-slugify',
+    sources: ['slug.py'],
+    comment: '#',
+    broken: 'def slugify(:\n',
+    partial: {
+      files: () => [{ path: 'slug.py', content: 'import re\n\ndef slugify(text):\n    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")\n' }],
+    },
+  },
+  {
+    id: 'py-fix-inventory',
+    sources: ['inventory/store.py', 'inventory/report.py'],
+    comment: '#',
+    broken: 'class (:\n',
+    partial: { files: (t) => [{ path: 'inventory/report.py', content: solutionFile(t, 'inventory/report.py') }] },
+  },
+  {
+    id: 'js-fix-cart',
+    sources: ['cart/cart.mjs', 'cart/pricing.mjs'],
+    comment: '//',
+    broken: 'export function (\n',
+    partial: { files: (t) => [{ path: 'cart/cart.mjs', content: solutionFile(t, 'cart/cart.mjs') }] },
+  },
   // final_state task: the edits add a new source file (the workspace ships none); the partial fix creates the directories
   // and the README (directories alone earn nothing since the task gates test_dirs on the files' tests: docs/TASKS.md,
   // "The degenerate-solution battery").
-  { id: 'sh-project-skeleton', sources: ['setup.sh'], comment: '#', broken: 'if then fi (\n', partial: { commands: ['mkdir -p src docs bin', "printf '# demo\\n' > docs/README.md"] } },
+  {
+    id: 'sh-project-skeleton',
+    sources: ['setup.sh'],
+    comment: '#',
+    broken: 'if then fi (\n',
+    partial: { commands: ['mkdir -p src docs bin', "printf '# demo\\n' > docs/README.md"] },
+  },
 ];
 
 function sourceOf(task: LoadedTask, p: string): string {
@@ -135,7 +161,13 @@ describe.skipIf(!PYTHON)('no reward for doing nothing: code-v0 episodes (potenti
       taskSet: new TaskSet(await shippedTasks(), ['train', 'eval']),
       paths: { agentWorkspace: provider.agentWorkspace, gradeWorkspace: provider.gradeWorkspace, scratch: provider.scratch },
       // py-fix-inventory is a harness task: the host stand-in has one uid and no JUDGE_WORKDIR (tests only)
-      runner: { python: PYTHON ?? 'python3', node: process.execPath, path: process.env.PATH ?? '/usr/bin:/bin', judgeDir: path.join(provider.root, 'grade', 'judge'), sameUidWorker: true },
+      runner: {
+        python: PYTHON ?? 'python3',
+        node: process.execPath,
+        path: process.env.PATH ?? '/usr/bin:/bin',
+        judgeDir: path.join(provider.root, 'grade', 'judge'),
+        sameUidWorker: true,
+      },
       killStragglers: false,
     });
     const abort = new AbortController();
@@ -157,7 +189,12 @@ describe.skipIf(!PYTHON)('no reward for doing nothing: code-v0 episodes (potenti
     const store = workspaceFile(task, 'inventory/store.py');
     const write = (content: string) => ({ name: 'write_file', arguments: { path: 'inventory/store.py', content } });
     const [untouched] = await episode('py-fix-inventory', [{ name: 'submit', arguments: {} }]);
-    const rs = await episode('py-fix-inventory', [write(`# a comment\n${store}`), write(`${store}\n# another comment\n`), write(store), { name: 'submit', arguments: {} }]);
+    const rs = await episode('py-fix-inventory', [
+      write(`# a comment\n${store}`),
+      write(`${store}\n# another comment\n`),
+      write(store),
+      { name: 'submit', arguments: {} },
+    ]);
     const baseline = untouched!.reward;
     expect(baseline).toBeGreaterThan(0); // the buggy package already passes some tests
     expect(baseline).toBeLessThan(1);

@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { checkFinalState, combine, DEFAULT_WEIGHTS, GradeCache, PotentialShaper, resolveWeights, rewardComponents, rubricSpec, syntaxSummary } from '../../src/code/rubric.js';
+import {
+  checkFinalState,
+  combine,
+  DEFAULT_WEIGHTS,
+  GradeCache,
+  PotentialShaper,
+  resolveWeights,
+  rewardComponents,
+  rubricSpec,
+  syntaxSummary,
+} from '../../src/code/rubric.js';
 import type { FinalStateCheck, LoadedTask } from '../../src/code/task-types.js';
 import type { CapturedEntry, WorkspaceCapture } from '../../src/workspace/capture.js';
 
@@ -40,32 +50,51 @@ describe('combine', () => {
     const w = { tests: 0.8, final_state: 0.2 };
     expect(combine({ tests: 0.5, final_state: 1 }, w)).toEqual({ total: 0.6, components: { tests: 0.5, final_state: 1 } });
     expect(combine({ tests: 1, final_state: 1 }, w).total).toBe(1);
-    expect(combine({ tests: 1, final_state: 1 }, w, 'report missing')).toEqual({ total: 0, components: { tests: 0, final_state: 0 }, zero_reason: 'report missing' });
+    expect(combine({ tests: 1, final_state: 1 }, w, 'report missing')).toEqual({
+      total: 0,
+      components: { tests: 0, final_state: 0 },
+      zero_reason: 'report missing',
+    });
     expect(combine({ tests: Number.NaN, final_state: 7 }, w).total).toBeCloseTo(0.2);
   });
   test('property: total stays within [0, 1] and equals 1 only when every weighted component is 1', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.01, max: 1, noNaN: true }), (t, s, wt) => {
-        const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }], rubric: { tests: wt, final_state: 1 - wt + 0.01 } }));
-        const r = combine({ tests: t, final_state: s }, w);
-        expect(r.total).toBeGreaterThanOrEqual(0);
-        expect(r.total).toBeLessThanOrEqual(1);
-        if (t < 0.999 || s < 0.999) expect(r.total).toBeLessThan(1);
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0.01, max: 1, noNaN: true }),
+        (t, s, wt) => {
+          const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }], rubric: { tests: wt, final_state: 1 - wt + 0.01 } }));
+          const r = combine({ tests: t, final_state: s }, w);
+          expect(r.total).toBeGreaterThanOrEqual(0);
+          expect(r.total).toBeLessThanOrEqual(1);
+          if (t < 0.999 || s < 0.999) expect(r.total).toBeLessThan(1);
+        },
+      ),
     );
   });
   test('property: the score is a function of the reward components only (what else a grade carries cannot move it)', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), (t, f, junk) => {
-        const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }] }));
-        const extra = { tests: t, final_state: f, syntax: junk } as unknown as Parameters<typeof combine>[0];
-        expect(combine(extra, w)).toEqual(combine({ tests: t, final_state: f }, w));
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (t, f, junk) => {
+          const w = resolveWeights(spec({ final_state: [{ path: 'a', check: 'exists' }] }));
+          const extra = { tests: t, final_state: f, syntax: junk } as unknown as Parameters<typeof combine>[0];
+          expect(combine(extra, w)).toEqual(combine({ tests: t, final_state: f }, w));
+        },
+      ),
     );
   });
   test('syntaxSummary: a diagnostic (counts and failing paths), not a fraction', () => {
     expect(syntaxSummary([])).toEqual({ checked: 0, failed: [] });
-    expect(syntaxSummary([{ path: 'a', ok: true }, { path: 'b', ok: false }])).toEqual({ checked: 2, failed: ['b'] });
+    expect(
+      syntaxSummary([
+        { path: 'a', ok: true },
+        { path: 'b', ok: false },
+      ]),
+    ).toEqual({ checked: 2, failed: ['b'] });
   });
 });
 
@@ -108,7 +137,15 @@ describe('checkFinalState', () => {
     expect(r.failed.length).toBe(ok ? 0 : 1);
   });
   test('fraction over several checks', () => {
-    expect(checkFinalState([{ path: 'a.txt', check: 'exists' }, { path: 'x', check: 'exists' }], cap(files)).fraction).toBe(0.5);
+    expect(
+      checkFinalState(
+        [
+          { path: 'a.txt', check: 'exists' },
+          { path: 'x', check: 'exists' },
+        ],
+        cap(files),
+      ).fraction,
+    ).toBe(0.5);
   });
 });
 

@@ -33,7 +33,8 @@ describe('frontier', () => {
   });
 
   it('with exploration 1 picks only under-attempted tasks', () => {
-    for (let seed = 0; seed < 50; seed++) expect(pickFrontier(list, 'train', stats, { ...DEFAULT_FRONTIER, explore: 1 }, new Rng(seed))).toMatchObject({ task: { id: 't03' }, reason: 'explore' });
+    for (let seed = 0; seed < 50; seed++)
+      expect(pickFrontier(list, 'train', stats, { ...DEFAULT_FRONTIER, explore: 1 }, new Rng(seed))).toMatchObject({ task: { id: 't03' }, reason: 'explore' });
   });
 
   it('explores at the configured rate over seeds, and the same seed always gives the same pick', () => {
@@ -68,7 +69,8 @@ describe('frontier', () => {
   it('reads the statistics of the split it samples (eval stats never steer a train pick)', () => {
     const evalOnly = statsOf({ t00: { attempts: 10, successes: 5 } }, 'eval');
     // Under train nothing is known: explored, never "frontier".
-    for (let seed = 0; seed < 20; seed++) expect(pickFrontier(tasks(3), 'train', evalOnly, { ...DEFAULT_FRONTIER, explore: 0 }, new Rng(seed)).reason).toBe('explore');
+    for (let seed = 0; seed < 20; seed++)
+      expect(pickFrontier(tasks(3), 'train', evalOnly, { ...DEFAULT_FRONTIER, explore: 0 }, new Rng(seed)).reason).toBe('explore');
   });
 });
 
@@ -170,7 +172,10 @@ describe('code-v0 refuses bad sampling input with INVALID_ARGUMENT before touchi
   const create = (kwargs: Record<string, unknown>) => def.create({ signal: new AbortController().signal, logger, sandboxes, step_timeout_ms: 120_000 }, kwargs);
 
   it('make kwargs the schema allows but that contradict each other', async () => {
-    await expect(Promise.resolve().then(() => create({ sampling: 'frontier', frontier: { low: 0.9, high: 0.1 } }))).rejects.toMatchObject({ name: 'InvalidArgument', path: '/frontier/low' });
+    await expect(Promise.resolve().then(() => create({ sampling: 'frontier', frontier: { low: 0.9, high: 0.1 } }))).rejects.toMatchObject({
+      name: 'InvalidArgument',
+      path: '/frontier/low',
+    });
     await expect(Promise.resolve().then(() => create({ sampling: 'epoch', epoch: { worker: 3, workers: 3 } }))).rejects.toBeInstanceOf(InvalidArgument);
     await expect(Promise.resolve().then(() => create({ epoch: { worker: 0, workers: 2 } }))).rejects.toMatchObject({ path: '/epoch' });
   });

@@ -57,7 +57,10 @@ describe('validateTaskSpec', () => {
     [{ test: { format: 'pytest-harness', expected_tests: '2' } }, 'envs/tasks/foo/task.json: /test/expected_tests must be integer'],
     [{ test: { format: 'pytest-harness', expected_tests: 0 } }, '/test/expected_tests must be >= 1'],
     [{ test: { format: 'pytest-junit', expected_tests: 1 } }, '/test/format pytest-junit runs the code under test inside the test runner'],
-    [{ trusted: false, test: { format: 'node-test-junit', expected_tests: 1 } }, '/test/format node-test-junit runs the code under test inside the test runner'],
+    [
+      { trusted: false, test: { format: 'node-test-junit', expected_tests: 1 } },
+      '/test/format node-test-junit runs the code under test inside the test runner',
+    ],
     [{ trusted: true }, '/trusted is only for the in-process formats'],
     [{ trusted: true, test: { format: 'pytest-junit', expected_tests: 1, call_timeout_s: 5 } }, '/test/call_timeout_s applies to harness formats only'],
     [{ test: { format: 'pytest-harness', expected_tests: 1, call_timeout_s: 0 } }, '/test/call_timeout_s must be >= 1'],
@@ -73,7 +76,10 @@ describe('validateTaskSpec', () => {
     [{ final_state: [{ path: 'a', check: 'matches', value: '(' }] }, '/final_state/0/value is not a valid regular expression'],
     [{ rubric: { final_state: 0.5 } }, '/rubric/final_state is set but the task defines no final_state checks'],
     [{ test: { format: 'pytest-harness', expected_tests: 1, command: ['pytest', '-q'] } }, '/test/command must start with ["python3","-m","pytest"]'],
-    [{ test: { format: 'pytest-harness', expected_tests: 1, command: ['python3', '-m', 'pytest', '-p', 'evil'] } }, '/test/command/3 "-p" is reserved for the grader'],
+    [
+      { test: { format: 'pytest-harness', expected_tests: 1, command: ['python3', '-m', 'pytest', '-p', 'evil'] } },
+      '/test/command/3 "-p" is reserved for the grader',
+    ],
     [{ trusted: true, test: { format: 'node-test-junit', expected_tests: 1, command: ['node', '--test', '--import=./x.mjs'] } }, 'is reserved for the grader'],
   ])('rejects %j', (patch, message) => {
     expect(() => validateTaskSpec({ ...GOOD, ...patch }, 'envs/tasks/foo/task.json')).toThrow(message);

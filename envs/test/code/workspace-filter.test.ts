@@ -57,7 +57,12 @@ describe('classifyPath', () => {
 });
 
 describe('runnerView (in-process formats only)', () => {
-  const original = [tf('app.py', 'x = 1\n'), tf('pyproject.toml', '[project]\nname = "a"\n'), tf('tests/test_visible.py', 'def test_v():\n    pass\n'), tf('README.md', 'hi\n')];
+  const original = [
+    tf('app.py', 'x = 1\n'),
+    tf('pyproject.toml', '[project]\nname = "a"\n'),
+    tf('tests/test_visible.py', 'def test_v():\n    pass\n'),
+    tf('README.md', 'hi\n'),
+  ];
   const cap = (entries: CapturedEntry[]): WorkspaceCapture => ({ entries: [...entries].sort((a, b) => (a.path < b.path ? -1 : 1)), bytes: 0 });
 
   test('ordinary files untouched, shipped runner files the agent deleted come back, changed files listed', () => {

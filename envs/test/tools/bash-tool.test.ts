@@ -18,14 +18,25 @@ describe('bashTool', () => {
   it('builds one schema from the per-env limits', () => {
     expect(tool.name).toBe('bash');
     expect(tool.description).toBe('Run one command (bash) in /workspace and return its exit code, stdout and stderr. No network.');
-    expect(tool.parameters).toMatchObject({ required: ['command'], additionalProperties: false, properties: { command: { maxLength: 10 }, timeout_s: { type: 'integer', minimum: 1, maximum: 30 } } });
+    expect(tool.parameters).toMatchObject({
+      required: ['command'],
+      additionalProperties: false,
+      properties: { command: { maxLength: 10 }, timeout_s: { type: 'integer', minimum: 1, maximum: 30 } },
+    });
   });
 
   it('accepts a command with an optional whole-second timeout and refuses the rest', () => {
     const space = spaceWith(tool);
     expect(checkSpace(space, call({ command: 'ls' }))).toBeNull();
     expect(checkSpace(space, call({ command: 'ls', timeout_s: 30 }))).toBeNull();
-    for (const bad of [{}, { command: '' }, { command: 'x'.repeat(11) }, { command: 'ls', timeout_s: 0.5 }, { command: 'ls', timeout_s: 31 }, { command: 'ls', cwd: '/' }]) {
+    for (const bad of [
+      {},
+      { command: '' },
+      { command: 'x'.repeat(11) },
+      { command: 'ls', timeout_s: 0.5 },
+      { command: 'ls', timeout_s: 31 },
+      { command: 'ls', cwd: '/' },
+    ]) {
       expect(checkSpace(space, call(bad)), JSON.stringify(bad)).not.toBeNull();
     }
   });
@@ -39,23 +50,43 @@ describe('bashTool', () => {
     const bashOf = (space: Space) => (space as { tools: ReturnType<typeof bashTool>[] }).tools.find((t) => t.name === 'bash');
     const shell = bashOf(shellEnv.action_space);
     const code = bashOf(codeEnv.action_space);
-    expect(shell).toEqual(bashTool({ shell: 'POSIX sh with busybox tools', defaultTimeoutS: 10, maxTimeoutS: 30, maxCommandChars: 16_384, descriptionSuffix: 'stdout and stderr are each capped at 8 KiB. No network.' }));
+    expect(shell).toEqual(
+      bashTool({
+        shell: 'POSIX sh with busybox tools',
+        defaultTimeoutS: 10,
+        maxTimeoutS: 30,
+        maxCommandChars: 16_384,
+        descriptionSuffix: 'stdout and stderr are each capped at 8 KiB. No network.',
+      }),
+    );
     expect(code).toEqual(bashTool({ shell: 'bash', defaultTimeoutS: 60, maxTimeoutS: 600, maxCommandChars: 100_000, descriptionSuffix: 'Output is capped.' }));
     expect(Object.keys((shell?.parameters as { properties: object }).properties)).toEqual(Object.keys((code?.parameters as { properties: object }).properties));
   });
 });
 
 describe('formatBashResult: the one observation format of a bash call', () => {
-  const r = (o: Partial<ExecResult>): ExecResult => ({ exit_code: 0, signal: null, stdout: '', stderr: '', truncated: false, timed_out: false, oom_killed: false, duration_ms: 1, ...o });
+  const r = (o: Partial<ExecResult>): ExecResult => ({
+    exit_code: 0,
+    signal: null,
+    stdout: '',
+    stderr: '',
+    truncated: false,
+    timed_out: false,
+    oom_killed: false,
+    duration_ms: 1,
+    ...o,
+  });
 
   it('status line, then stdout and stderr as written', () => {
     expect(formatBashResult(r({ exit_code: 3, stdout: 'out\n', stderr: 'err\n' }), 10, 100)).toBe('exit code: 3\nstdout:\nout\n\nstderr:\nerr\n');
     expect(formatBashResult(r({}), 10, 100)).toBe('exit code: 0');
   });
 
-  it('names the agent\'s faults: deadline, memory limit, signal; and the sandbox\'s output cut', () => {
+  it("names the agent's faults: deadline, memory limit, signal; and the sandbox's output cut", () => {
     expect(formatBashResult(r({ exit_code: null, timed_out: true, signal: 'SIGKILL' }), 7, 100)).toBe('timed out after 7 s (killed)');
-    expect(formatBashResult(r({ exit_code: null, timed_out: true, oom_killed: true }), 7, 100)).toBe('timed out after 7 s (killed); memory limit exceeded: a process was killed');
+    expect(formatBashResult(r({ exit_code: null, timed_out: true, oom_killed: true }), 7, 100)).toBe(
+      'timed out after 7 s (killed); memory limit exceeded: a process was killed',
+    );
     expect(formatBashResult(r({ exit_code: null, oom_killed: true, signal: 'SIGKILL' }), 7, 100)).toBe('killed: memory limit exceeded (SIGKILL)');
     expect(formatBashResult(r({ exit_code: null, signal: 'SIGTERM' }), 7, 100)).toBe('killed by SIGTERM');
     expect(formatBashResult(r({ stdout: 'x', truncated: true }), 7, 100)).toBe('exit code: 0\nstdout:\nx\n[output truncated by the sandbox]');
@@ -69,7 +100,7 @@ describe('formatBashResult: the one observation format of a bash call', () => {
     expect(out.length).toBeLessThan(200);
   });
 
-  it('bashTimeoutS: the call\'s timeout, else the default, never above the limit', () => {
+  it("bashTimeoutS: the call's timeout, else the default, never above the limit", () => {
     expect(bashTimeoutS({}, 10, 30)).toBe(10);
     expect(bashTimeoutS({ timeout_s: 20 }, 10, 30)).toBe(20);
     expect(bashTimeoutS({ timeout_s: 25 }, 10, 12)).toBe(12);

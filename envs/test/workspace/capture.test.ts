@@ -11,10 +11,27 @@ import { pack } from 'tar-stream';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { SandboxFailure } from '../../src/api.js';
 import type { BinaryExecResult, ExecRequest, Sandbox } from '../../src/sandbox-api.js';
-import { archiveCap, captureHash, captureTar, captureWorkspace, CaptureRefused, parseCapture, submissionEntries, type CapturedEntry } from '../../src/workspace/capture.js';
+import {
+  archiveCap,
+  captureHash,
+  captureTar,
+  captureWorkspace,
+  CaptureRefused,
+  parseCapture,
+  submissionEntries,
+  type CapturedEntry,
+} from '../../src/workspace/capture.js';
 import { LocalSandbox } from '../code/local-sandbox.js';
 
-type Raw = { name: string; type?: 'file' | 'link' | 'symlink' | 'directory' | 'fifo' | 'character-device' | 'block-device'; body?: string | Buffer; linkname?: string; mode?: number; size?: number; pax?: Record<string, string> };
+type Raw = {
+  name: string;
+  type?: 'file' | 'link' | 'symlink' | 'directory' | 'fifo' | 'character-device' | 'block-device';
+  body?: string | Buffer;
+  linkname?: string;
+  mode?: number;
+  size?: number;
+  pax?: Record<string, string>;
+};
 
 async function rawTar(entries: Raw[]): Promise<Uint8Array> {
   const p = pack();
@@ -22,7 +39,13 @@ async function rawTar(entries: Raw[]): Promise<Uint8Array> {
   p.on('data', (c: unknown) => chunks.push(c as Buffer));
   const done = new Promise<void>((r) => p.on('end', () => r()));
   for (const e of entries) {
-    const h = { name: e.name, type: e.type ?? 'file', mode: e.mode ?? 0o644, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}), ...(e.pax ? { pax: e.pax } : {}) };
+    const h = {
+      name: e.name,
+      type: e.type ?? 'file',
+      mode: e.mode ?? 0o644,
+      ...(e.linkname !== undefined ? { linkname: e.linkname } : {}),
+      ...(e.pax ? { pax: e.pax } : {}),
+    };
     if ((e.type ?? 'file') === 'file') p.entry(h as never, typeof e.body === 'string' ? Buffer.from(e.body) : (e.body ?? Buffer.alloc(0)));
     else p.entry(h as never);
   }
@@ -49,15 +72,64 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
     ['traversal inside a path', [{ name: 'a/../../x', body: 'x' }], /not a plain relative path/],
     ['an absolute name', [{ name: '/etc/cron.d/x', body: 'x' }], /not a plain relative path/],
     ['an empty segment', [{ name: 'a//b', body: 'x' }], /not a plain relative path/],
-    ['a duplicate name', [{ name: 'a.txt', body: '1' }, { name: './a.txt', body: '2' }], /names a\.txt twice/],
+    [
+      'a duplicate name',
+      [
+        { name: 'a.txt', body: '1' },
+        { name: './a.txt', body: '2' },
+      ],
+      /names a\.txt twice/,
+    ],
     ['a hard link pointing outside', [{ name: 'h', type: 'link', linkname: '../../etc/passwd' }], /hard link h points to .*not an earlier file/],
     ['a hard link to an absolute path', [{ name: 'h', type: 'link', linkname: '/etc/passwd' }], /not an earlier file/],
-    ['a hard link to a later name', [{ name: 'h', type: 'link', linkname: 'later' }, { name: 'later', body: 'x' }], /not an earlier file/],
-    ['a hard link to a symlink', [{ name: 'l', type: 'symlink', linkname: '/etc/passwd' }, { name: 'h', type: 'link', linkname: 'l' }], /not an earlier file/],
-    ['a hard link to a directory', [{ name: 'd', type: 'directory' }, { name: 'h', type: 'link', linkname: 'd' }], /not an earlier file/],
-    ['an entry under a symlink', [{ name: 'l', type: 'symlink', linkname: '/etc' }, { name: 'l/passwd', body: 'x' }], /lies under l, which is not a directory/],
-    ['an entry under a file', [{ name: 'f', body: 'x' }, { name: 'f/x', body: 'y' }], /lies under f/],
-    ['a symlink listed after entries under its name', [{ name: 'l/passwd', body: 'x' }, { name: 'l', type: 'symlink', linkname: '/etc' }], /l is not a directory, but entries lie under it/],
+    [
+      'a hard link to a later name',
+      [
+        { name: 'h', type: 'link', linkname: 'later' },
+        { name: 'later', body: 'x' },
+      ],
+      /not an earlier file/,
+    ],
+    [
+      'a hard link to a symlink',
+      [
+        { name: 'l', type: 'symlink', linkname: '/etc/passwd' },
+        { name: 'h', type: 'link', linkname: 'l' },
+      ],
+      /not an earlier file/,
+    ],
+    [
+      'a hard link to a directory',
+      [
+        { name: 'd', type: 'directory' },
+        { name: 'h', type: 'link', linkname: 'd' },
+      ],
+      /not an earlier file/,
+    ],
+    [
+      'an entry under a symlink',
+      [
+        { name: 'l', type: 'symlink', linkname: '/etc' },
+        { name: 'l/passwd', body: 'x' },
+      ],
+      /lies under l, which is not a directory/,
+    ],
+    [
+      'an entry under a file',
+      [
+        { name: 'f', body: 'x' },
+        { name: 'f/x', body: 'y' },
+      ],
+      /lies under f/,
+    ],
+    [
+      'a symlink listed after entries under its name',
+      [
+        { name: 'l/passwd', body: 'x' },
+        { name: 'l', type: 'symlink', linkname: '/etc' },
+      ],
+      /l is not a directory, but entries lie under it/,
+    ],
     ['a FIFO', [{ name: 'pipe', type: 'fifo' }], /workspace path pipe is a FIFO: special files cannot be graded/],
     ['a character device', [{ name: 'null', type: 'character-device' }], /workspace path null is a device/],
     ['a block device', [{ name: 'sda', type: 'block-device' }], /is a device/],
@@ -94,7 +166,10 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
   });
 
   test('an archive both hostile and cut short is unreadable first (rescore skips it as edited), a whole hostile one is refused', async () => {
-    const hostile = await rawTar([{ name: '../x', body: 'x'.repeat(2000) }, { name: 'b', body: 'y'.repeat(2000) }]);
+    const hostile = await rawTar([
+      { name: '../x', body: 'x'.repeat(2000) },
+      { name: 'b', body: 'y'.repeat(2000) },
+    ]);
     expect((await refusal(parseCapture(hostile.subarray(0, 1024)))).rule).toBe('unreadable_archive');
     expect((await refusal(parseCapture(hostile))).rule).toBe('bad_archive');
   });
@@ -102,11 +177,16 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
   test('caps: a file over the workspace cap, a workspace over it, too many entries, an archive over its cap', async () => {
     const big = await rawTar([{ name: 'big.bin', body: Buffer.alloc(3000) }]);
     expect((await refusal(parseCapture(big, { maxBytes: 2000 }))).message).toBe('workspace file big.bin is larger than the 2000 bytes workspace cap');
-    const two = await rawTar([{ name: 'a', body: Buffer.alloc(1500) }, { name: 'b', body: Buffer.alloc(1500) }]);
+    const two = await rawTar([
+      { name: 'a', body: Buffer.alloc(1500) },
+      { name: 'b', body: Buffer.alloc(1500) },
+    ]);
     expect((await refusal(parseCapture(two, { maxBytes: 2000 }))).message).toBe('workspace is larger than the 2000 bytes workspace cap');
     const many = await rawTar(Array.from({ length: 11 }, (_, i) => ({ name: `f${i}`, body: '' })));
     expect((await refusal(parseCapture(many, { maxEntries: 10 }))).message).toBe('workspace has more than 10 entries (the workspace entry cap)');
-    expect((await refusal(parseCapture(new Uint8Array(archiveCap({ maxBytes: 1000, maxEntries: 1 }) + 1), { maxBytes: 1000, maxEntries: 1 }))).rule).toBe('too_large');
+    expect((await refusal(parseCapture(new Uint8Array(archiveCap({ maxBytes: 1000, maxEntries: 1 }) + 1), { maxBytes: 1000, maxEntries: 1 }))).rule).toBe(
+      'too_large',
+    );
   });
 
   test('hard links: every name present with the same content and recorded as a link; chains resolve to the first name', async () => {
@@ -133,7 +213,12 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
   });
 
   test('symlinks are recorded, never followed (a target outside the workspace is just data)', async () => {
-    const c = await parseCapture(await rawTar([{ name: 'TODO.txt', type: 'symlink', linkname: '/etc/passwd' }, { name: 'rel', type: 'symlink', linkname: '../../x' }]));
+    const c = await parseCapture(
+      await rawTar([
+        { name: 'TODO.txt', type: 'symlink', linkname: '/etc/passwd' },
+        { name: 'rel', type: 'symlink', linkname: '../../x' },
+      ]),
+    );
     expect(c.entries).toEqual([
       { path: 'TODO.txt', type: 'symlink', mode: 0o644, target: '/etc/passwd' },
       { path: 'rel', type: 'symlink', mode: 0o644, target: '../../x' },
@@ -141,13 +226,28 @@ describe('parseCapture: hostile archives fail closed with a reason', () => {
   });
 
   test('captureHash sees every difference the judge grades: content, mode, link, symlink target, empty dirs', async () => {
-    const base: Raw[] = [{ name: 'a', body: '1' }, { name: 'b', body: '1' }];
+    const base: Raw[] = [
+      { name: 'a', body: '1' },
+      { name: 'b', body: '1' },
+    ];
     const h = captureHash(await parseCapture(await rawTar(base)));
     const variants: Raw[][] = [
-      [{ name: 'a', body: '1' }, { name: 'b', body: '2' }],
-      [{ name: 'a', body: '1' }, { name: 'b', body: '1', mode: 0o755 }],
-      [{ name: 'a', body: '1' }, { name: 'b', type: 'link', linkname: 'a' }],
-      [{ name: 'a', body: '1' }, { name: 'b', type: 'symlink', linkname: 'a' }],
+      [
+        { name: 'a', body: '1' },
+        { name: 'b', body: '2' },
+      ],
+      [
+        { name: 'a', body: '1' },
+        { name: 'b', body: '1', mode: 0o755 },
+      ],
+      [
+        { name: 'a', body: '1' },
+        { name: 'b', type: 'link', linkname: 'a' },
+      ],
+      [
+        { name: 'a', body: '1' },
+        { name: 'b', type: 'symlink', linkname: 'a' },
+      ],
       [...base, { name: 'd', type: 'directory' }],
     ];
     for (const v of variants) expect(captureHash(await parseCapture(await rawTar(v)))).not.toBe(h);
@@ -182,7 +282,20 @@ describe('the real tar, both ways', () => {
     const tar = new Uint8Array(execFileSync('tar', ['-cf', '-', '.'], { cwd: ws, maxBuffer: 64 << 20 }));
     const c = await parseCapture(tar);
     const by = new Map(c.entries.map((e) => [e.path, e]));
-    expect([...by.keys()].sort()).toEqual(['.git', '.git/HEAD', 'TODO.txt', 'big.bin', 'empty', 'node_modules', 'node_modules/pkg', 'node_modules/pkg/TODO.txt', 'passwd', 'ro', 'ro/f', 'run.sh']);
+    expect([...by.keys()].sort()).toEqual([
+      '.git',
+      '.git/HEAD',
+      'TODO.txt',
+      'big.bin',
+      'empty',
+      'node_modules',
+      'node_modules/pkg',
+      'node_modules/pkg/TODO.txt',
+      'passwd',
+      'ro',
+      'ro/f',
+      'run.sh',
+    ]);
     expect(by.get('run.sh')?.mode).toBe(0o750);
     expect(by.get('ro')).toEqual({ path: 'ro', type: 'directory', mode: 0o555 });
     expect(by.get('passwd')).toMatchObject({ type: 'symlink', target: '/etc/passwd' });
@@ -287,17 +400,24 @@ describe('captureWorkspace: the in-sandbox script (host stand-in, the tools the 
     const { capture } = await captureWorkspace(sb, dir);
     expect(text(capture.entries.find((e) => e.path === `${deep}/leaf.txt`))).toBe('leaf');
     // Beyond PATH_MAX (the sandbox's tools walk it with relative opens): carried by nobody, so it fails closed.
-    execFileSync('python3', ['-c', 'import os, sys\nos.chdir(sys.argv[1])\nfor i in range(20):\n    os.mkdir("x" * 250)\n    os.chdir("x" * 250)\nopen("f", "w").write("z")', dir]);
+    execFileSync('python3', [
+      '-c',
+      'import os, sys\nos.chdir(sys.argv[1])\nfor i in range(20):\n    os.mkdir("x" * 250)\n    os.chdir("x" * 250)\nopen("f", "w").write("z")',
+      dir,
+    ]);
     const r = await refused();
     expect(['path_too_long', 'capture_failed']).toContain(r.rule);
     expect(r.message).toMatch(/^workspace /);
   });
 
-  test('an image without tar is an infrastructure fault (SandboxFailure), not the agent\'s 0', async () => {
+  test("an image without tar is an infrastructure fault (SandboxFailure), not the agent's 0", async () => {
     const bin = path.join(dir, '..', `${path.basename(dir)}-bin`);
     await mkdir(bin, { recursive: true });
     for (const t of ['sh', 'find', 'head', 'wc']) await symlink(execFileSync('sh', ['-c', `command -v ${t}`], { encoding: 'utf8' }).trim(), path.join(bin, t));
-    const noTar = { execBinary: (req: ExecRequest): Promise<BinaryExecResult> => sb.execBinary({ ...req, argv: [path.join(bin, 'sh'), ...(req.argv ?? []).slice(1)], env: { PATH: bin } }) } as unknown as Sandbox;
+    const noTar = {
+      execBinary: (req: ExecRequest): Promise<BinaryExecResult> =>
+        sb.execBinary({ ...req, argv: [path.join(bin, 'sh'), ...(req.argv ?? []).slice(1)], env: { PATH: bin } }),
+    } as unknown as Sandbox;
     try {
       await expect(captureWorkspace(noTar, dir)).rejects.toBeInstanceOf(SandboxFailure);
     } finally {

@@ -180,7 +180,8 @@ export class SchedulerDriver {
         const reason = `a group of ${e.units} can never be admitted at once here (limit ${e.limit})`;
         return Promise.reject(new AdmissionRefused(protocolError('INVALID_ARGUMENT', { path: '/size', reason }, { path: '/size', reason, limit: e.limit })));
       }
-      if (e instanceof SchedulerError) return Promise.reject(new AdmissionRefused(protocolError('INVALID_ARGUMENT', { path: '', reason: e.message }, { path: '', reason: e.message })));
+      if (e instanceof SchedulerError)
+        return Promise.reject(new AdmissionRefused(protocolError('INVALID_ARGUMENT', { path: '', reason: e.message }, { path: '', reason: e.message })));
       throw e;
     }
     if (!res.ok) {
@@ -338,11 +339,14 @@ export class SchedulerDriver {
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
     // +1: performance.now() has sub-ms precision, setTimeout ms; never fire a hair early and spin.
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = Number.POSITIVE_INFINITY;
-      this.run();
-    }, Math.max(0, Math.ceil(at - this.now())) + 1);
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        this.run();
+      },
+      Math.max(0, Math.ceil(at - this.now())) + 1,
+    );
     this.timer.unref();
   }
 
@@ -377,7 +381,11 @@ export class SchedulerDriver {
 
 function queueTimeout(timeoutMs: number, waitedMs: number): ProtocolError {
   const reason = `no sandbox within queue_timeout_ms (${Math.round(timeoutMs)})`;
-  return protocolError('CAPACITY', { reason }, { reason: 'queue_timeout', limit: 'queue_timeout_ms', retry_after_ms: RETRY_AFTER_MS, waited_ms: Math.max(0, Math.round(waitedMs)) });
+  return protocolError(
+    'CAPACITY',
+    { reason },
+    { reason: 'queue_timeout', limit: 'queue_timeout_ms', retry_after_ms: RETRY_AFTER_MS, waited_ms: Math.max(0, Math.round(waitedMs)) },
+  );
 }
 
 function queueFull(why: string, limit: number): ProtocolError {

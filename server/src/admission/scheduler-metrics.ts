@@ -34,12 +34,43 @@ export function registerSchedulerMetrics(registry: Registry, drv: SchedulerDrive
       this.set({ state: 'reclaiming' }, s.reclaiming);
     },
   });
-  const admitted = new Counter({ name: 'sandgym_scheduler_admitted_total', help: 'Requests admitted (given their sandboxes), by class.', labelNames: ['class'], registers });
-  const wait = new Histogram({ name: 'sandgym_scheduler_wait_seconds', help: 'Time from queueing to admission, by class.', labelNames: ['class'], buckets: WAIT_BUCKETS, registers });
-  const expired = new Counter({ name: 'sandgym_scheduler_expired_total', help: 'Requests that left the queue unadmitted at their deadline (CAPACITY queue_timeout), by class and reason.', labelNames: ['class', 'reason'], registers });
-  const refused = new Counter({ name: 'sandgym_scheduler_refused_total', help: 'Requests refused at once (CAPACITY queue_full), by class and reason.', labelNames: ['class', 'reason'], registers });
-  const preempted = new Counter({ name: 'sandgym_scheduler_preempted_total', help: 'Holders preempted (closed with PREEMPTED), by their class.', labelNames: ['class'], registers });
-  const retried = new Counter({ name: 'sandgym_scheduler_creation_failures_total', help: 'Sandbox creations that failed after admission, by class and what the scheduler did (requeued, recreate, give_up).', labelNames: ['class', 'action'], registers });
+  const admitted = new Counter({
+    name: 'sandgym_scheduler_admitted_total',
+    help: 'Requests admitted (given their sandboxes), by class.',
+    labelNames: ['class'],
+    registers,
+  });
+  const wait = new Histogram({
+    name: 'sandgym_scheduler_wait_seconds',
+    help: 'Time from queueing to admission, by class.',
+    labelNames: ['class'],
+    buckets: WAIT_BUCKETS,
+    registers,
+  });
+  const expired = new Counter({
+    name: 'sandgym_scheduler_expired_total',
+    help: 'Requests that left the queue unadmitted at their deadline (CAPACITY queue_timeout), by class and reason.',
+    labelNames: ['class', 'reason'],
+    registers,
+  });
+  const refused = new Counter({
+    name: 'sandgym_scheduler_refused_total',
+    help: 'Requests refused at once (CAPACITY queue_full), by class and reason.',
+    labelNames: ['class', 'reason'],
+    registers,
+  });
+  const preempted = new Counter({
+    name: 'sandgym_scheduler_preempted_total',
+    help: 'Holders preempted (closed with PREEMPTED), by their class.',
+    labelNames: ['class'],
+    registers,
+  });
+  const retried = new Counter({
+    name: 'sandgym_scheduler_creation_failures_total',
+    help: 'Sandbox creations that failed after admission, by class and what the scheduler did (requeued, recreate, give_up).',
+    labelNames: ['class', 'action'],
+    registers,
+  });
   // Only configured classes are labels; anything else would be a bug, counted under _other.
   const known = new Set(classes);
   const cls = (c: string): string => (known.has(c) ? c : '_other');
@@ -55,7 +86,16 @@ export function registerSchedulerMetrics(registry: Registry, drv: SchedulerDrive
   };
   return () => {
     drv.observer = null;
-    for (const n of ['sandgym_scheduler_queued', 'sandgym_scheduler_units', 'sandgym_scheduler_admitted_total', 'sandgym_scheduler_wait_seconds', 'sandgym_scheduler_expired_total', 'sandgym_scheduler_refused_total', 'sandgym_scheduler_preempted_total', 'sandgym_scheduler_creation_failures_total']) {
+    for (const n of [
+      'sandgym_scheduler_queued',
+      'sandgym_scheduler_units',
+      'sandgym_scheduler_admitted_total',
+      'sandgym_scheduler_wait_seconds',
+      'sandgym_scheduler_expired_total',
+      'sandgym_scheduler_refused_total',
+      'sandgym_scheduler_preempted_total',
+      'sandgym_scheduler_creation_failures_total',
+    ]) {
       registry.removeSingleMetric(n);
     }
   };

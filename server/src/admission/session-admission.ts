@@ -38,7 +38,13 @@ export class SessionAdmission {
     this.listener = {
       queued: (p, cls) => {
         if (this.requestId === null) return;
-        sink.event('queued', { request: this.requestId, position: p.position, units_ahead: p.units_ahead, estimated_wait_ms: p.estimated_wait_ms, priority: cls });
+        sink.event('queued', {
+          request: this.requestId,
+          position: p.position,
+          units_ahead: p.units_ahead,
+          estimated_wait_ms: p.estimated_wait_ms,
+          priority: cls,
+        });
       },
       admitted: (waited) => {
         if (this.requestId !== null) sink.event('admitted', { request: this.requestId, waited_ms: waited });

@@ -104,7 +104,7 @@ export function parseCommand<O extends OptionDefs>(def: CommandDef<O>, argv: rea
 }
 
 function isKnownOption(word: string, options: OptionDefs, shorts: Map<string, string>): boolean {
-  if (word.startsWith('--')) return word.slice(2).split('=')[0] as string in options;
+  if (word.startsWith('--')) return (word.slice(2).split('=')[0] as string) in options;
   return /^-[A-Za-z]$/.test(word) && shorts.has(word.slice(1));
 }
 
@@ -118,7 +118,12 @@ export function subcommand<S extends string>(command: string, names: readonly S[
   if (first === undefined) return 'missing';
   if (first === 'help' || first === '-h' || first === '--help') return 'help';
   if (!(names as readonly string[]).includes(first)) {
-    throw new UsageError(first.startsWith('-') ? `expected a subcommand (${names.join(', ')}) before options, got '${first}'` : `unknown subcommand '${first}' (expected ${names.join(', ')})`, command);
+    throw new UsageError(
+      first.startsWith('-')
+        ? `expected a subcommand (${names.join(', ')}) before options, got '${first}'`
+        : `unknown subcommand '${first}' (expected ${names.join(', ')})`,
+      command,
+    );
   }
   return { sub: first as S, argv: rest };
 }

@@ -14,7 +14,14 @@ export { CommandFailedError, EXIT, UnavailableError, type ExitCode } from './exi
 
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.USAGE;
-  if (e instanceof ConfigError || e instanceof EnvModuleError || e instanceof TaskLoadError || e instanceof ArchiveFormatError || e instanceof ArchiveSourceError) return EXIT.INPUT;
+  if (
+    e instanceof ConfigError ||
+    e instanceof EnvModuleError ||
+    e instanceof TaskLoadError ||
+    e instanceof ArchiveFormatError ||
+    e instanceof ArchiveSourceError
+  )
+    return EXIT.INPUT;
   if (e instanceof UnavailableError || e instanceof NoSandboxDriverError || e instanceof SandboxRuntimeError) return EXIT.UNAVAILABLE;
   if (e instanceof CommandFailedError) return EXIT.FAILED;
   return EXIT.INTERNAL;

@@ -14,7 +14,7 @@ export const COMMAND_SUMMARIES = {
   tasks: 'list, leakage-check and validate coding task sets',
   play: 'play an env interactively in the terminal',
   replay: 're-run archived episodes and report the first divergence',
-  rescore: 're-grade archived episodes with today\'s grader (grader drift)',
+  rescore: "re-grade archived episodes with today's grader (grader drift)",
   report: 'write an HTML report of an episode archive',
 } as const;
 

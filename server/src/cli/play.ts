@@ -110,7 +110,10 @@ export function parsePlayArgs(argv: string[], env: NodeJS.ProcessEnv = process.e
   if (values.url !== undefined) {
     args.url = wsUrlValue('url', values.url, cmd);
     if (values.fixtures || values['env-module'] || values.config || values.driver || serverArgs.length > 0) {
-      throw new UsageError('--fixtures, --env-module, --driver, --config and -- <serve options> configure the in-process server; they do not apply with --url', cmd);
+      throw new UsageError(
+        '--fixtures, --env-module, --driver, --config and -- <serve options> configure the in-process server; they do not apply with --url',
+        cmd,
+      );
     }
   }
   const token = values.token ?? env.SANDGYM_TOKEN;
@@ -146,15 +149,18 @@ async function startInProcessServer(args: PlayArgs): Promise<{ url: string; stop
   const registry = await buildRegistry(cfg);
   const driverChosen = args.driver !== undefined || serveArgv.includes('--driver') || args.config !== undefined;
   if (!driverChosen && !registry.get(args.envId)?.def.sandbox) cfg.driver = 'none';
-  const sg = await buildApp({
-    ...cfg,
-    // Private to this process: loopback, any free port, and only the token play itself sends.
-    host: '127.0.0.1',
-    port: 0,
-    tokens: args.token ? [args.token] : [],
-    // The REPL owns the terminal: only real problems may interleave with it, unless asked otherwise.
-    log_level: serveArgv.includes('--log-level') ? cfg.log_level : 'error',
-  }, { registry });
+  const sg = await buildApp(
+    {
+      ...cfg,
+      // Private to this process: loopback, any free port, and only the token play itself sends.
+      host: '127.0.0.1',
+      port: 0,
+      tokens: args.token ? [args.token] : [],
+      // The REPL owns the terminal: only real problems may interleave with it, unless asked otherwise.
+      log_level: serveArgv.includes('--log-level') ? cfg.log_level : 'error',
+    },
+    { registry },
+  );
   // `-- --archive DIR|s3://...`: the episodes played are archived as `sandgym serve --archive` archives
   // them (same options and checks), flushed when play leaves (app.close) or is sent SIGTERM/SIGINT.
   const { SERVE_COMMAND } = await import('./serve.js');
@@ -209,7 +215,11 @@ async function loadHistory(path: string | null): Promise<string[]> {
   if (!path) return [];
   try {
     // readline wants most recent first.
-    return (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '').slice(-500).reverse();
+    return (await readFile(path, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .slice(-500)
+      .reverse();
   } catch {
     return [];
   }

@@ -6,7 +6,13 @@ import WebSocket from 'ws';
 import { PROTOCOL_VERSIONS } from '#protocol/version.js';
 import { CommandFailedError, UnavailableError } from './exit-codes.js';
 
-export async function remoteCall(url: string, token: string | undefined, type: string, params: Record<string, unknown> = {}, timeoutMs = 10_000): Promise<unknown> {
+export async function remoteCall(
+  url: string,
+  token: string | undefined,
+  type: string,
+  params: Record<string, unknown> = {},
+  timeoutMs = 10_000,
+): Promise<unknown> {
   const ws = new WebSocket(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -81,7 +81,16 @@ export function toTrajectory(r: EpisodeRecord): Trajectory | null {
   if (r.reset === null) return null;
   return {
     reset: { type: 'reset', env_id: r.env_id, kwargs: r.kwargs, seed: r.seed, options: r.options, observation: r.reset.observation, info: r.reset.info },
-    steps: r.steps.map((s) => ({ type: 'step', step: s.step + 1, action: s.action, observation: s.observation, reward: s.reward, terminated: s.terminated, truncated: s.truncated, info: s.info })),
+    steps: r.steps.map((s) => ({
+      type: 'step',
+      step: s.step + 1,
+      action: s.action,
+      observation: s.observation,
+      reward: s.reward,
+      terminated: s.terminated,
+      truncated: s.truncated,
+      info: s.info,
+    })),
   };
 }
 
@@ -105,7 +114,13 @@ export async function replayEpisode(client: SandgymClient, r: EpisodeRecord, sto
   const base = { episode_id: r.episode_id, env_id: r.env_id, seed: r.seed, steps: r.steps.length };
   const t = toTrajectory(r);
   if (t === null) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: the reset failed (${r.error?.code ?? r.end})` };
-  if (r.steps_omitted) return { ...base, verdict: 'skipped', divergence: null, note: `nothing to replay: its ${r.steps_omitted.steps} steps were not archived (${r.steps_omitted.reason})` };
+  if (r.steps_omitted)
+    return {
+      ...base,
+      verdict: 'skipped',
+      divergence: null,
+      note: `nothing to replay: its ${r.steps_omitted.steps} steps were not archived (${r.steps_omitted.reason})`,
+    };
   let handle: EnvHandle | null = null;
   let replayedReset: unknown;
   const driver: ReplayDriver = {
@@ -130,10 +145,20 @@ export async function replayEpisode(client: SandgymClient, r: EpisodeRecord, sto
     const note = notes.length ? { note: notes.join('; ') } : {};
     if (report.stop?.reason === 'error') {
       const where = report.stop.step === 0 ? 'make/reset' : `step ${report.stop.step - 1}`;
-      return { ...base, verdict: 'stopped', divergence, note: `${where} failed: ${errorText(report.stop.error)}${notes.length ? `; ${notes.join('; ')}` : ''}` };
+      return {
+        ...base,
+        verdict: 'stopped',
+        divergence,
+        note: `${where} failed: ${errorText(report.stop.error)}${notes.length ? `; ${notes.join('; ')}` : ''}`,
+      };
     }
     if (report.stop?.reason === 'ended_early') {
-      return { ...base, verdict: divergence ? 'diverged' : 'stopped', divergence, note: `the replayed episode ended at step ${report.stop.step - 1}, before the ${r.steps.length} archived steps` };
+      return {
+        ...base,
+        verdict: divergence ? 'diverged' : 'stopped',
+        divergence,
+        note: `the replayed episode ended at step ${report.stop.step - 1}, before the ${r.steps.length} archived steps`,
+      };
     }
     return { ...base, verdict: divergence ? 'diverged' : 'same', divergence, ...note };
   } finally {
@@ -156,10 +181,18 @@ export function formatEpisodeReplay(e: EpisodeReplay): string {
   return `${head}: ${e.verdict.toUpperCase()}${at}${note}`;
 }
 
-async function startServer(values: { fixtures?: boolean; 'env-module'?: string[]; tasks?: string[]; driver?: string }, needsSandbox: (cfgRegistry: { get(id: string): { def: { sandbox?: unknown } } | undefined }) => boolean) {
+async function startServer(
+  values: { fixtures?: boolean; 'env-module'?: string[]; tasks?: string[]; driver?: string },
+  needsSandbox: (cfgRegistry: { get(id: string): { def: { sandbox?: unknown } } | undefined }) => boolean,
+) {
   const { buildApp } = await import('../app.js');
   const { serveConfigFromArgs } = await import('./serve.js');
-  const argv = [...(values.fixtures ? ['--fixtures'] : []), ...(values['env-module'] ?? []).flatMap((m) => ['--env-module', m]), ...(values.tasks ?? []).flatMap((t) => ['--tasks', t]), ...(values.driver ? ['--driver', values.driver] : [])];
+  const argv = [
+    ...(values.fixtures ? ['--fixtures'] : []),
+    ...(values['env-module'] ?? []).flatMap((m) => ['--env-module', m]),
+    ...(values.tasks ?? []).flatMap((t) => ['--tasks', t]),
+    ...(values.driver ? ['--driver', values.driver] : []),
+  ];
   const cfg = await serveConfigFromArgs(argv, {});
   if (cfg === null) throw new UsageError('unexpected --help', 'replay');
   const { buildRegistry } = await import('../env-host/build-registry.js');

@@ -87,7 +87,8 @@ export function rescorable(r: EpisodeRecord, tasks: ReadonlyMap<string, LoadedTa
   const task = tasks.get(r.task.id);
   if (!task) return skip(`task ${r.task.id} is not in the task set`);
   const tar = Buffer.from(ws.data, 'base64');
-  if (tar.byteLength !== ws.bytes || createHash('sha256').update(tar).digest('hex') !== ws.sha256) return skip('archived workspace is corrupt (size or sha256 mismatch)');
+  if (tar.byteLength !== ws.bytes || createHash('sha256').update(tar).digest('hex') !== ws.sha256)
+    return skip('archived workspace is corrupt (size or sha256 mismatch)');
   return { tar, old: score, task };
 }
 
@@ -182,7 +183,9 @@ export async function runRescore(argv: string[], io: CliIo, deps: RescoreDeps): 
           else if (res.changed) {
             const hash = res.old_task_hash !== res.new_task_hash ? ' (task changed since)' : '';
             const tests = res.old_tests || res.new_tests ? `, tests ${res.old_tests ?? '?'} -> ${res.new_tests ?? '?'}` : '';
-            io.out(`CHANGED episode ${res.episode_id} task ${res.task_id}: ${fmt(res.old_score)} -> ${fmt(res.new_score)}${tests}${hash}${res.zero_reason ? ` [${res.zero_reason}]` : ''}\n`);
+            io.out(
+              `CHANGED episode ${res.episode_id} task ${res.task_id}: ${fmt(res.old_score)} -> ${fmt(res.new_score)}${tests}${hash}${res.zero_reason ? ` [${res.zero_reason}]` : ''}\n`,
+            );
           }
         }
       };
@@ -192,10 +195,18 @@ export async function runRescore(argv: string[], io: CliIo, deps: RescoreDeps): 
     }
   }
   const changed = results.filter((r) => r.changed);
-  const summary = { episodes: records.length, regraded: results.length, changed: changed.length, changed_tasks: [...new Set(changed.map((c) => c.task_id))].sort(), skipped: skipped.length };
+  const summary = {
+    episodes: records.length,
+    regraded: results.length,
+    changed: changed.length,
+    changed_tasks: [...new Set(changed.map((c) => c.task_id))].sort(),
+    skipped: skipped.length,
+  };
   if (json) io.out(JSON.stringify({ summary, skipped }) + '\n');
   else {
-    io.out(`${summary.regraded} episode(s) re-graded, ${summary.changed} changed${summary.changed ? ` (tasks: ${summary.changed_tasks.join(', ')})` : ''}, ${summary.skipped} skipped\n`);
+    io.out(
+      `${summary.regraded} episode(s) re-graded, ${summary.changed} changed${summary.changed ? ` (tasks: ${summary.changed_tasks.join(', ')})` : ''}, ${summary.skipped} skipped\n`,
+    );
     for (const s of skipped) io.err(`skipped ${s.episode_id}: ${s.reason}\n`);
   }
   return changed.length === 0 ? EXIT.OK : EXIT.FAILED;

@@ -43,7 +43,8 @@ export async function main(argv: string[], io: CliIo = stdio): Promise<number> {
   }
   const name = argv[0] as string;
   try {
-    if (!Object.hasOwn(COMMANDS, name)) throw new UsageError(name.startsWith('-') ? `expected a command before options, got '${name}'` : `unknown command '${name}'`, '');
+    if (!Object.hasOwn(COMMANDS, name))
+      throw new UsageError(name.startsWith('-') ? `expected a command before options, got '${name}'` : `unknown command '${name}'`, '');
     return await COMMANDS[name as CommandName](argv.slice(1), io);
   } catch (e) {
     return report(e, name, io);

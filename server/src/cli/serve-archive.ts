@@ -35,7 +35,9 @@ type Values = { [K in keyof typeof ARCHIVE_OPTIONS]?: string };
 /** The archive options of a serve command line, or null without --archive. Throws UsageError. */
 export function archiveOptionsFromValues(values: Values, cmd: string): ArchiveOptions | null {
   if (values.archive === undefined) {
-    const stray = (['archive-s3-endpoint', 'archive-s3-region', 'archive-max-mb', 'archive-tenant-max-mb', 'archive-flush-ms'] as const).find((k) => values[k] !== undefined);
+    const stray = (['archive-s3-endpoint', 'archive-s3-region', 'archive-max-mb', 'archive-tenant-max-mb', 'archive-flush-ms'] as const).find(
+      (k) => values[k] !== undefined,
+    );
     if (stray) throw new UsageError(`--${stray} needs --archive`, cmd);
     return null;
   }
@@ -46,14 +48,20 @@ export function archiveOptionsFromValues(values: Values, cmd: string): ArchiveOp
     throw new UsageError('--archive-s3-endpoint and --archive-s3-region need an s3:// --archive', cmd);
   }
   const endpoint = values['archive-s3-endpoint'];
-  if (endpoint !== undefined && !/^https?:\/\/[^/]+/.test(endpoint)) throw new UsageError(`--archive-s3-endpoint must be an http:// or https:// URL, got '${endpoint}'`, cmd);
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+/.test(endpoint))
+    throw new UsageError(`--archive-s3-endpoint must be an http:// or https:// URL, got '${endpoint}'`, cmd);
   const region = values['archive-s3-region'] === undefined ? undefined : nonEmptyValue('archive-s3-region', values['archive-s3-region'], cmd);
   const opts: ArchiveOptions = { location };
-  if (s3 !== null && (endpoint !== undefined || region !== undefined)) opts.s3 = { ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) };
+  if (s3 !== null && (endpoint !== undefined || region !== undefined))
+    opts.s3 = { ...(endpoint !== undefined ? { endpoint } : {}), ...(region !== undefined ? { region } : {}) };
   if (values['archive-max-mb'] !== undefined) opts.max_bytes = intValue('archive-max-mb', values['archive-max-mb'], 1, 1024 * 1024, cmd) * 1024 * 1024;
-  if (values['archive-tenant-max-mb'] !== undefined) opts.max_tenant_bytes = intValue('archive-tenant-max-mb', values['archive-tenant-max-mb'], 1, 1024 * 1024, cmd) * 1024 * 1024;
+  if (values['archive-tenant-max-mb'] !== undefined)
+    opts.max_tenant_bytes = intValue('archive-tenant-max-mb', values['archive-tenant-max-mb'], 1, 1024 * 1024, cmd) * 1024 * 1024;
   if (opts.max_tenant_bytes !== undefined && opts.max_tenant_bytes > (opts.max_bytes ?? ARCHIVE_DEFAULTS.max_bytes)) {
-    throw new UsageError(`--archive-tenant-max-mb (${opts.max_tenant_bytes / 1024 / 1024}) cannot be larger than --archive-max-mb (${(opts.max_bytes ?? ARCHIVE_DEFAULTS.max_bytes) / 1024 / 1024})`, cmd);
+    throw new UsageError(
+      `--archive-tenant-max-mb (${opts.max_tenant_bytes / 1024 / 1024}) cannot be larger than --archive-max-mb (${(opts.max_bytes ?? ARCHIVE_DEFAULTS.max_bytes) / 1024 / 1024})`,
+      cmd,
+    );
   }
   if (values['archive-flush-ms'] !== undefined) opts.flush_ms = intValue('archive-flush-ms', values['archive-flush-ms'], 1, 3600_000, cmd);
   return opts;

@@ -204,7 +204,10 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
     // second signal during the drain, or SIGINT (a person at a terminal), closes at once.
     if (signal === 'SIGTERM' && cfg.drain_grace_ms > 0 && !draining) {
       draining = true;
-      app.log.info({ signal, grace_ms: cfg.drain_grace_ms, running: sg.core.runningEpisodes() }, 'draining: no new sessions or episodes, running episodes may finish');
+      app.log.info(
+        { signal, grace_ms: cfg.drain_grace_ms, running: sg.core.runningEpisodes() },
+        'draining: no new sessions or episodes, running episodes may finish',
+      );
       void sg.core.drain(cfg.drain_grace_ms).then((left) => {
         if (stopping) return;
         app.log.info({ left }, left === 0 ? 'drained: every running episode finished' : 'drain grace over: closing the episodes still running');

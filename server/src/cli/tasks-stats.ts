@@ -49,7 +49,10 @@ export async function runTasksStats(values: TasksStatsValues, io: CliIo, command
   try {
     res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(10_000) });
   } catch (e) {
-    throw new UnavailableError(`cannot reach ${base} (${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}); is \`sandgym serve\` running there? (its WebSocket is ${wsPath()})`, { cause: e });
+    throw new UnavailableError(
+      `cannot reach ${base} (${(e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : (e as Error).message}); is \`sandgym serve\` running there? (its WebSocket is ${wsPath()})`,
+      { cause: e },
+    );
   }
   const body = (await res.json().catch(() => null)) as (TaskStatsReport & { error?: { code: string; message: string } }) | null;
   if (res.status === 401) throw new UnavailableError(`${base} asks for a token: pass --token or set SANDGYM_TOKEN`);

@@ -52,7 +52,12 @@ const DIRS = { name: '[dir...] (task-set directories; default the shipped set)',
 const dirsOr = (dirs: string[]) => (dirs.length > 0 ? dirs : [SHIPPED_TASKS_DIR]);
 
 const LIST = { name: 'tasks list', help: TASKS_HELP, options: { json: { type: 'boolean' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
-const CHECK = { name: 'tasks check', help: TASKS_HELP, options: { json: { type: 'boolean' }, threshold: { type: 'string' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+const CHECK = {
+  name: 'tasks check',
+  help: TASKS_HELP,
+  options: { json: { type: 'boolean' }, threshold: { type: 'string' } },
+  positionals: DIRS,
+} as const satisfies CommandDef<OptionDefs>;
 const VALIDATE = {
   name: 'tasks validate',
   help: TASKS_HELP,
@@ -75,7 +80,12 @@ export interface TasksDeps {
   openSandboxProvider: OpenSandboxProvider;
 }
 
-const STATS = { name: 'tasks stats', help: TASKS_HELP, options: TASKS_STATS_OPTIONS, positionals: { name: '(none)', min: 0, max: 0 } } as const satisfies CommandDef<OptionDefs>;
+const STATS = {
+  name: 'tasks stats',
+  help: TASKS_HELP,
+  options: TASKS_STATS_OPTIONS,
+  positionals: { name: '(none)', min: 0, max: 0 },
+} as const satisfies CommandDef<OptionDefs>;
 
 const verdict = (ok: boolean) => (ok ? EXIT.OK : EXIT.FAILED);
 
@@ -111,18 +121,27 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       const v = p.values;
       const mutationFlags = (['mutation-threshold', 'mutation-cache', 'mutation-python'] as const).filter((k) => v[k] !== undefined);
       if (!v.mutants && mutationFlags.length > 0) throw new UsageError(`--${mutationFlags[0]} needs --mutants`, VALIDATE.name);
-      const threshold = v['mutation-threshold'] === undefined ? undefined : numberValue('mutation-threshold', v['mutation-threshold'], { gt: 0, max: 1 }, VALIDATE.name);
+      const threshold =
+        v['mutation-threshold'] === undefined ? undefined : numberValue('mutation-threshold', v['mutation-threshold'], { gt: 0, max: 1 }, VALIDATE.name);
       const cache = v['mutation-cache'] === undefined ? undefined : nonEmptyValue('mutation-cache', v['mutation-cache'], VALIDATE.name);
       const python = v['mutation-python'] === undefined ? undefined : nonEmptyValue('mutation-python', v['mutation-python'], VALIDATE.name);
       const mutants = v.mutants
-        ? { ...(threshold !== undefined ? { threshold } : {}), ...(cache !== undefined ? { cacheDir: cache === 'none' ? null : cache } : {}), ...(python !== undefined ? { python } : {}) }
+        ? {
+            ...(threshold !== undefined ? { threshold } : {}),
+            ...(cache !== undefined ? { cacheDir: cache === 'none' ? null : cache } : {}),
+            ...(python !== undefined ? { python } : {}),
+          }
         : undefined;
-      if (v['no-degenerate'] && v['degenerate-cache'] !== undefined) throw new UsageError('--degenerate-cache has no effect with --no-degenerate', VALIDATE.name);
+      if (v['no-degenerate'] && v['degenerate-cache'] !== undefined)
+        throw new UsageError('--degenerate-cache has no effect with --no-degenerate', VALIDATE.name);
       const degCache = v['degenerate-cache'] === undefined ? undefined : nonEmptyValue('degenerate-cache', v['degenerate-cache'], VALIDATE.name);
       const degenerate = v['no-degenerate'] ? (false as const) : degCache !== undefined ? { cacheDir: degCache === 'none' ? null : degCache } : {};
       let tasks = await loadTaskSets(dirsOr(p.positionals));
       if (p.values.only !== undefined) {
-        const ids = p.values.only.split(',').map((s) => s.trim()).filter(Boolean);
+        const ids = p.values.only
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
         const unknown = ids.filter((id) => !tasks.some((t) => t.spec.id === id));
         if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
         tasks = tasks.filter((t) => ids.includes(t.spec.id));
@@ -135,7 +154,9 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         }
       };
       try {
-        return verdict(await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false, degenerate, ...(mutants ? { mutants } : {}) }, open, io));
+        return verdict(
+          await validateTaskList(tasks, { driver, concurrency, json: p.values.json ?? false, degenerate, ...(mutants ? { mutants } : {}) }, open, io),
+        );
       } catch (e) {
         if (e instanceof MutationToolError) throw new UnavailableError(`mutation gate: ${e.message}`, { cause: e });
         throw e;

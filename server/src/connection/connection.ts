@@ -472,7 +472,12 @@ export class Connection implements ConnectionHandle, LinkHost, JobOwner {
     if (this.shutdownAnnounced) return;
     this.shutdownAnnounced = true;
     if (graceMs === undefined) this.sendEvent('shutdown', undefined, { code: 'SHUTTING_DOWN', reason: 'server is shutting down' });
-    else this.sendEvent('shutdown', undefined, { code: 'SHUTTING_DOWN', reason: 'server is draining: running episodes may finish, no new sessions or episodes', grace_ms: graceMs });
+    else
+      this.sendEvent('shutdown', undefined, {
+        code: 'SHUTTING_DOWN',
+        reason: 'server is draining: running episodes may finish, no new sessions or episodes',
+        grace_ms: graceMs,
+      });
   }
 
   async shutdown(): Promise<void> {

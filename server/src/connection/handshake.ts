@@ -58,7 +58,8 @@ export class Handshake {
    * connection's resume token (null when the server offers no resume); it is called only on success.
    */
   hello(m: HelloRequest, resumeToken: () => string | null): HelloOutcome {
-    if (this.done) return { ok: false, error: err('INVALID_MESSAGE', { reason: 'hello already received' }, { reason: 'hello already received' }), unauthorized: false };
+    if (this.done)
+      return { ok: false, error: err('INVALID_MESSAGE', { reason: 'hello already received' }, { reason: 'hello already received' }), unauthorized: false };
     if (!this.authed) {
       const token = m.token;
       if (typeof token === 'string' && this.host.tokens.check(token)) {
@@ -86,7 +87,13 @@ export class Handshake {
       result = {
         ...result,
         capabilities: { ...result.capabilities, scheduling: true },
-        limits: { ...result.limits, max_queue_timeout_ms: drv.config.max_queue_timeout_ms, max_group_size: drv.maxGroupSize, priority_classes: allowed, default_priority: dflt },
+        limits: {
+          ...result.limits,
+          max_queue_timeout_ms: drv.config.max_queue_timeout_ms,
+          max_group_size: drv.maxGroupSize,
+          priority_classes: allowed,
+          default_priority: dflt,
+        },
       };
     }
     const token = resumeToken();

@@ -203,7 +203,10 @@ export class ResumeLink<H extends LinkHost> implements Resumable {
             r.sent(f);
           }
         }
-        this.opts.log.info({ sessions: sessions.length, delivered: owed.frames.length, unseen: owed.unseen.length, lost: owed.lost.length }, 'connection resumed');
+        this.opts.log.info(
+          { sessions: sessions.length, delivered: owed.frames.length, unseen: owed.unseen.length, lost: owed.lost.length },
+          'connection resumed',
+        );
       },
     };
   }

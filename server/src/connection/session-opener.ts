@@ -23,7 +23,11 @@ const MAX_LOGGED_KWARGS_KEYS = 16;
 function kwargsForLog(kwargs: Record<string, unknown>, frameBytes: number): Record<string, unknown> {
   if (frameBytes <= MAX_LOGGED_KWARGS_FRAME) return { kwargs };
   const keys = Object.keys(kwargs);
-  return { kwargs_keys: keys.slice(0, MAX_LOGGED_KWARGS_KEYS).map((k) => (k.length > 64 ? `${k.slice(0, 63)}…` : k)), kwargs_key_count: keys.length, frame_bytes: frameBytes };
+  return {
+    kwargs_keys: keys.slice(0, MAX_LOGGED_KWARGS_KEYS).map((k) => (k.length > 64 ? `${k.slice(0, 63)}…` : k)),
+    kwargs_key_count: keys.length,
+    frame_bytes: frameBytes,
+  };
 }
 
 /** A make or reset on a draining server (SIGTERM with drain_grace_ms): the episode belongs elsewhere. */
@@ -38,7 +42,9 @@ const newSessionId = (): string => 's_' + randomBytes(18).toString('base64url');
 export interface OpenerServer extends SessionHost {
   readonly registry: EnvRegistry;
   readonly draining: boolean;
-  readonly sandbox: (SessionHost['sandbox'] & { unsupported(req: NonNullable<RegisteredEnv['def']['sandbox']>): string | null; readonly scheduler?: SchedulerDriver | null }) | null;
+  readonly sandbox:
+    | (SessionHost['sandbox'] & { unsupported(req: NonNullable<RegisteredEnv['def']['sandbox']>): string | null; readonly scheduler?: SchedulerDriver | null })
+    | null;
 }
 
 /** What opening sessions needs of its connection. */
@@ -162,7 +168,14 @@ export class SessionOpener {
    * connection went away meanwhile, those that opened are closed, the slots go back, and the failure
    * (if any) is answered. True when booked.
    */
-  private settle(id: number, m: MakeRequest | GroupRequest, a: Accepted, opened: readonly (Session | ProtocolError)[], bin: boolean, t0: number): opened is Session[] {
+  private settle(
+    id: number,
+    m: MakeRequest | GroupRequest,
+    a: Accepted,
+    opened: readonly (Session | ProtocolError)[],
+    bin: boolean,
+    t0: number,
+  ): opened is Session[] {
     const failed = opened.find((o): o is ProtocolError => o instanceof ProtocolError);
     if (failed || this.host.gone()) {
       // All or nothing: the members that opened are closed (their sandboxes and units go back with them).
@@ -174,7 +187,9 @@ export class SessionOpener {
     const sessions = opened as Session[];
     a.reservation.book(sessions);
     const obs = this.server.observers;
-    if (obs.active) for (const s of sessions) obs.open({ session_id: s.id, env_id: m.env_id, kwargs: a.kwargs, connection_id: this.host.id, principal: this.host.identity.tenant(), t: Date.now() });
+    if (obs.active)
+      for (const s of sessions)
+        obs.open({ session_id: s.id, env_id: m.env_id, kwargs: a.kwargs, connection_id: this.host.id, principal: this.host.identity.tenant(), t: Date.now() });
     return true;
   }
 
@@ -183,7 +198,10 @@ export class SessionOpener {
     const a = this.accept(m, 1);
     if (a instanceof ProtocolError) return this.failed(m.id, m.env_id, a, bin, t0);
     const sessionId = newSessionId();
-    const admission = a.sched !== null && a.entry.def.sandbox !== undefined ? new SessionAdmission(a.sched.drv, a.sched.client, a.sched.grant, a.sched.params, this.admissionSink(sessionId)) : null;
+    const admission =
+      a.sched !== null && a.entry.def.sandbox !== undefined
+        ? new SessionAdmission(a.sched.drv, a.sched.client, a.sched.grant, a.sched.params, this.admissionSink(sessionId))
+        : null;
     const opened = await this.openOne(a, sessionId, admission);
     if (!this.settle(m.id, m, a, [opened], bin, t0)) return;
     const s = opened as Session;
@@ -208,7 +226,8 @@ export class SessionOpener {
     const gid = 'g_' + randomBytes(12).toString('base64url');
     const ids = Array.from({ length: size }, newSessionId);
     // Preempting a group reclaims all of it: every member is closed with PREEMPTED.
-    const preempt = (forId: string) => ids.forEach((sid) => void this.host.serverClose(sid, `preempted: the group's sandboxes were reclaimed for higher-priority work (${forId})`, 'PREEMPTED'));
+    const preempt = (forId: string) =>
+      ids.forEach((sid) => void this.host.serverClose(sid, `preempted: the group's sandboxes were reclaimed for higher-priority work (${forId})`, 'PREEMPTED'));
     const gone = new AbortController();
     const watch = setInterval(() => {
       if (this.host.gone()) gone.abort();
@@ -218,7 +237,14 @@ export class SessionOpener {
       await drv.request(
         { id: gid, client, cls: params.cls, queueTimeoutMs: params.queueTimeoutMs, units: size, preemptible: params.preemptible },
         {
-          queued: (p, cls) => this.host.event('queued', undefined, { request: id, position: p.position, units_ahead: p.units_ahead, estimated_wait_ms: p.estimated_wait_ms, priority: cls }),
+          queued: (p, cls) =>
+            this.host.event('queued', undefined, {
+              request: id,
+              position: p.position,
+              units_ahead: p.units_ahead,
+              estimated_wait_ms: p.estimated_wait_ms,
+              priority: cls,
+            }),
           admitted: (waited) => this.host.event('admitted', undefined, { request: id, waited_ms: waited }),
           preempt,
         },
@@ -236,7 +262,9 @@ export class SessionOpener {
     const onLast = () => {
       if (answered) this.host.event('group_complete', undefined, { group: gid, sessions: ids });
     };
-    const opened = await Promise.all(ids.map((sid, member) => this.openOne(a, sid, new SessionAdmission(drv, client, grant, params, this.admissionSink(sid), { id: gid, member, onLast }))));
+    const opened = await Promise.all(
+      ids.map((sid, member) => this.openOne(a, sid, new SessionAdmission(drv, client, grant, params, this.admissionSink(sid), { id: gid, member, onLast }))),
+    );
     if (!this.settle(id, m, a, opened, bin, t0)) return;
     answered = true;
     this.server.log.info({ group: gid, size, env: m.env_id, cls: params.cls }, 'group made');

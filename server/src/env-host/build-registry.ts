@@ -6,7 +6,9 @@ import { EnvRegistry } from '#envs/registry.js';
 import { codeEnvFromConfig } from '#envs/code/server-env.js';
 import { ConfigError, type ServerConfig } from '../config.js';
 
-export async function buildRegistry(config: Pick<ServerConfig, 'fixtures' | 'env_modules'> & Partial<Pick<ServerConfig, 'tasks' | 'splits'>>): Promise<EnvRegistry> {
+export async function buildRegistry(
+  config: Pick<ServerConfig, 'fixtures' | 'env_modules'> & Partial<Pick<ServerConfig, 'tasks' | 'splits'>>,
+): Promise<EnvRegistry> {
   const registry = new EnvRegistry();
   registry.registerAll(builtinEnvs);
   // code-v0 over config.tasks (default: the shipped envs/tasks); a broken task refuses startup.

@@ -12,13 +12,7 @@ import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { InvalidArgument, SandboxFailure } from '#envs/api.js';
 import type { EnvRegistry } from '#envs/registry.js';
-import type {
-  OpenSandboxProvider,
-  Sandbox,
-  SandboxProvider,
-  SandboxProviderHandle,
-  SandboxRequirement,
-} from '#sandbox-contract/index.js';
+import type { OpenSandboxProvider, Sandbox, SandboxProvider, SandboxProviderHandle, SandboxRequirement } from '#sandbox-contract/index.js';
 import { ConfigError, resolveScheduling, type SandboxConfig, type ServerConfig } from '../config.js';
 import { AdmissionAborted, SchedulerDriver } from '../admission/scheduler-driver.js';
 import type { FailureOutcome } from '../admission/scheduler/index.js';
@@ -129,7 +123,13 @@ function envSandbox(sb: DriverSandbox): Sandbox {
 }
 
 export function specOf(req: SandboxRequirement): SandboxSpec {
-  return { image: req.image, limits: req.limits, workspace: req.workspace, ...(req.background ? { background: req.background } : {}), ...(req.prepare ? { prepare: req.prepare } : {}) };
+  return {
+    image: req.image,
+    limits: req.limits,
+    workspace: req.workspace,
+    ...(req.background ? { background: req.background } : {}),
+    ...(req.prepare ? { prepare: req.prepare } : {}),
+  };
 }
 
 interface Held {
@@ -177,7 +177,11 @@ class SessionProvider implements SessionSandboxes {
       const p = adm.params;
       adm.waiting(true);
       try {
-        await drv.request({ id: unit, client: adm.client, cls: p.cls, queueTimeoutMs: p.queueTimeoutMs, preemptible: p.preemptible }, adm.listener, this.signal);
+        await drv.request(
+          { id: unit, client: adm.client, cls: p.cls, queueTimeoutMs: p.queueTimeoutMs, preemptible: p.preemptible },
+          adm.listener,
+          this.signal,
+        );
       } catch (e) {
         throw e instanceof AdmissionAborted ? new SandboxFailure('session closed while waiting for a sandbox', { cause: e }) : e;
       } finally {
@@ -228,7 +232,8 @@ class SessionProvider implements SessionSandboxes {
       try {
         return await this.pools.acquire(spec, this.signal);
       } catch (e) {
-        if (e instanceof SandboxLimitError || e instanceof SandboxRequestError || e instanceof SandboxAcquireAborted || this.signal.aborted) throw this.acquireError(e);
+        if (e instanceof SandboxLimitError || e instanceof SandboxRequestError || e instanceof SandboxAcquireAborted || this.signal.aborted)
+          throw this.acquireError(e);
         let out: FailureOutcome;
         adm.waiting(true);
         try {
@@ -348,7 +353,10 @@ export class PooledSandboxService implements SandboxService {
     }
     for (const image of this.missing.keys()) {
       const envs = specs.filter((s) => s.spec.image === image).map((s) => s.env);
-      this.log?.warn({ image, envs }, `sandbox image ${image} is missing (needed by ${envs.join(', ')}): run \`npx sandgym images build\`; the server picks it up once built`);
+      this.log?.warn(
+        { image, envs },
+        `sandbox image ${image} is missing (needed by ${envs.join(', ')}): run \`npx sandgym images build\`; the server picks it up once built`,
+      );
     }
     if (this.missing.size > 0) this.scheduleRecheck();
   }
@@ -396,7 +404,8 @@ export class PooledSandboxService implements SandboxService {
   }
 
   unsupported(req: SandboxRequirement): string | null {
-    if (this.missing.has(req.image)) return `its sandbox image ${req.image} is not built on this server; run \`npx sandgym images build\` (the server picks it up once built)`;
+    if (this.missing.has(req.image))
+      return `its sandbox image ${req.image} is not built on this server; run \`npx sandgym images build\` (the server picks it up once built)`;
     return this.driver.capabilities.judge_isolation;
   }
 
@@ -474,7 +483,10 @@ export function driverOptionsFromConfig(sc: SandboxConfig, limits: { defaults: S
   };
 }
 
-function kubernetesDriverOptions(sc: SandboxConfig, common: { defaults: SandboxLimits; maxima: SandboxLimits; limitPolicy?: 'refuse' | 'clamp' }): CreateDriverOptions['kubernetes'] {
+function kubernetesDriverOptions(
+  sc: SandboxConfig,
+  common: { defaults: SandboxLimits; maxima: SandboxLimits; limitPolicy?: 'refuse' | 'clamp' },
+): CreateDriverOptions['kubernetes'] {
   const k = sc.kubernetes ?? {};
   return {
     ...common,
@@ -484,7 +496,10 @@ function kubernetesDriverOptions(sc: SandboxConfig, common: { defaults: SandboxL
     runtimeClassName: k.runtime_class_name,
     imagePullPolicy: k.image_pull_policy,
     nodeSelector: k.node_selector,
-    tolerations: k.tolerations?.map(({ toleration_seconds, ...t }) => ({ ...t, ...(toleration_seconds !== undefined ? { tolerationSeconds: toleration_seconds } : {}) })),
+    tolerations: k.tolerations?.map(({ toleration_seconds, ...t }) => ({
+      ...t,
+      ...(toleration_seconds !== undefined ? { tolerationSeconds: toleration_seconds } : {}),
+    })),
     networkInitImage: k.network_init_image,
     cpuRequestRatio: k.cpu_request_ratio,
     createConcurrency: k.create_concurrency,
@@ -512,7 +527,8 @@ function dockerImagePresent(): (image: string) => Promise<boolean> {
  */
 export async function createSandboxService(config: ServerConfig, log: FastifyBaseLogger, registry?: EnvRegistry): Promise<SandboxService> {
   const kind = config.driver as DriverChoice;
-  if (kind !== 'docker' && kind !== 'local' && kind !== 'kubernetes' && kind !== 'auto') throw new Error(`config: key 'driver' must be docker, local, kubernetes or auto (got '${String(config.driver)}')`);
+  if (kind !== 'docker' && kind !== 'local' && kind !== 'kubernetes' && kind !== 'auto')
+    throw new Error(`config: key 'driver' must be docker, local, kubernetes or auto (got '${String(config.driver)}')`);
   const sc = config.sandbox ?? {};
   const limits = limitsFromConfig(sc);
   const logger = log.child({ component: 'sandbox' });
@@ -525,8 +541,14 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     // asked for by name (docker, local) that does not work stays a start-up failure.
     if (!(e instanceof NoSandboxDriverError) || kind !== 'auto') throw e;
     const reg = registry ?? (await (await import('./build-registry.js')).buildRegistry(config));
-    const sandboxed = reg.list().filter((x) => x.def.sandbox).map((x) => x.def.id);
-    logger.warn({ envs_refused: sandboxed }, `${e.message}: serving the envs that need no sandbox; ${sandboxed.join(', ')} answer UNSUPPORTED; ${ENABLE_SANDBOXES_HINT}`);
+    const sandboxed = reg
+      .list()
+      .filter((x) => x.def.sandbox)
+      .map((x) => x.def.id);
+    logger.warn(
+      { envs_refused: sandboxed },
+      `${e.message}: serving the envs that need no sandbox; ${sandboxed.join(', ')} answer UNSUPPORTED; ${ENABLE_SANDBOXES_HINT}`,
+    );
     return new NoDriverSandboxService(e.message);
   }
   const p = config.pools ?? {};
@@ -543,12 +565,20 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     logger,
   });
   logger.info(
-    { driver: driver.kind, instance: driver.instanceId, limits_default: limits.defaults, limits_max: limits.maxima, limit_policy: sc.limit_policy ?? 'refuse', pools: p },
+    {
+      driver: driver.kind,
+      instance: driver.instanceId,
+      limits_default: limits.defaults,
+      limits_max: limits.maxima,
+      limit_policy: sc.limit_policy ?? 'refuse',
+      pools: p,
+    },
     `sandbox service ready (driver ${driver.kind})`,
   );
   // One admission queue for the whole service: its capacity is the pools' max_total (one pool's cap;
   // a queue per pool would split priority and fair share between envs that share one machine).
-  const scheduler = config.scheduling?.enabled === false ? null : new SchedulerDriver(resolveScheduling(config.scheduling), p.max_total ?? DEFAULT_POOL_MAX_TOTAL);
+  const scheduler =
+    config.scheduling?.enabled === false ? null : new SchedulerDriver(resolveScheduling(config.scheduling), p.max_total ?? DEFAULT_POOL_MAX_TOTAL);
   const service = new PooledSandboxService(driver, pools, logger, driver.kind === 'docker' ? dockerImagePresent() : undefined, scheduler);
   await service.warm(registry ?? (await (await import('./build-registry.js')).buildRegistry(config)));
   return service;

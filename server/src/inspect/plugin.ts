@@ -109,7 +109,10 @@ export async function inspectPlugin(app: FastifyInstance, opts: InspectPluginOpt
       return secure(reply).type(asset.type).send(body);
     } catch (err) {
       req.log.error({ err }, 'inspector asset failed');
-      return reply.code(500).type('text/plain; charset=utf-8').send(`inspector asset ${req.params.name} failed: ${(err as Error).message}\n`);
+      return reply
+        .code(500)
+        .type('text/plain; charset=utf-8')
+        .send(`inspector asset ${req.params.name} failed: ${(err as Error).message}\n`);
     }
   });
 }

@@ -108,7 +108,8 @@ export class EpisodeTracker implements EpisodeObserver {
     if (o === undefined) return;
     // A failed reset ends the episode it was replacing; a session-scope error ends the running one.
     if (e.op === 'reset') this.finish(e.session_id, o, 'abandoned', e.t);
-    else if (e.error.scope === 'session' && o.episode_id === e.episode_id) this.finish(e.session_id, o, outcomeOfError(e.error.code), e.t, undefined, e.error.code);
+    else if (e.error.scope === 'session' && o.episode_id === e.episode_id)
+      this.finish(e.session_id, o, outcomeOfError(e.error.code), e.t, undefined, e.error.code);
   }
 
   onClose(e: CloseEvent): void {

@@ -79,11 +79,7 @@ export class ServerMetrics implements EpisodeObserver {
   private lastStepSeries: Series | null = null;
   private stopCreations: (() => void) | null = null;
 
-  constructor(
-    src: ScrapeSources,
-    tracker: EpisodeTracker,
-    opts: MetricsOptions = {},
-  ) {
+  constructor(src: ScrapeSources, tracker: EpisodeTracker, opts: MetricsOptions = {}) {
     const reg = this.registry;
     const registers = [reg];
     this.envIds = new Set(src.registry.list().map((e) => e.def.id));
@@ -94,16 +90,43 @@ export class ServerMetrics implements EpisodeObserver {
     if (opts.processMetrics !== false) registerProcessMetrics(reg, { gc: opts.gcMetrics === true });
 
     // The step path's histogram: its own preallocated series (step-histogram.ts), not prom-client's observe.
-    this.stepDuration = new StepHistogram('sandgym_step_duration_seconds', 'Time from a step starting to its result (env, sandbox and grading), by env.', 'env', STEP_BUCKETS, reg);
+    this.stepDuration = new StepHistogram(
+      'sandgym_step_duration_seconds',
+      'Time from a step starting to its result (env, sandbox and grading), by env.',
+      'env',
+      STEP_BUCKETS,
+      reg,
+    );
     this.resetDuration = new StepHistogram('sandgym_reset_duration_seconds', 'Time from a reset starting to its result, by env.', 'env', STEP_BUCKETS, reg);
-    this.gradeDuration = new Histogram({ name: 'sandgym_grading_duration_seconds', help: 'Grading runs (not served from the grade cache), as the env reports them in info.grade.timings_ms.total.', labelNames: ['env'], buckets: GRADE_BUCKETS, registers });
+    this.gradeDuration = new Histogram({
+      name: 'sandgym_grading_duration_seconds',
+      help: 'Grading runs (not served from the grade cache), as the env reports them in info.grade.timings_ms.total.',
+      labelNames: ['env'],
+      buckets: GRADE_BUCKETS,
+      registers,
+    });
     this.started = new PlainCounter('sandgym_episodes_started_total', 'Episodes started (successful resets).', ['env', 'task'], reg);
-    this.finished = new PlainCounter('sandgym_episodes_finished_total', 'Episodes ended, by outcome (success, failure: scored; timeout, sandbox_error, env_error, abandoned, shutdown: not scored).', ['env', 'task', 'outcome'], reg);
+    this.finished = new PlainCounter(
+      'sandgym_episodes_finished_total',
+      'Episodes ended, by outcome (success, failure: scored; timeout, sandbox_error, env_error, abandoned, shutdown: not scored).',
+      ['env', 'task', 'outcome'],
+      reg,
+    );
     this.episodeReward = new StepHistogram('sandgym_episode_reward', 'Return (sum of rewards) of scored episodes.', ['env', 'task'], REWARD_BUCKETS, reg);
     this.episodeSteps = new StepHistogram('sandgym_episode_steps', 'Length in steps of scored episodes.', ['env', 'task'], LENGTH_BUCKETS, reg);
-    this.failures = new PlainCounter('sandgym_failures_total', 'Failures by cause (docs/OBSERVABILITY.md, PROTOCOL.md §11a): agent faults seen in step results and grades, and error replies.', ['env', 'cause'], reg);
+    this.failures = new PlainCounter(
+      'sandgym_failures_total',
+      'Failures by cause (docs/OBSERVABILITY.md, PROTOCOL.md §11a): agent faults seen in step results and grades, and error replies.',
+      ['env', 'cause'],
+      reg,
+    );
     this.errors = new PlainCounter('sandgym_errors_total', 'Error replies to make, reset and step, by registry code.', ['env', 'op', 'code'], reg);
-    this.gradedZero = new PlainCounter('sandgym_graded_zero_total', 'Grades of zero with a zero_reason (integrity events), by reason class; a rise is the first sign of a policy probing the grader.', ['env', 'zero_reason'], reg);
+    this.gradedZero = new PlainCounter(
+      'sandgym_graded_zero_total',
+      'Grades of zero with a zero_reason (integrity events), by reason class; a rise is the first sign of a policy probing the grader.',
+      ['env', 'zero_reason'],
+      reg,
+    );
     this.sessionsOpened = new PlainCounter('sandgym_sessions_opened_total', 'Sessions opened (successful makes).', ['env'], reg);
     const stepDuration = this.stepDuration;
     new Counter({
@@ -116,11 +139,38 @@ export class ServerMetrics implements EpisodeObserver {
         for (const [labels, n] of stepDuration.totals()) this.inc(labels, n);
       },
     });
-    this.createDuration = new Histogram({ name: 'sandgym_sandbox_create_duration_seconds', help: 'Sandbox creation attempts (container start and health check), by image and result (ok, failed).', labelNames: ['image', 'result'], buckets: CREATE_BUCKETS, registers });
+    this.createDuration = new Histogram({
+      name: 'sandgym_sandbox_create_duration_seconds',
+      help: 'Sandbox creation attempts (container start and health check), by image and result (ok, failed).',
+      labelNames: ['image', 'result'],
+      buckets: CREATE_BUCKETS,
+      registers,
+    });
 
-    new Gauge({ name: 'sandgym_connections', help: 'Open WebSocket connections.', registers, collect: function () { this.set(src.connections.size); } });
-    new Gauge({ name: 'sandgym_sessions', help: 'Open sessions (including makes in flight).', registers, collect: function () { this.set(src.sessionCount); } });
-    new Gauge({ name: 'sandgym_episodes_running', help: 'Episodes started and not ended.', registers, collect: function () { this.set(tracker.running); } });
+    new Gauge({
+      name: 'sandgym_connections',
+      help: 'Open WebSocket connections.',
+      registers,
+      collect: function () {
+        this.set(src.connections.size);
+      },
+    });
+    new Gauge({
+      name: 'sandgym_sessions',
+      help: 'Open sessions (including makes in flight).',
+      registers,
+      collect: function () {
+        this.set(src.sessionCount);
+      },
+    });
+    new Gauge({
+      name: 'sandgym_episodes_running',
+      help: 'Episodes started and not ended.',
+      registers,
+      collect: function () {
+        this.set(tracker.running);
+      },
+    });
     new Gauge({
       name: 'sandgym_queued_requests',
       help: 'Requests waiting behind a running one, all sessions.',
@@ -129,9 +179,34 @@ export class ServerMetrics implements EpisodeObserver {
         this.set(src.queuedRequests());
       },
     });
-    new Counter({ name: 'sandgym_received_bytes_total', help: 'Bytes read from WebSocket connection sockets (frames and upgrade).', registers, collect: function () { this.reset(); this.inc(src.socketBytes().read); } });
-    new Counter({ name: 'sandgym_sent_bytes_total', help: 'Bytes written to WebSocket connection sockets.', registers, collect: function () { this.reset(); this.inc(src.socketBytes().written); } });
-    const poolState = (): { image: string; idle: number; in_use: number; creating: number; wiping?: number; waiting: number; created: number; create_failures: number }[] => {
+    new Counter({
+      name: 'sandgym_received_bytes_total',
+      help: 'Bytes read from WebSocket connection sockets (frames and upgrade).',
+      registers,
+      collect: function () {
+        this.reset();
+        this.inc(src.socketBytes().read);
+      },
+    });
+    new Counter({
+      name: 'sandgym_sent_bytes_total',
+      help: 'Bytes written to WebSocket connection sockets.',
+      registers,
+      collect: function () {
+        this.reset();
+        this.inc(src.socketBytes().written);
+      },
+    });
+    const poolState = (): {
+      image: string;
+      idle: number;
+      in_use: number;
+      creating: number;
+      wiping?: number;
+      waiting: number;
+      created: number;
+      create_failures: number;
+    }[] => {
       const r = src.sandbox?.ready();
       return r?.sandbox?.pools ?? [];
     };
@@ -174,7 +249,10 @@ export class ServerMetrics implements EpisodeObserver {
       },
     });
     const onCreated = src.sandbox?.onSandboxCreated;
-    if (onCreated) this.stopCreations = onCreated.call(src.sandbox, (e: SandboxCreation) => this.createDuration.labels(e.image, e.ok ? 'ok' : 'failed').observe(e.ms / 1000));
+    if (onCreated)
+      this.stopCreations = onCreated.call(src.sandbox, (e: SandboxCreation) =>
+        this.createDuration.labels(e.image, e.ok ? 'ok' : 'failed').observe(e.ms / 1000),
+      );
     tracker.onFinished((s) => this.finishedEpisode(s));
   }
 

@@ -90,7 +90,13 @@ export class StepHistogram {
   }
 
   /** What prom-client's registry formats (same shape and order as its Histogram.get(): `le` first). */
-  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: { value: number; labels: Record<string, string | number>; metricName: string }[] }> {
+  async get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: { value: number; labels: Record<string, string | number>; metricName: string }[];
+  }> {
     const values: { value: number; labels: Record<string, string | number>; metricName: string }[] = [];
     for (const s of this.series.values()) {
       let acc = 0;

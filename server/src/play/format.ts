@@ -118,7 +118,11 @@ export function formatSpec(spec: EnvSpec, st: Style): string {
     out.push(`  rubric: ${spec.rubric.map((r) => `${r.name} ×${r.weight}`).join(', ')}`);
   }
   if (spec.tasks) {
-    out.push(`  tasks: ${Object.entries(spec.tasks.splits).map(([s, n]) => `${s} ${n}`).join(', ')}  ${st.dim('(--task ID / --split S, or :task ID)')}`);
+    out.push(
+      `  tasks: ${Object.entries(spec.tasks.splits)
+        .map(([s, n]) => `${s} ${n}`)
+        .join(', ')}  ${st.dim('(--task ID / --split S, or :task ID)')}`,
+    );
   }
   const tools = toolsOf(spec);
   if (tools.length > 0) {
@@ -186,7 +190,11 @@ export function formatStep(v: StepView, st: Style): string {
   if (comp) out.push(`  ${st.dim('components')} ${comp}`);
   if (Object.keys(rest).length > 0) out.push(`${st.dim('info')} ${indent(formatValue(rest)).trimStart()}`);
   if (reply.terminated || reply.truncated) {
-    out.push(st.yellow(`episode over (${reply.terminated ? 'terminated' : 'truncated'}) after ${v.step} step${v.step === 1 ? '' : 's'}, return ${formatNumber(v.episodeReturn)}; :reset for a new one`));
+    out.push(
+      st.yellow(
+        `episode over (${reply.terminated ? 'terminated' : 'truncated'}) after ${v.step} step${v.step === 1 ? '' : 's'}, return ${formatNumber(v.episodeReturn)}; :reset for a new one`,
+      ),
+    );
   }
   return out.join('\n');
 }

@@ -299,7 +299,16 @@ export class PlaySession {
         },
         step: async (action) => {
           const reply = await (this.env as PlayEnvHandle).step(action);
-          this.steps.push({ type: 'step', step: this.steps.length + 1, action, observation: reply.observation, reward: reply.reward, terminated: reply.terminated, truncated: reply.truncated, info: reply.info ?? {} });
+          this.steps.push({
+            type: 'step',
+            step: this.steps.length + 1,
+            action,
+            observation: reply.observation,
+            reward: reply.reward,
+            terminated: reply.terminated,
+            truncated: reply.truncated,
+            info: reply.info ?? {},
+          });
           return reply;
         },
       },
@@ -315,7 +324,8 @@ export class PlaySession {
         },
       },
     );
-    if (report.stop?.reason === 'error') out.push(`  ${report.stop.step === 0 ? 'make/reset' : `step ${report.stop.step}`}: ${formatError(report.stop.error, st)}`);
+    if (report.stop?.reason === 'error')
+      out.push(`  ${report.stop.step === 0 ? 'make/reset' : `step ${report.stop.step}`}: ${formatError(report.stop.error, st)}`);
     const summary = replaySummary(report, formatNumber);
     out.push(report.verdict === 'same' ? st.green(summary) : st.red(summary));
     return out.join('\n');

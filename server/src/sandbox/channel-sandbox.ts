@@ -8,22 +8,26 @@ import { SandboxGoneError, SandboxRequestError } from './errors.js';
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT, MAX_TRANSFER_BYTES } from './limits.js';
 import { buildTar } from './tar.js';
 import { JUDGE_WORKDIR, type PutOptions } from '#sandbox-contract/index.js';
-import type {
-  BinaryExecResult,
-  DriverKind,
-  DriverSandbox,
-  ExecRequest,
-  ExecResult,
-  FileEntry,
-  SandboxLimits,
-  SandboxLogger,
-  SandboxSpec,
-} from './types.js';
+import type { BinaryExecResult, DriverKind, DriverSandbox, ExecRequest, ExecResult, FileEntry, SandboxLimits, SandboxLogger, SandboxSpec } from './types.js';
 
 const SIGNALS: Record<number, string> = {
-  1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 4: 'SIGILL', 5: 'SIGTRAP', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE',
-  9: 'SIGKILL', 10: 'SIGUSR1', 11: 'SIGSEGV', 12: 'SIGUSR2', 13: 'SIGPIPE', 14: 'SIGALRM', 15: 'SIGTERM',
-  24: 'SIGXCPU', 25: 'SIGXFSZ',
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  3: 'SIGQUIT',
+  4: 'SIGILL',
+  5: 'SIGTRAP',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  10: 'SIGUSR1',
+  11: 'SIGSEGV',
+  12: 'SIGUSR2',
+  13: 'SIGPIPE',
+  14: 'SIGALRM',
+  15: 'SIGTERM',
+  24: 'SIGXCPU',
+  25: 'SIGXFSZ',
 };
 const TRANSFER_TIMEOUT_MS = 120_000;
 const utf8 = new TextDecoder('utf-8');
@@ -146,10 +150,21 @@ export abstract class ChannelSandbox implements DriverSandbox {
     // `d`: stdout streams straight into the channel, as file transfers do (never a file in the agent's tmpfs).
     const raw = await this.run(script, stdin, timeoutMs, cap, this.flags(req.exclusive === true, true, false));
     if (this.died) throw this.gone();
-    return { ...this.toResult({ ...raw, stdout: Buffer.alloc(0) }, cap), stdout: new Uint8Array(raw.stdout.buffer, raw.stdout.byteOffset, raw.stdout.byteLength) };
+    return {
+      ...this.toResult({ ...raw, stdout: Buffer.alloc(0) }, cap),
+      stdout: new Uint8Array(raw.stdout.buffer, raw.stdout.byteOffset, raw.stdout.byteLength),
+    };
   }
 
-  private async run(script: Buffer, stdin: Buffer | undefined, timeoutMs: number, cap: number, flags: string, fast?: FastArgv, argv?: FastArgv): Promise<RawResult> {
+  private async run(
+    script: Buffer,
+    stdin: Buffer | undefined,
+    timeoutMs: number,
+    cap: number,
+    flags: string,
+    fast?: FastArgv,
+    argv?: FastArgv,
+  ): Promise<RawResult> {
     try {
       return await this.channel.run({ script, stdin, timeoutMs, cap, fast, argv, flags });
     } catch (e) {

@@ -14,7 +14,10 @@ export class SandboxGoneError extends Error {
 export class SandboxLimitError extends Error {
   override readonly name = 'SandboxLimitError';
   readonly code = 'SANDBOX_LIMIT';
-  constructor(readonly limit: string, message: string) {
+  constructor(
+    readonly limit: string,
+    message: string,
+  ) {
     super(message);
   }
 }

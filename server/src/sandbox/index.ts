@@ -106,6 +106,14 @@ export { SandboxPool, PoolSet } from './pool.js';
 export type { PoolOptions, PoolSetOptions, PoolStats, SandboxCreation } from './pool.js';
 export { Reaper, defaultStateDir } from './reaper.js';
 export type { ReaperOptions, ReapReport } from './reaper.js';
-export { NoSandboxDriverError, SandboxAcquireAborted, SandboxGoneError, SandboxLimitError, SandboxPoolClosedError, SandboxRequestError, SandboxUnsupportedError } from './errors.js';
+export {
+  NoSandboxDriverError,
+  SandboxAcquireAborted,
+  SandboxGoneError,
+  SandboxLimitError,
+  SandboxPoolClosedError,
+  SandboxRequestError,
+  SandboxUnsupportedError,
+} from './errors.js';
 export { DEFAULT_LIMITS, defaultMaxLimits, resolveLimits } from './limits.js';
 export * from './types.js';

@@ -352,7 +352,11 @@ export class SandboxPool {
     if (!req) return;
     try {
       const r = await sb.exec({ ...req, identity: 'judge' });
-      if (r.exit_code !== 0) this.log.warn({ pool: this.key, sandbox: sb.id, exit_code: r.exit_code, stderr: r.stderr.slice(0, 500) }, 'sandbox prepare command failed; handing it out unprepared');
+      if (r.exit_code !== 0)
+        this.log.warn(
+          { pool: this.key, sandbox: sb.id, exit_code: r.exit_code, stderr: r.stderr.slice(0, 500) },
+          'sandbox prepare command failed; handing it out unprepared',
+        );
       else this.s.prepared += 1;
     } catch (e) {
       if (sb.deadReason) throw e;
@@ -396,11 +400,7 @@ export class SandboxPool {
     const target = this.targetIdle();
     const want = target + this.waiters.length;
     const slots = this.creationSlots(target);
-    while (
-      this.creating < slots &&
-      this.idle.length + this.creating + this.resetting < want &&
-      this.total() < this.maxTotal
-    ) {
+    while (this.creating < slots && this.idle.length + this.creating + this.resetting < want && this.total() < this.maxTotal) {
       this.creating += 1;
       void this.createOne();
     }
@@ -514,13 +514,15 @@ export class PoolSet {
 
   keyOf(spec: SandboxSpec): { key: string; limits: SandboxLimits } {
     // Resolve (and validate) limits here so that a bad request fails before any pool is made.
-    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
-      this.opts.limitPolicy);
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(), this.opts.limitPolicy);
     const env = spec.env ? JSON.stringify(Object.entries(spec.env).sort()) : '';
     // A malformed prepare command is the requirement's fault, said here as a typed error: at run time it would
     // fail on every creation and only leave the sandboxes unprepared (prepare() hands them out anyway).
     const pr = spec.prepare;
-    if (pr && (!(pr.argv?.length || pr.script !== undefined) || (pr.argv?.length && pr.script !== undefined) || (pr.timeout_ms !== undefined && !(pr.timeout_ms > 0)))) {
+    if (
+      pr &&
+      (!(pr.argv?.length || pr.script !== undefined) || (pr.argv?.length && pr.script !== undefined) || (pr.timeout_ms !== undefined && !(pr.timeout_ms > 0)))
+    ) {
       throw new SandboxRequestError('prepare: a command needs exactly one of argv and script, and a positive timeout_ms if any');
     }
     // A prepared sandbox (spec.prepare) is never handed to a requirement without the same preparation.

@@ -64,9 +64,7 @@ export class Reaper {
     await writeFile(this.hbFile(this.opts.instanceId), JSON.stringify(hb));
     this.hbTimer = setInterval(() => {
       const now = new Date();
-      utimes(this.hbFile(this.opts.instanceId), now, now).catch((e: unknown) =>
-        this.log.warn({ err: String(e) }, 'heartbeat refresh failed'),
-      );
+      utimes(this.hbFile(this.opts.instanceId), now, now).catch((e: unknown) => this.log.warn({ err: String(e) }, 'heartbeat refresh failed'));
     }, this.opts.heartbeatIntervalMs ?? 5_000);
     this.hbTimer.unref();
     const report = await this.sweep();

@@ -21,9 +21,7 @@ export async function buildTar(files: FileEntry[]): Promise<Buffer> {
     if (!name || name.split('/').includes('..')) throw new Error(`invalid file path: ${f.path}`);
     const content = typeof f.content === 'string' ? Buffer.from(f.content, 'utf8') : Buffer.from(f.content);
     await new Promise<void>((resolve, reject) => {
-      p.entry({ name, mode: f.mode ?? 0o644, mtime, type: 'file', size: content.length }, content, (err) =>
-        err ? reject(err) : resolve(),
-      );
+      p.entry({ name, mode: f.mode ?? 0o644, mtime, type: 'file', size: content.length }, content, (err) => (err ? reject(err) : resolve()));
     });
   }
   p.finalize();

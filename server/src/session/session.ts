@@ -306,7 +306,16 @@ export class Session {
       });
       return r;
     } catch (e) {
-      if (e instanceof ProtocolError) this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: null, op: 'reset', error: e, duration_ms: performance.now() - t0, t: Date.now() });
+      if (e instanceof ProtocolError)
+        this.observers.error({
+          session_id: this.id,
+          env_id: this.env.def.id,
+          episode_id: null,
+          op: 'reset',
+          error: e,
+          duration_ms: performance.now() - t0,
+          t: Date.now(),
+        });
       throw e;
     }
   }
@@ -324,7 +333,11 @@ export class Session {
     // without waiting for an env that may not honour the signal.
     if (this.running) this.deadlines.abandon(this, abandonWith);
     try {
-      await withDeadline(Promise.resolve().then(() => this.instance.close()), CLOSE_TIMEOUT_MS, 'close');
+      await withDeadline(
+        Promise.resolve().then(() => this.instance.close()),
+        CLOSE_TIMEOUT_MS,
+        'close',
+      );
     } catch (e) {
       this.logger.warn({ err: e }, 'env close failed');
     }
@@ -369,7 +382,11 @@ export class Session {
         this.current = 'needs_reset';
         this.episodeOpen = false;
       }
-      const r = this.encodable({ observation: out.observation, reward: out.reward, terminated: out.terminated, truncated, info: out.info ?? {} }, binary, 'step');
+      const r = this.encodable(
+        { observation: out.observation, reward: out.reward, terminated: out.terminated, truncated, info: out.info ?? {} },
+        binary,
+        'step',
+      );
       const obs = this.observers;
       if (obs.active) {
         // The end is read only for a step the observers time (clock reads cost ~0.1 µs in a VM):
@@ -394,7 +411,17 @@ export class Session {
       return r;
     } catch (e) {
       if (this.observers.active && e instanceof ProtocolError) {
-        this.observers.error({ session_id: this.id, env_id: this.env.def.id, episode_id: episode, op: 'step', error: e, step_index: index, action, duration_ms: monoNow() - t0, t: Date.now() });
+        this.observers.error({
+          session_id: this.id,
+          env_id: this.env.def.id,
+          episode_id: episode,
+          op: 'step',
+          error: e,
+          step_index: index,
+          action,
+          duration_ms: monoNow() - t0,
+          t: Date.now(),
+        });
       }
       throw e;
     }
@@ -406,14 +433,17 @@ export class Session {
       const prior = this.straggler;
       const call = prior ? prior.then(() => this.instance.reset(seed, options)) : this.instance.reset(seed, options);
       // With an admission queue the deadline pauses while the sandbox waits there (it has its own).
-      out = await (this.admission ? this.admission.race(call, limits.reset_timeout_ms, limits.deadlines, this) : limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this));
+      out = await (this.admission
+        ? this.admission.race(call, limits.reset_timeout_ms, limits.deadlines, this)
+        : limits.deadlines.race(call, limits.reset_timeout_ms, 'reset', this));
     } catch (e) {
       if (this.isClosed()) throw e instanceof ProtocolError ? e : sessionClosed(this.id);
       throw this.failed(e, 'reset');
     }
     if (this.isClosed()) throw sessionClosed(this.id);
     if (typeof out !== 'object' || out === null || out.observation === undefined) throw this.failed(new Error('reset returned no observation'), 'reset');
-    if (out.info !== undefined && (typeof out.info !== 'object' || out.info === null)) throw this.failed(new Error('reset returned a non-object info'), 'reset');
+    if (out.info !== undefined && (typeof out.info !== 'object' || out.info === null))
+      throw this.failed(new Error('reset returned a non-object info'), 'reset');
     this.straggler = null;
     this.steps = 0;
     this.current = 'running';
@@ -446,7 +476,12 @@ export class Session {
 
   private resetNeeded(): ProtocolError {
     const state = this.current;
-    const reason = state === 'created' ? 'call reset before step' : state === 'needs_reset' ? 'the episode has ended' : `the session failed (${this.failReason}); reset or close it`;
+    const reason =
+      state === 'created'
+        ? 'call reset before step'
+        : state === 'needs_reset'
+          ? 'the episode has ended'
+          : `the session failed (${this.failReason}); reset or close it`;
     return protocolError('RESET_NEEDED', { reason }, { reason, state });
   }
 

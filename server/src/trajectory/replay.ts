@@ -120,7 +120,16 @@ export async function replayTrajectory(saved: Trajectory, driver: ReplayDriver, 
       report.stop = { step: rec.step, reason: 'error', error };
       return finish();
     }
-    const replayed: StepRecord = { type: 'step', step: rec.step, action: rec.action, observation: reply.observation, reward: reply.reward, terminated: reply.terminated, truncated: reply.truncated, info: reply.info ?? {} };
+    const replayed: StepRecord = {
+      type: 'step',
+      step: rec.step,
+      action: rec.action,
+      observation: reply.observation,
+      reward: reply.reward,
+      terminated: reply.terminated,
+      truncated: reply.truncated,
+      info: reply.info ?? {},
+    };
     const diffs = diffStep(rec, replayed);
     const done: ReplayedStep = { step: rec.step, saved: rec, replayed, diffs };
     report.steps.push(done);
@@ -138,7 +147,10 @@ export async function replayTrajectory(saved: Trajectory, driver: ReplayDriver, 
 /** The one-line outcome both front ends print. `fmt` formats rewards. */
 export function replaySummary(r: ReplayReport, fmt: (n: number) => string): string {
   const steps = plural(r.steps.length, 'step');
-  if (r.stop?.reason === 'error') return r.stop.step === 0 ? 'replay stopped before the first step: make or reset failed' : `replay stopped at step ${r.stop.step} of ${r.savedSteps}: the step failed`;
+  if (r.stop?.reason === 'error')
+    return r.stop.step === 0
+      ? 'replay stopped before the first step: make or reset failed'
+      : `replay stopped at step ${r.stop.step} of ${r.savedSteps}: the step failed`;
   if (r.stop?.reason === 'ended_early') return `replay stopped: the episode ended at step ${r.stop.step}, before the ${r.savedSteps} saved steps`;
   if (r.verdict === 'same') return `replayed ${steps}: every step matches (return ${fmt(r.replayedReturn)})`;
   const parts = [];

@@ -111,7 +111,8 @@ export interface StepDiff {
 /** Differences between a saved step and its replay. */
 export function diffStep(saved: StepRecord, replayed: Omit<StepRecord, 'type' | 'step' | 'action'>): StepDiff[] {
   const out: StepDiff[] = [];
-  if (Math.abs(saved.reward - replayed.reward) > REWARD_EPSILON) out.push({ step: saved.step, field: 'reward', saved: saved.reward, replayed: replayed.reward });
+  if (Math.abs(saved.reward - replayed.reward) > REWARD_EPSILON)
+    out.push({ step: saved.step, field: 'reward', saved: saved.reward, replayed: replayed.reward });
   if (JSON.stringify(saved.observation) !== JSON.stringify(replayed.observation)) {
     out.push({ step: saved.step, field: 'observation', saved: saved.observation, replayed: replayed.observation });
   }

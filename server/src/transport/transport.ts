@@ -81,7 +81,10 @@ export class Transport {
       // Room for a few of the largest frames the server accepts, and never below the default.
       hardLimitBytes: Math.max(DEFAULT_HARD_LIMIT_BYTES, 4 * opts.config.max_message_bytes),
       onOverflow: (bytes) =>
-        opts.log.warn({ buffered_bytes: bytes, server_buffered_bytes: opts.output.total, sessions: opts.sessions() }, 'client is not reading its replies; terminating the connection'),
+        opts.log.warn(
+          { buffered_bytes: bytes, server_buffered_bytes: opts.output.total, sessions: opts.sessions() },
+          'client is not reading its replies; terminating the connection',
+        ),
       budget: opts.output,
       tenant: opts.tenant,
     });

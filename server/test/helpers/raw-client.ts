@@ -55,7 +55,11 @@ export class RawClient {
   /** Open + hello; returns the client and the hello result. */
   static async connect(url: string, opts: RawClientOptions & { token?: string } = {}): Promise<RawClient> {
     const c = await RawClient.open(url, opts);
-    const r = await c.request('hello', { versions: [...PROTOCOL_VERSIONS], client: { name: 'test', version: '0' }, ...(opts.token ? { token: opts.token } : {}) });
+    const r = await c.request('hello', {
+      versions: [...PROTOCOL_VERSIONS],
+      client: { name: 'test', version: '0' },
+      ...(opts.token ? { token: opts.token } : {}),
+    });
     if (r.type !== 'result') throw new Error(`hello failed: ${JSON.stringify(r)}`);
     return c;
   }

@@ -25,8 +25,7 @@ if (why && browserRequired) {
 
 type Inspector = Window['__sandgymInspector'];
 
-const inspector = <T>(page: Page, fn: (s: Inspector) => T): Promise<T> =>
-  page.evaluate(`(${fn.toString()})(window.__sandgymInspector)`) as Promise<T>;
+const inspector = <T>(page: Page, fn: (s: Inspector) => T): Promise<T> => page.evaluate(`(${fn.toString()})(window.__sandgymInspector)`) as Promise<T>;
 
 describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${why})` : ''}`, () => {
   let server: InspectServer;
@@ -124,7 +123,12 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     // Frames pane: the exact frames, hello first, each request followed by its reply.
     const frames = await inspector(page, (s) => s.frames);
     expect(frames[0]).toMatchObject({ direction: 'sent', type: 'hello', encoding: 'json' });
-    expect(JSON.parse(frames[0]?.text ?? '{}')).toMatchObject({ id: 1, type: 'hello', versions: [...PROTOCOL_VERSIONS], client: { name: 'sandgym-inspector' } });
+    expect(JSON.parse(frames[0]?.text ?? '{}')).toMatchObject({
+      id: 1,
+      type: 'hello',
+      versions: [...PROTOCOL_VERSIONS],
+      client: { name: 'sandgym-inspector' },
+    });
     expect(frames[1]).toMatchObject({ direction: 'received', type: 'result ← hello' });
     const sentSteps = frames.filter((f) => f.direction === 'sent' && f.type === 'step').map((f) => JSON.parse(f.text) as { action: unknown });
     expect(sentSteps.map((m) => m.action)).toEqual([
@@ -142,7 +146,10 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
 
     // Stepping after the end is a protocol error, shown, not a crash.
     await op(() => page.click('#step'));
-    expect(await page.$$eval('#transcript li[data-kind="error"]', (lis) => lis.map((li) => li.getAttribute('data-code')))).toEqual(['INVALID_ACTION', 'RESET_NEEDED']);
+    expect(await page.$$eval('#transcript li[data-kind="error"]', (lis) => lis.map((li) => li.getAttribute('data-code')))).toEqual([
+      'INVALID_ACTION',
+      'RESET_NEEDED',
+    ]);
     expect(browser.errors).toEqual([]);
   });
 
@@ -203,7 +210,12 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
       [1, { progress: 1, penalty: 0 }],
     ]);
     const trajectory = await inspector(page, (s) => s.trajectoryJsonl());
-    expect(fromJsonl(trajectory ?? '').reset).toMatchObject({ env_id: 'inspect/forms-v0', seed: 9, kwargs: { difficulty: 'hard' }, options: { task_id: 't-2', split: 'eval' } });
+    expect(fromJsonl(trajectory ?? '').reset).toMatchObject({
+      env_id: 'inspect/forms-v0',
+      seed: 9,
+      kwargs: { difficulty: 'hard' },
+      options: { task_id: 't-2', split: 'eval' },
+    });
     expect(browser.errors).toEqual([]);
   });
 
@@ -230,7 +242,9 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     expect(chart.steps[1]?.contributions.invalid_guess).toBeCloseTo(-0.1, 9);
     expect(chart.episodeReturn).toBeCloseTo(1.65, 9);
     // The negative part is drawn below the axis, in its own rect.
-    expect(await page.$$eval('#chart g.bar[data-step="2"] rect', (rs) => rs.map((r) => [r.getAttribute('data-component'), Number(r.getAttribute('data-value'))]))).toEqual([['invalid_guess', -0.1]]);
+    expect(
+      await page.$$eval('#chart g.bar[data-step="2"] rect', (rs) => rs.map((r) => [r.getAttribute('data-component'), Number(r.getAttribute('data-value'))])),
+    ).toEqual([['invalid_guess', -0.1]]);
     expect(await page.textContent('#transcript li[data-step="4"] .observation')).toContain('Solved in 4 guesses!');
     expect(await page.textContent('#return')).toBe('return 1.65 over 4 steps');
 
@@ -279,7 +293,9 @@ describe.skipIf(why !== null)(`web inspector in Chromium${why ? ` (skipped: ${wh
     await open('');
     const envs = await inspector(page, (s) => s.envs);
     expect(envs).toEqual(expect.arrayContaining(['math-v0', 'wordle-v0', 'calculator-tools-v0', 'test/tools-v0']));
-    const specs = (await (await fetch(`${server.base}/v${PROTOCOL_VERSION}/envs`)).json()) as { envs?: { id: string; action_space: Space; sandbox?: unknown }[] } | { id: string; action_space: Space; sandbox?: unknown }[];
+    const specs = (await (await fetch(`${server.base}/v${PROTOCOL_VERSION}/envs`)).json()) as
+      | { envs?: { id: string; action_space: Space; sandbox?: unknown }[] }
+      | { id: string; action_space: Space; sandbox?: unknown }[];
     const list = Array.isArray(specs) ? specs : (specs.envs ?? []);
     const rng = mulberry32(11);
     for (const spec of list) {

@@ -50,7 +50,10 @@ describe('sandgym serve --archive / replay / report', () => {
     const other = await startCliServer(['--fixtures', '--log-level', 'warn'], {}, 60_000);
     try {
       const r = await runCli(['replay', archiveDir, '--url', other.url, '--json'], {}, 120_000);
-      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
+      const lines = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { verdict: string });
       expect(lines.map((l) => l.verdict)).toEqual(new Array(8).fill('same'));
       expect(r.code).toBe(0);
     } finally {

@@ -91,7 +91,14 @@ describe('archive: failed steps keep their action and error code', () => {
     server = null;
 
     const [r] = await loadArchive(dir);
-    expect(r).toMatchObject({ session_id: s, end: 'terminated', outcome: 'failure', length: 1, steps: [], steps_omitted: { reason: 'episode_too_large', steps: 1 } });
+    expect(r).toMatchObject({
+      session_id: s,
+      end: 'terminated',
+      outcome: 'failure',
+      length: 1,
+      steps: [],
+      steps_omitted: { reason: 'episode_too_large', steps: 1 },
+    });
     // The errors are still listed (codes, for failure analysis); the actions that filled the cap are not.
     expect(r?.request_errors.map((e) => [e.code, 'action' in e])).toEqual([
       ['INVALID_ACTION', false],

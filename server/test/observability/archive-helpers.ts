@@ -110,7 +110,10 @@ export function minioBinary(): string | null {
 export function s3Facility(): Facility {
   if (process.env.SANDGYM_TEST_S3_ENDPOINT) return { ok: true, reason: '' };
   if (minioBinary()) return { ok: true, reason: '' };
-  return { ok: false, reason: 'no S3-compatible server: set SANDGYM_TEST_S3_ENDPOINT (with AWS_* credentials) or build MinIO as .ci/run does (SANDGYM_MINIO_BIN)' };
+  return {
+    ok: false,
+    reason: 'no S3-compatible server: set SANDGYM_TEST_S3_ENDPOINT (with AWS_* credentials) or build MinIO as .ci/run does (SANDGYM_MINIO_BIN)',
+  };
 }
 
 /** Skips (with the reason) unless SANDGYM_REQUIRE_S3=1, which makes a missing server a failure (CI). */
@@ -177,7 +180,12 @@ export async function startS3(): Promise<S3Server> {
     endpoint: url,
     env: fullEnv,
     async bucket(name) {
-      const client = new S3Client({ region: 'us-east-1', endpoint: url, forcePathStyle: true, credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID as string, secretAccessKey: env.AWS_SECRET_ACCESS_KEY as string } });
+      const client = new S3Client({
+        region: 'us-east-1',
+        endpoint: url,
+        forcePathStyle: true,
+        credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID as string, secretAccessKey: env.AWS_SECRET_ACCESS_KEY as string },
+      });
       try {
         await client.send(new CreateBucketCommand({ Bucket: name }));
       } finally {
@@ -207,4 +215,3 @@ export async function archivedServer(opts: ArchiveOptions, config: Partial<Serve
     server: { ...built, url: () => `ws://127.0.0.1:${port}${wsPath()}`, httpUrl: (p: string) => `http://127.0.0.1:${port}${p}`, stop: () => built.app.close() },
   };
 }
-

@@ -57,8 +57,15 @@ describe.skipIf(why !== null)(`archive report in Chromium${why ? ` (skipped: ${w
     expect(browser.errors).toEqual([]);
     expect(await browser.page.textContent('#stat-episodes b')).toBe('16');
     expect(await browser.page.textContent('#stat-pass')).toContain('pass rate (6/10)');
-    const charts = await browser.page.$$eval('figure svg', (svgs) => svgs.map((s) => ({ label: s.getAttribute('aria-label'), shapes: s.querySelectorAll('rect').length, w: s.getBoundingClientRect().width })));
-    expect(charts.map((c) => c.label)).toEqual(['Reward distribution (score of scored episodes)', 'pass rate per task', 'Episode lengths (steps)', 'failure causes over time']);
+    const charts = await browser.page.$$eval('figure svg', (svgs) =>
+      svgs.map((s) => ({ label: s.getAttribute('aria-label'), shapes: s.querySelectorAll('rect').length, w: s.getBoundingClientRect().width })),
+    );
+    expect(charts.map((c) => c.label)).toEqual([
+      'Reward distribution (score of scored episodes)',
+      'pass rate per task',
+      'Episode lengths (steps)',
+      'failure causes over time',
+    ]);
     for (const c of charts) {
       expect(c.shapes).toBeGreaterThan(0);
       expect(c.w).toBeGreaterThan(100);

@@ -98,10 +98,19 @@ describe.runIf(run)('sandgym rescore', () => {
   it('with the same task set nothing changed (exit 0)', async () => {
     const c = io();
     const code = await runRescore([archiveDir, '--tasks', orig, '--driver', 'docker', '--json'], c.io, { openSandboxProvider });
-    const lines = c.out.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = c.out
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const summary = lines.pop() as { summary: { regraded: number; changed: number } };
     expect(summary.summary).toMatchObject({ regraded: 2, changed: 0 });
-    expect(lines.map((l) => [l.task_id, l.old_score, l.new_score, l.changed])).toEqual(expect.arrayContaining([['py-slugify', 1, 1, false], ['py-isbn', 1, 1, false]]));
+    expect(lines.map((l) => [l.task_id, l.old_score, l.new_score, l.changed])).toEqual(
+      expect.arrayContaining([
+        ['py-slugify', 1, 1, false],
+        ['py-isbn', 1, 1, false],
+      ]),
+    );
     expect(code).toBe(0);
   }, 900_000);
 

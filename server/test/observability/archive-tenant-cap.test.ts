@@ -29,7 +29,9 @@ afterEach(async () => {
 });
 
 /** A server with tokens and an archive, whose log lines are kept for the assertions. */
-async function server(opts: Omit<ArchiveOptions, 'location'>): Promise<{ url: string; http: string; archive: Archive; dir: string; logs: Record<string, unknown>[] }> {
+async function server(
+  opts: Omit<ArchiveOptions, 'location'>,
+): Promise<{ url: string; http: string; archive: Archive; dir: string; logs: Record<string, unknown>[] }> {
   const dir = await mkdtemp(join(tmpdir(), 'sandgym-tenant-cap-'));
   dirs.push(dir);
   const logs: Record<string, unknown>[] = [];

@@ -110,15 +110,26 @@ describe('hidden-test text', () => {
 describe('what rescore re-grades', () => {
   const tar = Buffer.from('not really a tar');
   const sha = createHash('sha256').update(tar).digest('hex');
-  const rec = (over: Partial<EpisodeRecord>): EpisodeRecord => ({ ...good, env_id: 'code-v0', task: { id: 't1', split: 'train', content_hash: 'h' }, grade: { score: 1 }, final_workspace: { encoding: 'tar+base64', bytes: tar.byteLength, sha256: sha, data: tar.toString('base64') }, ...over });
+  const rec = (over: Partial<EpisodeRecord>): EpisodeRecord => ({
+    ...good,
+    env_id: 'code-v0',
+    task: { id: 't1', split: 'train', content_hash: 'h' },
+    grade: { score: 1 },
+    final_workspace: { encoding: 'tar+base64', bytes: tar.byteLength, sha256: sha, data: tar.toString('base64') },
+    ...over,
+  });
   const tasks = new Map([['t1', { spec: { id: 't1' } } as never]]);
 
   it('skips what it cannot re-grade, with the reason', () => {
     expect(rescorable(rec({ final_workspace: undefined }), tasks)).toMatchObject({ reason: 'no archived workspace' });
-    expect(rescorable(rec({ final_workspace: { omitted: 'larger than 8 bytes', bytes: 9 } }), tasks)).toMatchObject({ reason: 'workspace not archived (larger than 8 bytes)' });
+    expect(rescorable(rec({ final_workspace: { omitted: 'larger than 8 bytes', bytes: 9 } }), tasks)).toMatchObject({
+      reason: 'workspace not archived (larger than 8 bytes)',
+    });
     expect(rescorable(rec({ grade: null }), tasks)).toMatchObject({ reason: 'no archived grade' });
     expect(rescorable(rec({ task: { id: 'gone', split: 'train', content_hash: null } }), tasks)).toMatchObject({ reason: 'task gone is not in the task set' });
-    expect(rescorable(rec({ final_workspace: { encoding: 'tar+base64', bytes: tar.byteLength, sha256: '0'.repeat(64), data: tar.toString('base64') } }), tasks)).toMatchObject({ reason: expect.stringContaining('corrupt') });
+    expect(
+      rescorable(rec({ final_workspace: { encoding: 'tar+base64', bytes: tar.byteLength, sha256: '0'.repeat(64), data: tar.toString('base64') } }), tasks),
+    ).toMatchObject({ reason: expect.stringContaining('corrupt') });
     const ok = rescorable(rec({}), tasks);
     expect('tar' in ok && Buffer.from(ok.tar).equals(tar) && ok.old === 1).toBe(true);
   });

@@ -35,7 +35,14 @@ describe('archive writer', () => {
     const lines: string[] = [];
     for (let i = 0; i < 3000; i++) {
       // Mostly ASCII, some two-, three- and four-byte characters, some lines larger than a chunk.
-      const body = i % 7 === 0 ? `é ü ∑ 😀 ${i}` : i % 500 === 3 ? 'x'.repeat(100_000 + i) : i % 501 === 4 ? `${'ü'.repeat(40_000)}${i}` : `line ${i} ${'a'.repeat(i % 300)}`;
+      const body =
+        i % 7 === 0
+          ? `é ü ∑ 😀 ${i}`
+          : i % 500 === 3
+            ? 'x'.repeat(100_000 + i)
+            : i % 501 === 4
+              ? `${'ü'.repeat(40_000)}${i}`
+              : `line ${i} ${'a'.repeat(i % 300)}`;
       const line = JSON.stringify({ i, body });
       lines.push(line);
       expect(w.reserve(line.length)).toBe(true);
@@ -71,15 +78,70 @@ describe('archive recorder: the hand-written line is JSON', () => {
     const evil = 'q"uo\\te\n\t\u0000\u001f\u2028 é 😀 \ud800 </script>';
     const t = Date.UTC(2026, 11, 31, 23, 59, 59, 7);
     rec.onOpen({ session_id: `s${evil}`, env_id: `env${evil}`, kwargs: { [evil]: evil }, connection_id: 'c_1', t });
-    rec.onReset({ session_id: `s${evil}`, env_id: `env${evil}`, episode_id: 'e_1', seed: 3, options: { [evil]: [evil] }, observation: { [evil]: evil }, info: { task_id: evil, split: 'train', task_hash: null }, duration_ms: 0.5, t });
-    rec.onError({ session_id: `s${evil}`, env_id: `env${evil}`, episode_id: 'e_1', op: 'step', error: Object.assign(new Error(evil), { code: 'INVALID_ACTION', scope: 'request', details: { reason: evil } }) as never, step_index: 0, action: evil, duration_ms: 0, t });
-    rec.onStep({ session_id: `s${evil}`, env_id: `env${evil}`, episode_id: 'e_1', step_index: 0, action: evil, observation: evil, reward: 0, terminated: false, truncated: false, info: { x: Number.POSITIVE_INFINITY, [evil]: evil }, duration_ms: Number.NaN, t: t + 0.25 });
-    rec.onStep({ session_id: `s${evil}`, env_id: `env${evil}`, episode_id: 'e_1', step_index: 1, action: { nested: [evil, 1.5e-7, -0] }, observation: null, reward: 0.1, terminated: true, truncated: false, info: {}, duration_ms: 1.23456, t: t + 1 });
+    rec.onReset({
+      session_id: `s${evil}`,
+      env_id: `env${evil}`,
+      episode_id: 'e_1',
+      seed: 3,
+      options: { [evil]: [evil] },
+      observation: { [evil]: evil },
+      info: { task_id: evil, split: 'train', task_hash: null },
+      duration_ms: 0.5,
+      t,
+    });
+    rec.onError({
+      session_id: `s${evil}`,
+      env_id: `env${evil}`,
+      episode_id: 'e_1',
+      op: 'step',
+      error: Object.assign(new Error(evil), { code: 'INVALID_ACTION', scope: 'request', details: { reason: evil } }) as never,
+      step_index: 0,
+      action: evil,
+      duration_ms: 0,
+      t,
+    });
+    rec.onStep({
+      session_id: `s${evil}`,
+      env_id: `env${evil}`,
+      episode_id: 'e_1',
+      step_index: 0,
+      action: evil,
+      observation: evil,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: { x: Number.POSITIVE_INFINITY, [evil]: evil },
+      duration_ms: Number.NaN,
+      t: t + 0.25,
+    });
+    rec.onStep({
+      session_id: `s${evil}`,
+      env_id: `env${evil}`,
+      episode_id: 'e_1',
+      step_index: 1,
+      action: { nested: [evil, 1.5e-7, -0] },
+      observation: null,
+      reward: 0.1,
+      terminated: true,
+      truncated: false,
+      info: {},
+      duration_ms: 1.23456,
+      t: t + 1,
+    });
     await w.flush();
     const [r] = await loadArchive(dir);
     expect(r).toBeDefined();
     const back = r as NonNullable<typeof r>;
-    expect(back).toMatchObject({ session_id: `s${evil}`, env_id: `env${evil}`, kwargs: { [evil]: evil }, options: { [evil]: [evil] }, seed: 3, task: { id: evil, split: 'train', content_hash: null }, length: 2, end: 'terminated' });
+    expect(back).toMatchObject({
+      session_id: `s${evil}`,
+      env_id: `env${evil}`,
+      kwargs: { [evil]: evil },
+      options: { [evil]: [evil] },
+      seed: 3,
+      task: { id: evil, split: 'train', content_hash: null },
+      length: 2,
+      end: 'terminated',
+    });
     expect(back.reset?.observation).toEqual({ [evil]: evil });
     expect(back.steps.map((s) => [s.action, s.observation, s.reward, s.duration_ms])).toEqual([
       [evil, evil, 0, null],
@@ -96,7 +158,16 @@ describe('archive recorder: the hand-written line is JSON', () => {
   });
 
   it('isoTime is Date.prototype.toISOString to the millisecond, across minutes, days and years', () => {
-    for (const ms of [0, 59_999, 60_000, 1_764_643_503_125.9, Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 0, 1), Date.UTC(2026, 1, 28, 12, 0, 0, 5), 1_000_000_000_000_000 / 1000]) {
+    for (const ms of [
+      0,
+      59_999,
+      60_000,
+      1_764_643_503_125.9,
+      Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2027, 0, 1),
+      Date.UTC(2026, 1, 28, 12, 0, 0, 5),
+      1_000_000_000_000_000 / 1000,
+    ]) {
       expect(isoTime(ms)).toBe(new Date(Math.floor(ms)).toISOString());
     }
   });

@@ -54,7 +54,19 @@ function checkMix(records: EpisodeRecord[], mix: MixResult, instance: string): v
   }
 
   const [solved] = bySession(records, mix.solved.session);
-  expect(solved).toMatchObject({ env_id: 'math-v0', seed: 11, options: {}, kwargs: {}, end: 'terminated', outcome: 'success', score: 1, success: true, length: 1, return: mix.solved.reward, task: null });
+  expect(solved).toMatchObject({
+    env_id: 'math-v0',
+    seed: 11,
+    options: {},
+    kwargs: {},
+    end: 'terminated',
+    outcome: 'success',
+    score: 1,
+    success: true,
+    length: 1,
+    return: mix.solved.reward,
+    task: null,
+  });
   expect(mix.solved.reward).toBe(1);
   expect(solved?.steps).toHaveLength(1);
   expect(solved?.steps[0]).toMatchObject({ step: 0, action: mix.solved.answer, observation: 'Correct.', reward: 1, terminated: true, truncated: false });
@@ -64,7 +76,15 @@ function checkMix(records: EpisodeRecord[], mix: MixResult, instance: string): v
   expect(solved?.reset?.info).toMatchObject({ seed: 11 });
 
   const [failed] = bySession(records, mix.failed.session);
-  expect(failed).toMatchObject({ env_id: 'math-v0', seed: 12, kwargs: { difficulty: 'easy' }, end: 'terminated', outcome: 'failure', success: false, return: 0 });
+  expect(failed).toMatchObject({
+    env_id: 'math-v0',
+    seed: 12,
+    kwargs: { difficulty: 'easy' },
+    end: 'terminated',
+    outcome: 'failure',
+    success: false,
+    return: 0,
+  });
   expect(failed?.steps[0]?.action).toBe('-1.5');
 
   const [counter] = bySession(records, mix.counter.session);
@@ -108,7 +128,12 @@ describe('trajectory archive: local directory', () => {
     const records = await loadArchive(dir);
     checkMix(records, mix, archive.stats().instance);
     const s = archive.stats();
-    expect(s).toMatchObject({ episodes_written: 8, objects_written: 1, held_bytes: 0, episodes_dropped: { memory: 0, tenant_memory: 0, episode_too_large: 0, store_error: 0 } });
+    expect(s).toMatchObject({
+      episodes_written: 8,
+      objects_written: 1,
+      held_bytes: 0,
+      episodes_dropped: { memory: 0, tenant_memory: 0, episode_too_large: 0, store_error: 0 },
+    });
   });
 
   it('the archive summarises each episode as the live episode tracker did (same outcome, score, task)', async () => {
@@ -200,50 +225,70 @@ describe('trajectory archive: S3-compatible server (MinIO)', async () => {
     await s3?.stop();
   });
 
-  it.runIf(run)('archives the same mix to s3://bucket/prefix, object names sorting by time', async () => {
-    const bucket = await (s3 as S3Server).bucket(`sandgym-test-${Date.now().toString(36)}`);
-    let archive: Archive;
-    ({ server, archive } = await archivedServer({ location: `s3://${bucket}/runs/a`, flush_ms: 60_000, s3: { endpoint: (s3 as S3Server).endpoint } }));
-    const mix = await driveMix(server.url());
-    // A batch before the end: two objects, in order.
-    await archive.flush();
-    const c = await RawClient.connect(server.url());
-    const extra = await c.make('test/counter-v0');
-    await c.ok('reset', { session: extra, seed: 9 });
-    await c.ok('step', { session: extra, action: 0 });
-    await c.close();
-    await server.stop();
-    server = null;
-    const names = await archive.store.list();
-    expect(names).toHaveLength(2);
-    expect([...names].sort()).toEqual(names);
-    for (const n of names) expect(n).toMatch(new RegExp(`^\\d{4}/\\d{2}/\\d{2}/\\d{8}T\\d{9}Z-${archive.stats().instance}-\\d{6}\\.jsonl\\.gz$`));
-    const records = await loadArchive(`s3://${bucket}/runs/a`);
-    const last = records.pop() as EpisodeRecord;
-    expect(last).toMatchObject({ session_id: extra, end: 'closed', length: 1 });
-    checkMix(records, mix, archive.stats().instance);
-  }, 120_000);
+  it.runIf(run)(
+    'archives the same mix to s3://bucket/prefix, object names sorting by time',
+    async () => {
+      const bucket = await (s3 as S3Server).bucket(`sandgym-test-${Date.now().toString(36)}`);
+      let archive: Archive;
+      ({ server, archive } = await archivedServer({ location: `s3://${bucket}/runs/a`, flush_ms: 60_000, s3: { endpoint: (s3 as S3Server).endpoint } }));
+      const mix = await driveMix(server.url());
+      // A batch before the end: two objects, in order.
+      await archive.flush();
+      const c = await RawClient.connect(server.url());
+      const extra = await c.make('test/counter-v0');
+      await c.ok('reset', { session: extra, seed: 9 });
+      await c.ok('step', { session: extra, action: 0 });
+      await c.close();
+      await server.stop();
+      server = null;
+      const names = await archive.store.list();
+      expect(names).toHaveLength(2);
+      expect([...names].sort()).toEqual(names);
+      for (const n of names) expect(n).toMatch(new RegExp(`^\\d{4}/\\d{2}/\\d{2}/\\d{8}T\\d{9}Z-${archive.stats().instance}-\\d{6}\\.jsonl\\.gz$`));
+      const records = await loadArchive(`s3://${bucket}/runs/a`);
+      const last = records.pop() as EpisodeRecord;
+      expect(last).toMatchObject({ session_id: extra, end: 'closed', length: 1 });
+      checkMix(records, mix, archive.stats().instance);
+    },
+    120_000,
+  );
 
-  it.runIf(run)('sandgym serve refuses at start a bucket that does not exist (exit 4)', async () => {
-    const s = s3 as S3Server;
-    const r = await runCli(['serve', '--driver', 'none', '--port', '0', '--archive', 's3://sandgym-no-such-bucket/x', '--archive-s3-endpoint', s.endpoint], s.env, 60_000);
-    expect(r.code).toBe(4);
-    expect(r.stderr).toContain('s3://sandgym-no-such-bucket/x: no such bucket');
-  }, 120_000);
+  it.runIf(run)(
+    'sandgym serve refuses at start a bucket that does not exist (exit 4)',
+    async () => {
+      const s = s3 as S3Server;
+      const r = await runCli(
+        ['serve', '--driver', 'none', '--port', '0', '--archive', 's3://sandgym-no-such-bucket/x', '--archive-s3-endpoint', s.endpoint],
+        s.env,
+        60_000,
+      );
+      expect(r.code).toBe(4);
+      expect(r.stderr).toContain('s3://sandgym-no-such-bucket/x: no such bucket');
+    },
+    120_000,
+  );
 
-  it.runIf(run)('a bucket that does not exist: batches are retried, then counted as lost; the server keeps serving', async () => {
-    let archive: Archive;
-    ({ server, archive } = await archivedServer({ location: 's3://sandgym-no-such-bucket/x', flush_ms: 60_000, s3: { endpoint: (s3 as S3Server).endpoint } }));
-    const c = await RawClient.connect(server.url());
-    const sid = await c.make('test/counter-v0');
-    await c.ok('reset', { session: sid, seed: 1 });
-    for (let i = 0; i < 3; i++) await c.ok('step', { session: sid, action: 1 });
-    await archive.flush();
-    // The lost batch's bytes are released (the reset below books its own: it is checked before).
-    expect(archive.stats()).toMatchObject({ episodes_written: 0, episodes_dropped: { store_error: 1 }, held_bytes: 0 });
-    expect(archive.stats().write_errors).toBeGreaterThanOrEqual(1);
-    // Still serving after the store refused.
-    await c.ok('reset', { session: sid, seed: 2 });
-    await c.close();
-  }, 120_000);
+  it.runIf(run)(
+    'a bucket that does not exist: batches are retried, then counted as lost; the server keeps serving',
+    async () => {
+      let archive: Archive;
+      ({ server, archive } = await archivedServer({
+        location: 's3://sandgym-no-such-bucket/x',
+        flush_ms: 60_000,
+        s3: { endpoint: (s3 as S3Server).endpoint },
+      }));
+      const c = await RawClient.connect(server.url());
+      const sid = await c.make('test/counter-v0');
+      await c.ok('reset', { session: sid, seed: 1 });
+      for (let i = 0; i < 3; i++) await c.ok('step', { session: sid, action: 1 });
+      await archive.flush();
+      // The lost batch's bytes are released (the reset below books its own: it is checked before).
+      expect(archive.stats()).toMatchObject({ episodes_written: 0, episodes_dropped: { store_error: 1 }, held_bytes: 0 });
+      expect(archive.stats().write_errors).toBeGreaterThanOrEqual(1);
+      // Still serving after the store refused.
+      await c.ok('reset', { session: sid, seed: 2 });
+      await c.close();
+    },
+    120_000,
+  );
 });

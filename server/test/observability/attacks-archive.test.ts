@@ -49,7 +49,16 @@ describe('archive attacks: an episode the agent makes too large', () => {
     const records: EpisodeRecord[] = await loadArchive(dir);
     expect(records).toHaveLength(1);
     const [r] = records;
-    expect(r).toMatchObject({ env_id: 'math-v0', session_id: s, end: 'terminated', outcome: 'failure', success: false, length: 1, steps: [], steps_omitted: { reason: 'episode_too_large', steps: 1 } });
+    expect(r).toMatchObject({
+      env_id: 'math-v0',
+      session_id: s,
+      end: 'terminated',
+      outcome: 'failure',
+      success: false,
+      length: 1,
+      steps: [],
+      steps_omitted: { reason: 'episode_too_large', steps: 1 },
+    });
     // The counter says the trajectory was dropped; the record's size stays small.
     expect(archive.stats().episodes_dropped.episode_too_large).toBe(1);
     expect(archive.stats().held_bytes).toBe(0);
@@ -93,7 +102,33 @@ describe('archive attacks: agent-controlled strings in sandgym report', () => {
     const html = renderReport([base, scored], `src${evil}`);
     // Every element and attribute of the page is from the report's own vocabulary.
     const tags = new Set([...html.matchAll(/<([a-zA-Z][a-zA-Z0-9-]*)/g)].map((m) => (m[1] as string).toLowerCase()));
-    for (const t of tags) expect(['html', 'head', 'meta', 'title', 'style', 'body', 'h1', 'div', 'b', 'figure', 'figcaption', 'svg', 'line', 'rect', 'text', 'g', 'title', 'p', 'table', 'tr', 'td', 'th', 'span', 'i']).toContain(t);
+    for (const t of tags)
+      expect([
+        'html',
+        'head',
+        'meta',
+        'title',
+        'style',
+        'body',
+        'h1',
+        'div',
+        'b',
+        'figure',
+        'figcaption',
+        'svg',
+        'line',
+        'rect',
+        'text',
+        'g',
+        'title',
+        'p',
+        'table',
+        'tr',
+        'td',
+        'th',
+        'span',
+        'i',
+      ]).toContain(t);
     // Escaped text and quoted attribute values may spell `onerror=`; with the values blanked, no tag
     // carries an event handler (a value cannot end early: esc turns every `"` into &#34;).
     const markup = html.replace(/"[^"]*"/g, '""');

@@ -53,7 +53,10 @@ def slugify(text):
 describe.runIf(run)('hidden-test text never reaches the archive', () => {
   it('a failing, probing agent on a harness task: no line of the hidden tests in the archive', async () => {
     const archiveDir = join(dir, 'archive');
-    const { server, archive } = await archivedServer({ location: archiveDir }, { driver: 'docker', tasks: [join(dir, 'tasks')], pools: { min_idle: 0, max_total: 2 } });
+    const { server, archive } = await archivedServer(
+      { location: archiveDir },
+      { driver: 'docker', tasks: [join(dir, 'tasks')], pools: { min_idle: 0, max_total: 2 } },
+    );
     try {
       const c = await connect(server.url(), { requestTimeoutMs: 600_000 });
       const env = await c.make('code-v0', { shaping: 'none' });
@@ -62,7 +65,10 @@ describe.runIf(run)('hidden-test text never reaches the archive', () => {
       await env.step({ name: 'write_file', arguments: { path: 'slug.py', content: PROBE } });
       // Test-looking files of the agent's own (it cannot know the hidden ones; the judge replaces tests/).
       await env.step({ name: 'write_file', arguments: { path: 'tests/test_slug.py', content: 'def test_x():\n    assert True\n' } });
-      await env.step({ name: 'write_file', arguments: { path: 'conftest.py', content: 'import glob\nprint([open(p).read() for p in glob.glob("/run/sandgym/*/tests/*.py")])\n' } });
+      await env.step({
+        name: 'write_file',
+        arguments: { path: 'conftest.py', content: 'import glob\nprint([open(p).read() for p in glob.glob("/run/sandgym/*/tests/*.py")])\n' },
+      });
       const done = await env.step({ name: 'submit', arguments: {} });
       expect(done.terminated).toBe(true);
       await env.close();
@@ -97,7 +103,12 @@ describe.runIf(run)('hidden-test text never reaches the archive', () => {
     // JSON escapes quotes: search the text and its JSON-unescaped form.
     const unescaped = text.replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     // The matcher finds a line that is there: a hidden line quoted in JSON, as a leak would be.
-    expect(JSON.stringify({ m: lines[0] }).replace(/\\"/g, '"').replace(/\\\\/g, '\\').includes(lines[0] as string)).toBe(true);
+    expect(
+      JSON.stringify({ m: lines[0] })
+        .replace(/\\"/g, '"')
+        .replace(/\\\\/g, '\\')
+        .includes(lines[0] as string),
+    ).toBe(true);
     for (const l of lines) {
       expect(text.includes(l), l).toBe(false);
       expect(unescaped.includes(l), l).toBe(false);

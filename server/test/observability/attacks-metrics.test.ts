@@ -62,7 +62,13 @@ describe('metrics attacks: a token server', () => {
   it('refuses /metrics and /tasks/stats without the bearer token, with it in the query string, or with another scheme', async () => {
     server = await startServer({ tokens: ['sekrit'] });
     for (const path of ['/metrics', `/v${PROTOCOL_VERSION}/tasks/stats`]) {
-      for (const headers of [{} as Record<string, string>, { authorization: 'Basic c2Vrcml0' }, { authorization: 'sekrit' }, { authorization: 'Bearer sekrit2' }, { authorization: 'Bearer sekri' }]) {
+      for (const headers of [
+        {} as Record<string, string>,
+        { authorization: 'Basic c2Vrcml0' },
+        { authorization: 'sekrit' },
+        { authorization: 'Bearer sekrit2' },
+        { authorization: 'Bearer sekri' },
+      ]) {
         const r = await fetch(server.httpUrl(path), { headers });
         expect(r.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(await r.text()).not.toMatch(/sandgym_episodes|task_id/);

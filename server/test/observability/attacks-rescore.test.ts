@@ -92,8 +92,16 @@ describe.runIf(run)('rescore attacks: a hostile archived workspace', () => {
     await writeFile(file, gzipSync([record('ep_hostile', good), record('ep_corrupt', corrupt)].map((r) => JSON.stringify(r)).join('\n') + '\n'));
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runRescore([file, '--tasks', SHIPPED_TASKS_DIR, '--driver', 'docker', '--json'], { out: (t) => void out.push(t), err: (t) => void err.push(t) }, { openSandboxProvider });
-    const lines = out.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const code = await runRescore(
+      [file, '--tasks', SHIPPED_TASKS_DIR, '--driver', 'docker', '--json'],
+      { out: (t) => void out.push(t), err: (t) => void err.push(t) },
+      { openSandboxProvider },
+    );
+    const lines = out
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     // Nothing of the tar reached the host.
     expect(existsSync(canary)).toBe(false);
     const hostile = lines.find((l) => l.episode_id === 'ep_hostile');

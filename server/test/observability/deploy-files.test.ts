@@ -36,7 +36,9 @@ describe('deploy files', () => {
     expect(exprs.length).toBeGreaterThan(15);
     // Every registered metric has a TYPE line, with or without series yet; a histogram's series are name_bucket/_sum/_count.
     const exposed = new Set(
-      [...exposition.matchAll(/^# TYPE (sandgym_[a-z_]+) (\w+)$/gm)].flatMap((m) => (m[2] === 'histogram' ? [`${m[1]}_bucket`, `${m[1]}_sum`, `${m[1]}_count`] : [m[1]])),
+      [...exposition.matchAll(/^# TYPE (sandgym_[a-z_]+) (\w+)$/gm)].flatMap((m) =>
+        m[2] === 'histogram' ? [`${m[1]}_bucket`, `${m[1]}_sum`, `${m[1]}_count`] : [m[1]],
+      ),
     );
     const missing = [...new Set(exprs.flatMap(metricsOf))].filter((m) => !exposed.has(m));
     expect(missing).toEqual([]);
@@ -49,7 +51,9 @@ describe('deploy files', () => {
         // A labelled metric with no series yet (no graded zero in the mix) shows no labels to check.
         if (line === undefined) continue;
         const labels = new Set([...(line ?? '').matchAll(/([a-z_]+)="/g)].map((x) => x[1]));
-        const wanted = [...expr.matchAll(new RegExp(`${m}\\{([^}]*)\\}`, 'g'))].flatMap((x) => [...(x[1] as string).matchAll(/([a-z_]+)\s*=~?/g)].map((y) => y[1]));
+        const wanted = [...expr.matchAll(new RegExp(`${m}\\{([^}]*)\\}`, 'g'))].flatMap((x) =>
+          [...(x[1] as string).matchAll(/([a-z_]+)\s*=~?/g)].map((y) => y[1]),
+        );
         for (const w of wanted) expect(labels, `${m} has label ${w} (${expr})`).toContain(w);
       }
     }

@@ -108,7 +108,9 @@ describe('sandgym tasks stats', () => {
     const io = { out: () => undefined, err: () => undefined };
     await expect(runTasks(['stats', '--url', 'http://127.0.0.1:1'], io, NO_DEPS)).rejects.toMatchObject({ name: 'UnavailableError' });
     await expect(runTasks(['stats', '--url', server.url()], io, NO_DEPS)).rejects.toThrow(/asks for a token/);
-    await expect(runTasks(['stats', '--url', server.url(), '--token', 'sekrit', '--env', 'no/such'], io, NO_DEPS)).rejects.toMatchObject({ name: 'CommandFailedError' });
+    await expect(runTasks(['stats', '--url', server.url(), '--token', 'sekrit', '--env', 'no/such'], io, NO_DEPS)).rejects.toMatchObject({
+      name: 'CommandFailedError',
+    });
     expect(() => httpBase('ftp://x', 'tasks stats')).toThrow(/must be a ws/);
     expect(httpBase('wss://h:1/v2/ws', 'c')).toBe('https://h:1');
   });

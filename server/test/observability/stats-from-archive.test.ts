@@ -77,7 +77,12 @@ describe('task statistics from the archive', () => {
       await c.ok('step', { session: sid, action });
     }
     await c.close();
-    const live = await stats(a.url().replace(/^ws/, 'http').replace(/\/v\d+\/ws$/, ''));
+    const live = await stats(
+      a
+        .url()
+        .replace(/^ws/, 'http')
+        .replace(/\/v\d+\/ws$/, ''),
+    );
     await a.app.close(); // flushes the archive
     const b = await startServer({}, { registry: registry() });
     servers.push(b);
@@ -91,7 +96,10 @@ describe('task statistics from the archive', () => {
     const warnings: unknown[] = [];
     const b = await startServer({}, { registry: registry() });
     servers.push(b);
-    const n = await b.observability!.loadHistory(readSummaries('/nonexistent/sandgym-archive'), { info: () => undefined, warn: (o: unknown) => void warnings.push(o) });
+    const n = await b.observability!.loadHistory(readSummaries('/nonexistent/sandgym-archive'), {
+      info: () => undefined,
+      warn: (o: unknown) => void warnings.push(o),
+    });
     expect(n).toBe(0);
     expect(warnings).toHaveLength(1);
     expect((await stats(b.httpUrl(''))).every((t) => t.attempts === 0)).toBe(true);

@@ -47,7 +47,16 @@ function driver(current?: { handle: EnvHandle; kwargs?: Record<string, unknown> 
   return { d, calls, close: () => handle?.close() };
 }
 
-const step = (n: number, action: unknown, observation: unknown, reward: number, terminated = false): StepRecord => ({ type: 'step', step: n, action, observation, reward, terminated, truncated: false, info: {} });
+const step = (n: number, action: unknown, observation: unknown, reward: number, terminated = false): StepRecord => ({
+  type: 'step',
+  step: n,
+  action,
+  observation,
+  reward,
+  terminated,
+  truncated: false,
+  info: {},
+});
 
 /** test/counter-v0 with actions 1, 0, 1, 1: rewards 1, 0, 1, 1; terminated at step 4 (count 3). */
 const counter = (): Trajectory => ({
@@ -60,7 +69,18 @@ describe('replayTrajectory', () => {
     const { d, calls, close } = driver();
     const seen: number[] = [];
     const r = await replayTrajectory(counter(), d, { onStep: (s) => seen.push(s.step) });
-    expect(r).toMatchObject({ verdict: 'same', switched: true, seedMissing: false, resetObservationDiffers: false, savedSteps: 4, differing: 0, rewardsDiffering: 0, stop: null, replayedReturn: 3, savedReturn: 3 });
+    expect(r).toMatchObject({
+      verdict: 'same',
+      switched: true,
+      seedMissing: false,
+      resetObservationDiffers: false,
+      savedSteps: 4,
+      differing: 0,
+      rewardsDiffering: 0,
+      stop: null,
+      replayedReturn: 3,
+      savedReturn: 3,
+    });
     expect(calls).toEqual(['make test/counter-v0 null', 'reset 5 {}', 'step 1', 'step 0', 'step 1', 'step 1']);
     expect(seen).toEqual([1, 2, 3, 4]);
     expect(replaySummary(r, formatNumber)).toBe('replayed 4 steps: every step matches (return 3)');
@@ -152,7 +172,7 @@ describe('replayTrajectory', () => {
     await close();
   });
 
-  it('a file without a seed is replayed from the front end\'s seed and says so', async () => {
+  it("a file without a seed is replayed from the front end's seed and says so", async () => {
     const t = counter();
     t.reset.seed = null;
     const { d, calls, close } = driver();

@@ -79,7 +79,9 @@ describe('PlaySession on a tool env', () => {
 
   it('plays an episode with shorthand tool calls and reports reward, flags and the end', async () => {
     const { s } = await started('test/tools-v0');
-    expect(await line(s, 'echo hello  world')).toMatch(/── step 1 ─+\naction \{"name":"echo","arguments":\{"text":"hello  world"\}\}\nobservation:\n {2}hello {2}world\nreward 0 {3}return 0 {3}terminated no {3}truncated no/);
+    expect(await line(s, 'echo hello  world')).toMatch(
+      /── step 1 ─+\naction \{"name":"echo","arguments":\{"text":"hello  world"\}\}\nobservation:\n {2}hello {2}world\nreward 0 {3}return 0 {3}terminated no {3}truncated no/,
+    );
     expect(await line(s, 'add 2 3.5')).toContain('observation:\n  5.5\n');
     expect(await line(s, 'add {"a": -1, "b": 1}')).toContain('observation:\n  0\n');
     const end = await line(s, 'finish 42');
@@ -123,7 +125,9 @@ describe('PlaySession on a tool env', () => {
     expect(await line(s, 'add one two')).toBe("cannot parse action: add.a expects number, got 'one'");
     expect(await line(s, '{"name": "echo"')).toMatch(/^cannot parse action: not valid JSON for a tool_call action/);
     const invalid = await line(s, '{"name": "echo", "arguments": {"text": 5}}');
-    expect(invalid).toMatch(/^error INVALID_ACTION: .*\n {2}details \{"path":"\/arguments\/text".*\n {2}the action does not fit the action space; the episode continues, try again$/);
+    expect(invalid).toMatch(
+      /^error INVALID_ACTION: .*\n {2}details \{"path":"\/arguments\/text".*\n {2}the action does not fit the action space; the episode continues, try again$/,
+    );
     expect(await line(s, 'echo still alive')).toContain('observation:\n  still alive');
     expect(await line(s, ':reset banana')).toBe(":reset takes an integer seed between 0 and 2^53-1, got 'banana'");
     expect(await line(s, ':reset 9007199254740992')).toContain(':reset takes an integer seed');
@@ -288,8 +292,26 @@ describe('PlaySession :save and :replay', () => {
     const saved = fromJsonl(files.files.get('ep.jsonl') ?? '');
     expect(saved.reset).toMatchObject({ type: 'reset', env_id: 'test/tools-v0', seed: 4, options: {}, observation: 'ready' });
     expect(saved.steps).toEqual([
-      { type: 'step', step: 1, action: { name: 'add', arguments: { a: 40, b: 2 } }, observation: '42', reward: 0, terminated: false, truncated: false, info: {} },
-      { type: 'step', step: 2, action: { name: 'finish', arguments: { answer: 42 } }, observation: 'done', reward: 1, terminated: true, truncated: false, info: {} },
+      {
+        type: 'step',
+        step: 1,
+        action: { name: 'add', arguments: { a: 40, b: 2 } },
+        observation: '42',
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: {},
+      },
+      {
+        type: 'step',
+        step: 2,
+        action: { name: 'finish', arguments: { answer: 42 } },
+        observation: 'done',
+        reward: 1,
+        terminated: true,
+        truncated: false,
+        info: {},
+      },
     ]);
     expect((files.files.get('ep.jsonl') ?? '').split('\n').filter(Boolean)).toHaveLength(3);
 
@@ -344,7 +366,16 @@ describe('PlaySession :save and :replay', () => {
 
   it('stops a replay where the replayed episode ends, and flags a different reset observation', async () => {
     const { s, files } = await started('test/counter-v0', { seed: 1 });
-    const steps = [1, 1, 1, 0].map((a, i) => ({ type: 'step' as const, step: i + 1, action: a, observation: i + 1, reward: a, terminated: false, truncated: false, info: {} }));
+    const steps = [1, 1, 1, 0].map((a, i) => ({
+      type: 'step' as const,
+      step: i + 1,
+      action: a,
+      observation: i + 1,
+      reward: a,
+      terminated: false,
+      truncated: false,
+      info: {},
+    }));
     files.files.set('long.jsonl', toJsonl({ reset: { type: 'reset', env_id: 'test/counter-v0', seed: 1, options: {}, observation: 9, info: {} }, steps }));
     const out = await line(s, ':replay long.jsonl');
     expect(out).toContain('the reset observation differs from the saved one');
@@ -356,7 +387,22 @@ describe('PlaySession :save and :replay', () => {
 
   it('stops a replay at a step the env now refuses', async () => {
     const { s, files } = await started('test/counter-v0', { seed: 1 });
-    files.files.set('bad.jsonl', toJsonl({ reset: { type: 'reset', env_id: 'test/counter-v0', seed: 1, options: {}, observation: 0, info: {} }, steps: [1, 7].map((a, i) => ({ type: 'step' as const, step: i + 1, action: a, observation: 0, reward: 1, terminated: false, truncated: false, info: {} })) }));
+    files.files.set(
+      'bad.jsonl',
+      toJsonl({
+        reset: { type: 'reset', env_id: 'test/counter-v0', seed: 1, options: {}, observation: 0, info: {} },
+        steps: [1, 7].map((a, i) => ({
+          type: 'step' as const,
+          step: i + 1,
+          action: a,
+          observation: 0,
+          reward: 1,
+          terminated: false,
+          truncated: false,
+          info: {},
+        })),
+      }),
+    );
     const out = await line(s, ':replay bad.jsonl');
     expect(out).toMatch(/step 2: error INVALID_ACTION/);
     expect(out).toContain('replay stopped at step 2 of 2: the step failed');
@@ -376,7 +422,28 @@ describe('sandgym play arguments', () => {
       envModules: [],
       serverArgs: ['--max-batch', '4', '--fixtures'],
     });
-    expect(parsePlayArgs(['code-v0', '--url', 'ws://h:1/v2/ws', '--seed', '7', '--task', 't1', '--split', 'eval', '--encoding', 'msgpack', '--kwargs', '{"a":1}', '--options', '{"word":"plant"}'], { SANDGYM_TOKEN: 'tk' })).toEqual({
+    expect(
+      parsePlayArgs(
+        [
+          'code-v0',
+          '--url',
+          'ws://h:1/v2/ws',
+          '--seed',
+          '7',
+          '--task',
+          't1',
+          '--split',
+          'eval',
+          '--encoding',
+          'msgpack',
+          '--kwargs',
+          '{"a":1}',
+          '--options',
+          '{"word":"plant"}',
+        ],
+        { SANDGYM_TOKEN: 'tk' },
+      ),
+    ).toEqual({
       envId: 'code-v0',
       url: 'ws://h:1/v2/ws',
       token: 'tk',

@@ -24,7 +24,11 @@ const tools: [Tool, ...Tool[]] = [
   },
   { name: 'submit', description: 'Submit an answer.', parameters: { type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] } },
   { name: 'done', description: 'End the episode.', parameters: { type: 'object', properties: {} } },
-  { name: 'calculate', description: 'Evaluate an expression.', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } },
+  {
+    name: 'calculate',
+    description: 'Evaluate an expression.',
+    parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] },
+  },
   {
     name: 'add',
     description: 'Add two numbers.',
@@ -80,7 +84,7 @@ describe('tool_call shorthand', () => {
   });
 
   it('fills several parameters positionally (required first) with shell quoting', () => {
-    expect(action("add 2 3")).toEqual({ name: 'add', arguments: { a: 2, b: 3 } });
+    expect(action('add 2 3')).toEqual({ name: 'add', arguments: { a: 2, b: 3 } });
     expect(action("write_file 'my file.py' 'print(1)'")).toEqual({ name: 'write_file', arguments: { path: 'my file.py', content: 'print(1)' } });
     expect(action('read_file src/a.py start_line=3 end_line=10')).toEqual({ name: 'read_file', arguments: { path: 'src/a.py', start_line: 3, end_line: 10 } });
     expect(action('bash timeout_s=5 sleep 9')).toEqual({ name: 'bash', arguments: { command: 'sleep 9', timeout_s: 5 } });

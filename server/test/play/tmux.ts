@@ -27,7 +27,10 @@ export class Tmux {
     const quoted = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     // null unsets a variable (e.g. NO_COLOR inherited from the test runner).
     const entries = Object.entries(env);
-    const envPrefix = [...entries.filter(([, v]) => v === null).map(([k]) => `-u ${k}`), ...entries.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${quoted(v as string)}`)];
+    const envPrefix = [
+      ...entries.filter(([, v]) => v === null).map(([k]) => `-u ${k}`),
+      ...entries.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${quoted(v as string)}`),
+    ];
     // The shell prints the exit status on screen: that is what a person sees, and it is more dependable
     // than tmux's pane_dead_status, which is sometimes empty for a program that exited normally.
     const program = ['env', ...envPrefix, ...argv.map(quoted)].join(' ');
@@ -57,7 +60,10 @@ export class Tmux {
   /** Polls the screen until `pattern` appears `count` times; returns the capture. */
   async waitFor(pattern: string | RegExp, { timeoutMs = 30_000, count = 1 } = {}): Promise<string> {
     const deadline = Date.now() + timeoutMs;
-    const re = typeof pattern === 'string' ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g') : new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
+    const re =
+      typeof pattern === 'string'
+        ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g')
+        : new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
     let screen = '';
     while (Date.now() < deadline) {
       screen = this.capture();

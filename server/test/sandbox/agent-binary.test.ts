@@ -19,7 +19,10 @@ function buildAgent(): Facility {
     execFileSync('bash', ['scripts/build-sandbox-agent.sh'], { stdio: 'pipe' });
     return { ok: true, reason: '' };
   } catch (e) {
-    return { ok: false, reason: `scripts/build-sandbox-agent.sh failed (a Go toolchain is needed): ${String((e as { stderr?: Buffer }).stderr ?? e).slice(0, 300)}` };
+    return {
+      ok: false,
+      reason: `scripts/build-sandbox-agent.sh failed (a Go toolchain is needed): ${String((e as { stderr?: Buffer }).stderr ?? e).slice(0, 300)}`,
+    };
   }
 }
 
@@ -64,7 +67,12 @@ for (const rt of RUNTIMES) {
     const run = async (script: string, timeout_ms = 30_000) => sb.exec({ script, timeout_ms });
 
     beforeAll(async () => {
-      driver = new DockerDriver({ instanceId: `test-agentbin-${rt.name}-${process.pid}`, agent: 'binary', createConcurrency: 2, ...(rt.runtime ? { runtime: rt.runtime } : {}) });
+      driver = new DockerDriver({
+        instanceId: `test-agentbin-${rt.name}-${process.pid}`,
+        agent: 'binary',
+        createConcurrency: 2,
+        ...(rt.runtime ? { runtime: rt.runtime } : {}),
+      });
       // Under gVisor each guest process costs ~5 MiB of the sandbox's memory and a fork bomb past it ends the
       // sandbox whole (docs/SANDBOX.md, "gVisor (runsc)"): 1 GiB for 64 pids there, as the driver contract does.
       sb = await driver.create({ image: TEST_IMAGE, background: 'keep', limits: { memory_mb: rt.runtime ? 1024 : 512, pids: 64 } });
@@ -84,8 +92,13 @@ for (const rt of RUNTIMES) {
       expect(rest.join('\n')).toMatch(/CapPrm:\s+0+\nCapEff:\s+0+\n1000/);
       // Only stdin, stdout, stderr (and ls's own directory fd): nothing of the judge's is inherited.
       expect(rest.slice(3).filter((f) => !['0', '1', '2', '3'].includes(f))).toEqual([]);
-      const judge = await run('for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] && echo "${p#/proc/} $(cat $p/comm)"; done');
-      const comms = judge.stdout.trim().split('\n').map((l) => l.split(' ')[1]);
+      const judge = await run(
+        'for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] && echo "${p#/proc/} $(cat $p/comm)"; done',
+      );
+      const comms = judge.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ')[1]);
       expect(comms).toContain('sandgym-agent');
     });
 
@@ -212,7 +225,18 @@ for (const rt of RUNTIMES) {
     it('a script that is one plain command runs without a shell, with the result the shell would give', async () => {
       // `exec CMD` goes through sh (exec is a builtin), which then execs the same program: the reference.
       await sb.exec({ script: 'printf "echo from-sh\\n" > /workspace/noshebang; chmod +x /workspace/noshebang; mkdir -p /workspace/d' });
-      for (const cmd of ['/bin/echo a  b', 'ls -a /workspace', 'id -u', 'cat /etc/hostname', 'basename /a/b.txt .txt', 'head -c 5 /etc/passwd', './noshebang', 'noshebang', 'sh -c exit', '/workspace/d']) {
+      for (const cmd of [
+        '/bin/echo a  b',
+        'ls -a /workspace',
+        'id -u',
+        'cat /etc/hostname',
+        'basename /a/b.txt .txt',
+        'head -c 5 /etc/passwd',
+        './noshebang',
+        'noshebang',
+        'sh -c exit',
+        '/workspace/d',
+      ]) {
         const direct = await sb.exec({ script: cmd, cwd: '/workspace' });
         const viaSh = await sb.exec({ script: `exec ${cmd}`, cwd: '/workspace' });
         expect({ cmd, exit: direct.exit_code, out: direct.stdout }).toEqual({ cmd, exit: viaSh.exit_code, out: viaSh.stdout });
@@ -237,7 +261,8 @@ describe.skipIf(!bwrapOk)('binary judge agent under bubblewrap (--ro-bind)', () 
     try {
       expect((sb as unknown as { channel: { protocol: number } }).channel.protocol).toBe(3);
       const r = await sb.exec({
-        script: 'id -u; for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] || continue; ' +
+        script:
+          'id -u; for p in /proc/[0-9]*; do u=$(awk \'/^Uid:/{print $2}\' $p/status 2>/dev/null); [ "$u" = 0 ] || continue; ' +
           'echo "J $(cat $p/comm)"; for f in mem environ maps; do head -c 1 $p/$f >/dev/null 2>&1 && echo "READABLE $p/$f"; done; ls $p/fd >/dev/null 2>&1 && echo READABLE; done; ls /run/sandgym 2>&1 >/dev/null | head -c 0; echo end',
       });
       expect(Number(r.stdout.split('\n')[0])).toBeGreaterThanOrEqual(1_000_000);

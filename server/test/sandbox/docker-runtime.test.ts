@@ -35,7 +35,10 @@ describe.skipIf(!dockerOk)('docker runtime at start-up', () => {
 
   it('sandgym serve fails start-up with the reason, under --driver auto too (no quiet fallback)', async () => {
     for (const driver of ['docker', 'auto']) {
-      const proc = spawn(process.execPath, ['bin/sandgym.js', 'serve', '--port', '0', '--driver', driver, '--docker-runtime', 'no-such-runtime'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, ['bin/sandgym.js', 'serve', '--port', '0', '--driver', driver, '--docker-runtime', 'no-such-runtime'], {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
       try {
@@ -70,7 +73,10 @@ describe.skipIf(!gvisorOk)('docker runtime runsc (gVisor)', () => {
   });
 
   it('/readyz names the runtime; the driver says gVisor has no in-band OOM kill', async () => {
-    for (const [runtime, oom] of [[undefined, true], ['runsc', false]] as const) {
+    for (const [runtime, oom] of [
+      [undefined, true],
+      ['runsc', false],
+    ] as const) {
       server = await startServer({ driver: 'docker', sandbox: runtime ? { runtime } : {}, pools: { min_idle: 0 } });
       const body = (await (await fetch(`http://127.0.0.1:${server.port}/readyz`)).json()) as { sandbox?: { driver: string; runtime?: string } };
       expect(body.sandbox?.driver).toBe('docker');

@@ -232,10 +232,16 @@ exit 7`;
         expect(Date.now() - t0).toBeLessThan(15_000);
         // A result, in band: the bomb's own `sleep 3` may fail to fork (exit 2, CI saw it) or run out its deadline.
         if (r) expect(r.timed_out || Number.isInteger(r.exit_code)).toBe(true);
-        const reset = r === null ? false : await bomb.reset().then(() => true, (e: unknown) => {
-          if (gvisorDeath(e)) return false;
-          throw e;
-        });
+        const reset =
+          r === null
+            ? false
+            : await bomb.reset().then(
+                () => true,
+                (e: unknown) => {
+                  if (gvisorDeath(e)) return false;
+                  throw e;
+                },
+              );
         if (!reset) {
           const next = await driver.create(spec);
           try {
@@ -253,7 +259,7 @@ exit 7`;
       // gVisor tears a bombed sandbox down slowly (40 s with two CPU burners beside it): room for a loaded CI.
     }, 180_000);
 
-    it('a memory bomb is the agent\'s fault: the command fails or is OOM-killed, the sandbox lives on', async () => {
+    it("a memory bomb is the agent's fault: the command fails or is OOM-killed, the sandbox lives on", async () => {
       // disk_mb small so that the container's memory (max(memory, agent tmpfs) + judge reserve) stays small.
       const mem = await driver.create({ image: TEST_IMAGE, limits: { memory_mb: 64, disk_mb: 16 } });
       try {
@@ -302,7 +308,8 @@ exit 7`;
         // The judge reads its files; a worker it starts runs as the agent uid with no capability.
         const j = await sb.exec({
           identity: 'judge',
-          script: 'id -u; cat tests/test_secret.py; nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- sh -c \'id -u; grep CapEff /proc/self/status; cat /run/sandgym/judge/tests/test_secret.py\'',
+          script:
+            'id -u; cat tests/test_secret.py; nsenter -S "$SANDGYM_AGENT_UID" -G "$SANDGYM_AGENT_UID" -- sh -c \'id -u; grep CapEff /proc/self/status; cat /run/sandgym/judge/tests/test_secret.py\'',
         });
         const lines = j.stdout.trim().split('\n');
         expect(lines[0]).toBe('0');

@@ -77,7 +77,12 @@ export function mutationPython(): string {
 export async function mutationFacility(): Promise<Facility & { python: string }> {
   const python = mutationPython();
   const r = await sh(python, ['-c', 'import cosmic_ray']);
-  if (r.code !== 0) return { ok: false, python, reason: `${python} cannot import cosmic_ray; pip install -r scripts/mutation-requirements.txt (or set SANDGYM_MUTATION_PYTHON)` };
+  if (r.code !== 0)
+    return {
+      ok: false,
+      python,
+      reason: `${python} cannot import cosmic_ray; pip install -r scripts/mutation-requirements.txt (or set SANDGYM_MUTATION_PYTHON)`,
+    };
   return { ok: true, python, reason: '' };
 }
 

@@ -32,7 +32,7 @@ describe.skipIf(!dockerOk)('sandgym/python:1 (docker)', () => {
     await driver.close();
   });
 
-  it('runs pytest and node --test as the sandbox\'s agent uid, without git', async () => {
+  it("runs pytest and node --test as the sandbox's agent uid, without git", async () => {
     const sb = await driver.create({ image: PY });
     await sb.putFiles([
       { path: 'test_x.py', content: 'def test_a():\n    assert 1 + 1 == 2\n' },

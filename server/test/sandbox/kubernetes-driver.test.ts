@@ -74,11 +74,15 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
       },
     });
     let podIp = '';
-    await waitFor('listener pod IP', async () => {
-      const p = await core.readNamespacedPod({ name: 'listener', namespace: ns });
-      podIp = p.status?.phase === 'Running' ? (p.status.podIP ?? '') : '';
-      return podIp !== '';
-    }, 60_000);
+    await waitFor(
+      'listener pod IP',
+      async () => {
+        const p = await core.readNamespacedPod({ name: 'listener', namespace: ns });
+        podIp = p.status?.phase === 'Running' ? (p.status.podIP ?? '') : '';
+        return podIp !== '';
+      },
+      60_000,
+    );
     const api = new URL(kc.getCurrentCluster()!.server);
     const svc = await core.readNamespacedService({ name: 'kubernetes', namespace: 'default' });
     const targets: [string, number][] = [
@@ -123,7 +127,10 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
   it('close() deletes every pod of its instance: creations in flight, and a pod it never tracked (a creation whose reply was lost)', async () => {
     const d = testDriver(kc, ns, { createConcurrency: 2 });
     const selector = `sandgym.io/owner=${d.instanceId}`;
-    const live = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.name ?? '');
+    const live = async () =>
+      (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items
+        .filter((p) => !p.metadata?.deletionTimestamp)
+        .map((p) => p.metadata?.name ?? '');
     await d.start();
     // A pod of this instance the driver knows nothing of: made through the API with the driver's own spec.
     const stray = `sandgym-stray-${Date.now().toString(36)}`;
@@ -140,7 +147,7 @@ describe.skipIf(!k8sOk)('kubernetes driver on the real cluster', () => {
     await waitFor('every pod of the instance gone', async () => (await podNames(kc, ns, selector)).length === 0, 60_000);
   }, 180_000);
 
-  it("agent uids across instances: a second instance never hands out a uid a live pod of the first uses", async () => {
+  it('agent uids across instances: a second instance never hands out a uid a live pod of the first uses', async () => {
     // RLIMIT_NPROC counts a uid's processes across the node: two pods sharing an agent uid share one process
     // budget (docker-uids.test.ts measures what that does). Two uids only, so that any sharing would show.
     const base = 3_200_000 + (process.pid % 1000) * 4;
@@ -271,13 +278,25 @@ wait; echo "still alive: adj=$adj limit=$lim chunk=$chunk"`;
   it('the reaper removes the pods of an instance whose lease went stale', async () => {
     const victim = testDriver(kc, ns);
     // The victim renews its lease once (at start) and never again: as if it were SIGKILLed right after.
-    const victimReaper = new KubernetesReaper({ kc, core: victim.core, namespace: ns, instanceId: victim.instanceId, staleAfterMs: 5_000, heartbeatIntervalMs: 3_600_000, sweepIntervalMs: 3_600_000 });
+    const victimReaper = new KubernetesReaper({
+      kc,
+      core: victim.core,
+      namespace: ns,
+      instanceId: victim.instanceId,
+      staleAfterMs: 5_000,
+      heartbeatIntervalMs: 3_600_000,
+      sweepIntervalMs: 3_600_000,
+    });
     await victimReaper.start();
     const a = await victim.create({ image: TEST_IMAGE });
     const reaper = new KubernetesReaper({ kc, core, namespace: ns, instanceId: driver.instanceId, staleAfterMs: 5_000, sweepIntervalMs: 1_000 });
     try {
       await reaper.start();
-      const took = await waitFor(`pod ${a.id} of the dead instance reaped`, async () => !(await podNames(kc, ns, `sandgym.io/owner=${victim.instanceId}`)).length, 60_000);
+      const took = await waitFor(
+        `pod ${a.id} of the dead instance reaped`,
+        async () => !(await podNames(kc, ns, `sandgym.io/owner=${victim.instanceId}`)).length,
+        60_000,
+      );
       expect(took).toBeLessThan(60_000);
     } finally {
       await reaper.stop();

@@ -118,7 +118,14 @@ describe('kubernetes pod spec (pure)', () => {
     expect(sandbox).toMatchObject({ stdin: true, stdinOnce: true, tty: false });
     expect(spec.runtimeClassName).toBeUndefined();
     expect(pod.metadata?.ownerReferences).toBeUndefined();
-    const max = buildPodSpec(params({ runtimeClassName: 'gvisor', nodeSelector: { pool: 'sandbox' }, tolerations: [{ key: 'sandbox', operator: 'Exists', effect: 'NoSchedule' }], owner: { name: 'srv-0', uid: 'u-1' } }));
+    const max = buildPodSpec(
+      params({
+        runtimeClassName: 'gvisor',
+        nodeSelector: { pool: 'sandbox' },
+        tolerations: [{ key: 'sandbox', operator: 'Exists', effect: 'NoSchedule' }],
+        owner: { name: 'srv-0', uid: 'u-1' },
+      }),
+    );
     expect(max.spec!.runtimeClassName).toBe('gvisor');
     expect(max.spec!.nodeSelector).toEqual({ pool: 'sandbox' });
     expect(max.spec!.tolerations).toHaveLength(1);
@@ -145,7 +152,10 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
   }, 60_000);
   afterAll(async () => {
     if (!kc) return;
-    await kc.makeApiClient(NodeV1Api).deleteRuntimeClass({ name: runtimeClass }).catch(() => undefined);
+    await kc
+      .makeApiClient(NodeV1Api)
+      .deleteRuntimeClass({ name: runtimeClass })
+      .catch(() => undefined);
     await deleteTestNamespace(kc, ns);
   });
 
@@ -161,7 +171,9 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
       expect(out.metadata?.uid).toBeTruthy();
       expect(out.spec?.containers[0]?.securityContext?.capabilities?.add).toEqual(['SETUID', 'SETGID', 'KILL']);
       // Nothing was persisted.
-      await expect(kc.makeApiClient(CoreV1Api).readNamespacedPod({ name: 'sandgym-dry-default', namespace: ns })).rejects.toSatisfy((e) => apiStatus(e) === 404);
+      await expect(kc.makeApiClient(CoreV1Api).readNamespacedPod({ name: 'sandgym-dry-default', namespace: ns })).rejects.toSatisfy(
+        (e) => apiStatus(e) === 404,
+      );
     } finally {
       await d.close();
     }
@@ -171,7 +183,10 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
     const d = testDriver(kc, ns, {
       runtimeClassName: runtimeClass,
       nodeSelector: { 'kubernetes.io/os': 'linux' },
-      tolerations: [{ key: 'sandgym.io/sandbox', operator: 'Exists', effect: 'NoSchedule' }, { key: 'k', operator: 'Equal', value: 'v', effect: 'NoExecute', tolerationSeconds: 30 }],
+      tolerations: [
+        { key: 'sandgym.io/sandbox', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'k', operator: 'Equal', value: 'v', effect: 'NoExecute', tolerationSeconds: 30 },
+      ],
       ownerPod: { name: 'sandgym-server-0', uid: '0b7e0c63-0000-4000-8000-000000000001', namespace: ns },
       imagePullPolicy: 'IfNotPresent',
       cpuRequestRatio: 1,
@@ -192,7 +207,9 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
   it('a hostile pool name cannot break the spec; an image the API server refuses is refused (422), not mangled', async () => {
     const d = testDriver(kc, ns);
     try {
-      await expect(dryRun(d.podFor('sandgym-dry-bad', { image: ' sandgym/busybox:1 ', pool: 'x\ny' }, DEFAULT_LIMITS, 2_000_002))).rejects.toSatisfy((e) => apiStatus(e) === 422);
+      await expect(dryRun(d.podFor('sandgym-dry-bad', { image: ' sandgym/busybox:1 ', pool: 'x\ny' }, DEFAULT_LIMITS, 2_000_002))).rejects.toSatisfy(
+        (e) => apiStatus(e) === 422,
+      );
       // The pool annotation takes any string (annotations are free text); labels stay label-safe.
       const ok = await dryRun(d.podFor('sandgym-dry-pool', { image: 'sandgym/busybox:1', pool: 'weird pool/name:1\nx' }, DEFAULT_LIMITS, 2_000_003));
       expect(ok.metadata?.annotations?.['sandgym.io/pool']).toBe('weird pool/name:1\nx');
@@ -203,23 +220,40 @@ describe.skipIf(!k8sOk)('kubernetes pod spec accepted by the API server (server-
 });
 
 describe('kubernetes pod deaths and config (pure)', () => {
-  const running = { metadata: { name: 'p' }, status: { phase: 'Running', containerStatuses: [{ name: 'sandbox', image: 'i', imageID: 'x', ready: true, restartCount: 0, state: { running: {} } }] } } as V1Pod;
+  const running = {
+    metadata: { name: 'p' },
+    status: { phase: 'Running', containerStatuses: [{ name: 'sandbox', image: 'i', imageID: 'x', ready: true, restartCount: 0, state: { running: {} } }] },
+  } as V1Pod;
 
   it('a running pod is alive; eviction, OOM of the whole container, exit, deletion and disruption are deaths with a reason', () => {
     expect(podDeathReason(running)).toBeNull();
-    expect(podDeathReason({ ...running, status: { ...running.status, phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } })).toBe(
-      'pod evicted: The node was low on resource: memory.',
-    );
-    const oom = { ...running, status: { ...running.status, containerStatuses: [{ ...running.status!.containerStatuses![0]!, state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }] } };
+    expect(
+      podDeathReason({ ...running, status: { ...running.status, phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory.' } }),
+    ).toBe('pod evicted: The node was low on resource: memory.');
+    const oom = {
+      ...running,
+      status: {
+        ...running.status,
+        containerStatuses: [{ ...running.status!.containerStatuses![0]!, state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }],
+      },
+    };
     expect(podDeathReason(oom)).toBe('container exited (exit code 137): out of memory (the whole container was OOM-killed)');
     expect(podDeathReason({ ...running, metadata: { name: 'p', deletionTimestamp: new Date() } })).toBe('pod is being deleted');
-    const lost = { ...running, status: { ...running.status, conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'node unreachable' }] } };
+    const lost = {
+      ...running,
+      status: { ...running.status, conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'node unreachable' }] },
+    };
     expect(podDeathReason(lost)).toBe('pod is being disrupted (DeletionByTaintManager): node unreachable');
     expect(podDeathReason({ ...running, status: { phase: 'Succeeded' } })).toBe('pod succeeded');
   });
 
   it('sandbox.kubernetes config is validated with the offending key named', () => {
-    expect(validateConfigPartial({ driver: 'kubernetes', sandbox: { kubernetes: { namespace: 'sandboxes', image_pull_policy: 'Never', tolerations: [{ key: 'k', operator: 'Exists' }] } } })).toMatchObject({ driver: 'kubernetes' });
+    expect(
+      validateConfigPartial({
+        driver: 'kubernetes',
+        sandbox: { kubernetes: { namespace: 'sandboxes', image_pull_policy: 'Never', tolerations: [{ key: 'k', operator: 'Exists' }] } },
+      }),
+    ).toMatchObject({ driver: 'kubernetes' });
     expect(() => validateConfigPartial({ sandbox: { kubernetes: { namspace: 'x' } } })).toThrow(/unknown key 'sandbox\/kubernetes\/namspace'/);
     expect(() => validateConfigPartial({ sandbox: { kubernetes: { namespace: 'Not_A_Namespace' } } })).toThrow(ConfigError);
     expect(() => validateConfigPartial({ sandbox: { kubernetes: { image_pull_policy: 'Sometimes' } } })).toThrow(ConfigError);
@@ -229,9 +263,23 @@ describe('kubernetes pod deaths and config (pure)', () => {
 
   it('driver options from config map snake_case keys onto the driver', () => {
     const o = driverOptionsFromConfig(
-      { lease_ttl_ms: 20_000, kubernetes: { namespace: 'sb', runtime_class_name: 'gvisor', tolerations: [{ key: 'k', operator: 'Exists', toleration_seconds: 5 }], cpu_request_ratio: 0.5 } },
+      {
+        lease_ttl_ms: 20_000,
+        kubernetes: {
+          namespace: 'sb',
+          runtime_class_name: 'gvisor',
+          tolerations: [{ key: 'k', operator: 'Exists', toleration_seconds: 5 }],
+          cpu_request_ratio: 0.5,
+        },
+      },
       { defaults: DEFAULT_LIMITS, maxima: DEFAULT_LIMITS },
     );
-    expect(o.kubernetes).toMatchObject({ namespace: 'sb', runtimeClassName: 'gvisor', tolerations: [{ key: 'k', operator: 'Exists', tolerationSeconds: 5 }], cpuRequestRatio: 0.5, leaseTtlMs: 20_000 });
+    expect(o.kubernetes).toMatchObject({
+      namespace: 'sb',
+      runtimeClassName: 'gvisor',
+      tolerations: [{ key: 'k', operator: 'Exists', tolerationSeconds: 5 }],
+      cpuRequestRatio: 0.5,
+      leaseTtlMs: 20_000,
+    });
   });
 });

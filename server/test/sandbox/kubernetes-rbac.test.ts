@@ -52,7 +52,11 @@ describe.skipIf(!k8sOk)('kubernetes RBAC: what the driver needs, with a real ser
     await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name }, rules } });
     await rbac.createNamespacedRoleBinding({
       namespace: ns,
-      body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] },
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+      },
     });
     const tr = await core.createNamespacedServiceAccountToken({ name, namespace: ns, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
     const cluster = admin.getCurrentCluster()!;

@@ -54,7 +54,13 @@ describe.skipIf(!dockerOk)('sandbox leaks (docker)', () => {
     const stray = await docker.createContainer({
       Image: TEST_IMAGE,
       Cmd: ['sleep', '3600'],
-      Labels: { [LABEL.managed]: '1', [LABEL.owner]: owner, [LABEL.expires]: String(Date.now() + 3600_000), [LABEL.ownerPid]: String(child.pid), [LABEL.host]: os.hostname() },
+      Labels: {
+        [LABEL.managed]: '1',
+        [LABEL.owner]: owner,
+        [LABEL.expires]: String(Date.now() + 3600_000),
+        [LABEL.ownerPid]: String(child.pid),
+        [LABEL.host]: os.hostname(),
+      },
       HostConfig: { NetworkMode: 'none' },
     });
     await stray.start();

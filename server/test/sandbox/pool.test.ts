@@ -137,7 +137,11 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
       );
       await Promise.all(stream);
       // Idle: the rate decays, the target falls back to min_idle and the surplus is destroyed.
-      await until(() => pool.stats().target_idle === 0 && pool.stats().idle === 0 && pool.stats().creating === 0, 120_000, () => JSON.stringify(pool.stats()));
+      await until(
+        () => pool.stats().target_idle === 0 && pool.stats().idle === 0 && pool.stats().creating === 0,
+        120_000,
+        () => JSON.stringify(pool.stats()),
+      );
       const s = pool.stats();
       expect(s.destroyed).toBe(s.created);
       expect(s.destroyed).toBeGreaterThanOrEqual(10);
@@ -161,7 +165,11 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
       await Promise.all(held.map((sb) => pool.release(sb)));
     };
     for (const memory of [600_000, 0]) {
-      const pool = new SandboxPool(driver, { image: TEST_IMAGE }, { minIdle: 0, maxTotal: BATCH + 1, refillConcurrency: 2, demandWindowMs: 1000, burstMemoryMs: memory });
+      const pool = new SandboxPool(
+        driver,
+        { image: TEST_IMAGE },
+        { minIdle: 0, maxTotal: BATCH + 1, refillConcurrency: 2, demandWindowMs: 1000, burstMemoryMs: memory },
+      );
       pool.start();
       const state = () => JSON.stringify(pool.stats());
       try {

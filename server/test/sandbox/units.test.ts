@@ -35,10 +35,50 @@ describe('simpleCommandArgv: one plain command runs without a shell', () => {
   });
   it('leaves to the shell anything it would parse, expand or look up itself', () => {
     const shell = [
-      '', '   ', 'echo hi', 'cd /tmp', 'true', 'exit 3', 'export A=1', 'A=1 env', 'exec ls', 'command ls', '. ./x', ': x',
-      'test -f x', '[ -f x ]', 'kill %1', 'time ls', 'if', 'ls; ls', 'ls && ls', 'ls | wc', 'ls > out', 'ls 2>err', 'ls <in',
-      'ls &', "ls 'a b'", 'ls "a"', 'ls a\\ b', 'ls $HOME', 'ls ${HOME}', 'ls `id`', 'ls $(id)', 'ls *.py', 'ls a?', 'ls [ab]',
-      'ls ~', 'ls ~/x', 'ls #c', 'ls {a,b}', 'ls !x', 'ls\nls', 'ls\r', '-x', 'ls ^x', `x${'y'.repeat(5000)}`,
+      '',
+      '   ',
+      'echo hi',
+      'cd /tmp',
+      'true',
+      'exit 3',
+      'export A=1',
+      'A=1 env',
+      'exec ls',
+      'command ls',
+      '. ./x',
+      ': x',
+      'test -f x',
+      '[ -f x ]',
+      'kill %1',
+      'time ls',
+      'if',
+      'ls; ls',
+      'ls && ls',
+      'ls | wc',
+      'ls > out',
+      'ls 2>err',
+      'ls <in',
+      'ls &',
+      "ls 'a b'",
+      'ls "a"',
+      'ls a\\ b',
+      'ls $HOME',
+      'ls ${HOME}',
+      'ls `id`',
+      'ls $(id)',
+      'ls *.py',
+      'ls a?',
+      'ls [ab]',
+      'ls ~',
+      'ls ~/x',
+      'ls #c',
+      'ls {a,b}',
+      'ls !x',
+      'ls\nls',
+      'ls\r',
+      '-x',
+      'ls ^x',
+      `x${'y'.repeat(5000)}`,
     ];
     for (const c of shell) expect(simpleCommandArgv(c.replace(/\\n/g, '\n').replace(/\\r/g, '\r')), JSON.stringify(c)).toBeNull();
   });
@@ -51,7 +91,12 @@ describe('simpleCommandArgv: one plain command runs without a shell', () => {
         if (argv === null) return;
         // Replace the program by printf so dash prints the argv it built for the rest of the words.
         const viaDash = execFileSync('sh', ['-c', `printf '[%s]' ${argv.slice(1).join(' ')}`.trimEnd(), 'x']).toString();
-        expect(viaDash).toBe(argv.slice(1).map((a) => `[${a}]`).join('') || '[]');
+        expect(viaDash).toBe(
+          argv
+            .slice(1)
+            .map((a) => `[${a}]`)
+            .join('') || '[]',
+        );
         expect(argv).toEqual(words);
       }),
       { numRuns: 300 },
@@ -62,10 +107,13 @@ describe('simpleCommandArgv: one plain command runs without a shell', () => {
 describe('shell text', () => {
   it('escapeForPrintf reproduces any bytes through the real printf of dash', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 200 }).filter((b) => !b.includes(0)), (bytes) => {
-        const out = execFileSync('sh', ['-c', `printf '${escapeForPrintf(Buffer.from(bytes))}'`]);
-        expect([...out]).toEqual([...bytes]);
-      }),
+      fc.property(
+        fc.uint8Array({ maxLength: 200 }).filter((b) => !b.includes(0)),
+        (bytes) => {
+          const out = execFileSync('sh', ['-c', `printf '${escapeForPrintf(Buffer.from(bytes))}'`]);
+          expect([...out]).toEqual([...bytes]);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -112,9 +160,23 @@ describe('sandbox config keys', async () => {
     const l = limitsFromConfig({ limits_default: { memory_mb: 256 }, limits_max: { memory_mb: 1024 } });
     expect(l.defaults).toEqual({ ...DEFAULT_LIMITS, memory_mb: 256 });
     expect(l.maxima.memory_mb).toBe(1024);
-    expect(() => limitsFromConfig({ limits_max: { memory_mb: 256 } })).toThrow('sandbox.limits_default.memory_mb (512, built-in) exceeds sandbox.limits_max.memory_mb (256)');
-    const o = driverOptionsFromConfig({ exec_path: 'docker-exec', user: '1000', runtime: 'runsc', lease_ttl_ms: 20_000, create_concurrency: 3, limit_policy: 'clamp' }, l);
-    expect(o.docker).toMatchObject({ execPath: 'docker-exec', user: '1000', runtime: 'runsc', leaseTtlMs: 20_000, createConcurrency: 3, limitPolicy: 'clamp', defaults: l.defaults, maxima: l.maxima });
+    expect(() => limitsFromConfig({ limits_max: { memory_mb: 256 } })).toThrow(
+      'sandbox.limits_default.memory_mb (512, built-in) exceeds sandbox.limits_max.memory_mb (256)',
+    );
+    const o = driverOptionsFromConfig(
+      { exec_path: 'docker-exec', user: '1000', runtime: 'runsc', lease_ttl_ms: 20_000, create_concurrency: 3, limit_policy: 'clamp' },
+      l,
+    );
+    expect(o.docker).toMatchObject({
+      execPath: 'docker-exec',
+      user: '1000',
+      runtime: 'runsc',
+      leaseTtlMs: 20_000,
+      createConcurrency: 3,
+      limitPolicy: 'clamp',
+      defaults: l.defaults,
+      maxima: l.maxima,
+    });
     expect(o.local).toMatchObject({ limitPolicy: 'clamp', defaults: l.defaults });
   });
 });

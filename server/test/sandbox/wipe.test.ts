@@ -11,7 +11,8 @@ import { dockerFacility, gate } from './facilities.js';
 const IMAGE = 'sandgym/python:1';
 const dockerOk = gate('docker', await dockerFacility(IMAGE));
 
-const LIST = 'for d in /workspace /tmp /dev/shm /dev/mqueue; do for f in $d/* $d/.[!.]* $d/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done; done';
+const LIST =
+  'for d in /workspace /tmp /dev/shm /dev/mqueue; do for f in $d/* $d/.[!.]* $d/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done; done';
 
 for (const agent of ['binary', 'shell'] as const) {
   describe.skipIf(!dockerOk)(`in-place reset, ${agent} agent`, () => {
@@ -34,7 +35,11 @@ for (const agent of ['binary', 'shell'] as const) {
         // Nothing at all: the wipe has nothing to remove and passes.
         await sb.reset();
         // Only a dot file in /dev/shm, only a "..x" name in /tmp, an unwritable tree in the workspace.
-        const plant = await sb.exec({ script: ": > /dev/shm/.only; : > /tmp/..x; mkdir -p /workspace/a/b && : > /workspace/a/b/f && chmod 500 /workspace/a/b /workspace/a && : > '/workspace/-rf'; " + LIST });
+        const plant = await sb.exec({
+          script:
+            ": > /dev/shm/.only; : > /tmp/..x; mkdir -p /workspace/a/b && : > /workspace/a/b/f && chmod 500 /workspace/a/b /workspace/a && : > '/workspace/-rf'; " +
+            LIST,
+        });
         expect(plant.stdout.trim().split('\n').sort()).toEqual(['/dev/shm/.only', '/tmp/..x', '/workspace/-rf', '/workspace/a']);
         await sb.reset();
         expect((await sb.exec({ script: `${LIST}; echo end` })).stdout).toBe('end\n');
@@ -46,7 +51,8 @@ for (const agent of ['binary', 'shell'] as const) {
     it('a SysV shm segment cannot outlive the agent: the reset kills its holder and the kernel removes it', async () => {
       await withSandbox(async (sb) => {
         // kernel.shm_rmid_forced=1 (host-config.ts): a segment goes with the last process attached to it.
-        const hold = "import ctypes; c = ctypes.CDLL(None); c.shmat.restype = ctypes.c_void_p; i = c.shmget(0, 4096, 0o1600); c.shmat(i, None, 0); print(open('/proc/sysvipc/shm').read().count(chr(10)) - 1)";
+        const hold =
+          "import ctypes; c = ctypes.CDLL(None); c.shmat.restype = ctypes.c_void_p; i = c.shmget(0, 4096, 0o1600); c.shmat(i, None, 0); print(open('/proc/sysvipc/shm').read().count(chr(10)) - 1)";
         expect((await sb.exec({ argv: ['python3', '-c', hold] })).stdout).toBe('1\n');
         await sb.reset();
         expect((await sb.exec({ script: 'tail -n +2 /proc/sysvipc/shm; echo end' })).stdout).toBe('end\n');
@@ -61,7 +67,10 @@ for (const agent of ['binary', 'shell'] as const) {
         await withSandbox(async (sb) => {
           const r = await sb.exec({ argv: ['python3', '-c', `import ctypes; print(ctypes.CDLL(None).${call})`] });
           expect(Number(r.stdout.trim()), r.stderr).toBeGreaterThanOrEqual(0);
-          const err = await sb.reset().then(() => null, (e: unknown) => e);
+          const err = await sb.reset().then(
+            () => null,
+            (e: unknown) => e,
+          );
           expect(err).toBeInstanceOf(SandboxGoneError);
           expect(String((err as Error).message)).toContain(`SysV IPC objects left behind (${kind})`);
         });

@@ -6,6 +6,7 @@ share; each adds only its I/O (how to send a frame, wait for a reply, sleep, rea
 the one-line public methods that carry an :class:`~sandgym._core.Op` through it. Nothing here
 touches a socket, a thread or an event loop, so it is tested without any (tests/test_base.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,7 +32,16 @@ from ._core import (
 from ._version import __version__
 from .errors import ConnectionClosedError, RequestTimeoutError, ResumeExpiredError, SandgymError
 
-__all__ = ["ClientBase", "ConnectOptions", "EnvView", "GroupView", "DEFAULT_TIMEOUT", "EventHandler", "QueueCallback", "UNSET"]
+__all__ = [
+    "ClientBase",
+    "ConnectOptions",
+    "EnvView",
+    "GroupView",
+    "DEFAULT_TIMEOUT",
+    "EventHandler",
+    "QueueCallback",
+    "UNSET",
+]
 
 log = logging.getLogger("sandgym")
 
@@ -104,8 +114,12 @@ class ConnectOptions:
         return connect_options(self.token, self.connect_timeout, self.max_size, self.client_name, self.client_version)
 
     def hello_op(self) -> Op:
-        return _core.hello_op(client_name=self.client_name, client_version=self.client_version, token=self.token,
-                              client_group=self.client_group)
+        return _core.hello_op(
+            client_name=self.client_name,
+            client_version=self.client_version,
+            token=self.token,
+            client_group=self.client_group,
+        )
 
 
 class ClientBase(Generic[T]):
@@ -223,16 +237,25 @@ class ClientBase(Generic[T]):
         lost = [int(r) for r in res.get("lost") or []]
         unseen = [int(r) for r in res.get("unseen") or []]
         for rid, type_, call in self._core.take(lost, reserve=True):
-            self._finish(call, None, SandgymError(
-                f"{type_} request {rid} ran on the server but its reply was lost with the connection",
-                code="REPLY_LOST", details={"id": rid, "type": type_},
-            ))
+            self._finish(
+                call,
+                None,
+                SandgymError(
+                    f"{type_} request {rid} ran on the server but its reply was lost with the connection",
+                    code="REPLY_LOST",
+                    details={"id": rid, "type": type_},
+                ),
+            )
         frames = [d for d in (self._core.frame_of(r) for r in unseen) if d is not None]
         frames += list(self._outbox.values())
         self._outbox.clear()
         log.info(
             "sandgym: resumed %d session(s) after %.2f s (%d attempt(s); %d request(s) re-sent, %d lost)",
-            len(res.get("sessions") or []), seconds, attempts, len(unseen), len(lost),
+            len(res.get("sessions") or []),
+            seconds,
+            attempts,
+            len(unseen),
+            len(lost),
         )
         return frames
 
@@ -285,12 +308,19 @@ class ClientBase(Generic[T]):
         self._groups[group.id] = group
         return group
 
-    def _make_op(self, env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None,
-                 on_queue: QueueCallback | None) -> Op:
+    def _make_op(
+        self, env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None, on_queue: QueueCallback | None
+    ) -> Op:
         return _core.make_op(env_id, kwargs, scheduling if scheduling is not None else self.scheduling, on_queue)
 
-    def _group_op(self, env_id: str, size: int, kwargs: Mapping[str, Any], scheduling: Scheduling | None,
-                  on_queue: QueueCallback | None) -> Op:
+    def _group_op(
+        self,
+        env_id: str,
+        size: int,
+        kwargs: Mapping[str, Any],
+        scheduling: Scheduling | None,
+        on_queue: QueueCallback | None,
+    ) -> Op:
         return _core.group_op(env_id, size, kwargs, scheduling if scheduling is not None else self.scheduling, on_queue)
 
     # ------------------------------------------------------------------ operations on handles

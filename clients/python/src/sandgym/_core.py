@@ -255,9 +255,7 @@ class ProtocolCore(Generic[T]):
         if limit is not None:
             size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
             if size > limit:
-                raise codec.EncodeError(
-                    f"{type_} request is {size} bytes, over the server's max_message_bytes {limit}"
-                )
+                raise codec.EncodeError(f"{type_} request is {size} bytes, over the server's max_message_bytes {limit}")
         self._pending[rid] = (type_, token)
         if self.keep_frames:
             self._frames[rid] = data
@@ -346,9 +344,7 @@ class ProtocolCore(Generic[T]):
             if rid in self._abandoned:
                 self._abandoned.discard(rid)
                 return Discarded(rid)
-            return Unroutable(
-                err or SandgymError(f"reply for unknown id {rid}", code="INVALID_MESSAGE"), msg
-            )
+            return Unroutable(err or SandgymError(f"reply for unknown id {rid}", code="INVALID_MESSAGE"), msg)
         _, token = entry
         if err is not None:
             return Rejected(token, rid, err)
@@ -512,8 +508,10 @@ def _envs_list(res: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def hello_op(*, client_name: str, client_version: str, token: str | None, client_group: str | None = None) -> Op:
     """The handshake; its result (version, server, capabilities, limits) is returned as is."""
-    return Op("hello", hello_params(client_name=client_name, client_version=client_version, token=token,
-                                    client_group=client_group))
+    return Op(
+        "hello",
+        hello_params(client_name=client_name, client_version=client_version, token=token, client_group=client_group),
+    )
 
 
 def ping_op() -> Op:
@@ -562,7 +560,9 @@ def _scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
     return scheduling.params()
 
 
-def make_op(env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None = None, watch: Watch | None = None) -> Op:
+def make_op(
+    env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | None = None, watch: Watch | None = None
+) -> Op:
     """Create a session; its value is ``(session, env_spec)`` (the spec defaults to ``{"id": env_id}``).
     ``scheduling`` sets the session's scheduling defaults (PROTOCOL.md §6a)."""
     params: dict[str, Any] = {"env_id": env_id}
@@ -573,7 +573,10 @@ def make_op(env_id: str, kwargs: Mapping[str, Any], scheduling: Scheduling | Non
 
 
 def reset_op(
-    session: str, seed: int | None, options: dict[str, Any] | None, scheduling: Scheduling | None = None,
+    session: str,
+    seed: int | None,
+    options: dict[str, Any] | None,
+    scheduling: Scheduling | None = None,
     watch: Watch | None = None,
 ) -> Op:
     """Start an episode; ``scheduling`` overrides the session's defaults for this episode's admission."""
@@ -612,7 +615,9 @@ def group_op(
     return Op("group", params, lambda res: _with_spec(_group_result(res), spec_default), watch)
 
 
-def _with_spec(r: tuple[str, list[str], dict[str, Any]], default: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+def _with_spec(
+    r: tuple[str, list[str], dict[str, Any]], default: dict[str, Any]
+) -> tuple[str, list[str], dict[str, Any]]:
     return r[0], r[1], r[2] or default
 
 
@@ -641,8 +646,12 @@ def step_many_ops(sessions: Sequence[str], actions: Sequence[Any], max_batch: in
     return [
         Op(
             "batch",
-            {"requests": [{"type": "step", "session": s, "action": a}
-                          for s, a in zip(sessions[i : i + max_batch], actions[i : i + max_batch], strict=True)]},
+            {
+                "requests": [
+                    {"type": "step", "session": s, "action": a}
+                    for s, a in zip(sessions[i : i + max_batch], actions[i : i + max_batch], strict=True)
+                ]
+            },
             _step_results,
         )
         for i in range(0, len(sessions), max_batch)

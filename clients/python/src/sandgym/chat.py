@@ -199,15 +199,21 @@ class ChatCore:
             return reply
         if not isinstance(calls, list) or not calls:
             names = ", ".join(self._tool_names)
-            self._error(reply, None, None,
-                        f"No tool was called. Act by calling one of the tools ({names}); plain text does nothing here.")
+            self._error(
+                reply,
+                None,
+                None,
+                f"No tool was called. Act by calling one of the tools ({names}); plain text does nothing here.",
+            )
             return reply
         for call in calls:
             self._parse_call(reply, call)
         return reply
 
     def _error(self, reply: ParsedReply, call_id: str | None, name: str | None, text: str) -> None:
-        msg = _tool_message(call_id, name, f"Error: {text}") if call_id else {"role": "user", "content": f"Error: {text}"}
+        msg = (
+            _tool_message(call_id, name, f"Error: {text}") if call_id else {"role": "user", "content": f"Error: {text}"}
+        )
         reply.order.append(("error", len(reply.errors)))
         reply.errors.append(msg)
 
@@ -226,8 +232,12 @@ class ChatCore:
             return
         if not isinstance(name, str) or name not in self._tool_names:
             known = ", ".join(self._tool_names)
-            self._error(reply, call_id, name if isinstance(name, str) else None,
-                        f"unknown tool {name!r}; the tools are: {known}.")
+            self._error(
+                reply,
+                call_id,
+                name if isinstance(name, str) else None,
+                f"unknown tool {name!r}; the tools are: {known}.",
+            )
             return
         raw = fn.get("arguments")
         if raw is None or raw == "":
@@ -236,13 +246,20 @@ class ChatCore:
             try:
                 args = json.loads(raw)
             except json.JSONDecodeError as exc:
-                self._error(reply, call_id, name, f"the arguments of {name} are not valid JSON ({exc.msg} at "
-                            f"position {exc.pos}); send them as a JSON object.")
+                self._error(
+                    reply,
+                    call_id,
+                    name,
+                    f"the arguments of {name} are not valid JSON ({exc.msg} at "
+                    f"position {exc.pos}); send them as a JSON object.",
+                )
                 return
         else:
             args = raw
         if not isinstance(args, Mapping):
-            self._error(reply, call_id, name, f"the arguments of {name} must be a JSON object, got {type(args).__name__}.")
+            self._error(
+                reply, call_id, name, f"the arguments of {name} must be a JSON object, got {type(args).__name__}."
+            )
             return
         reply.order.append(("action", len(reply.actions)))
         reply.actions.append(ToolCallAction(call_id, {"name": name, "arguments": dict(args)}))
@@ -268,8 +285,11 @@ class ChatCore:
     @staticmethod
     def skipped_message(action: ToolCallAction) -> dict[str, Any]:
         """A call after the one that ended the episode: answered (every id gets a reply), not run."""
-        return _tool_message(action.tool_call_id, action.action.get("name"),
-                             "Error: not run: the episode ended at an earlier tool call of this message.")
+        return _tool_message(
+            action.tool_call_id,
+            action.action.get("name"),
+            "Error: not run: the episode ended at an earlier tool call of this message.",
+        )
 
 
 def _content_text(content: Any) -> str:
@@ -295,7 +315,9 @@ class _StepAccumulator:
     def pending(self) -> list[tuple[int, ToolCallAction]]:
         return list(enumerate(self.reply.actions))
 
-    def done_action(self, i: int, action: ToolCallAction, result: tuple[Any, float, bool, bool, dict[str, Any]]) -> None:
+    def done_action(
+        self, i: int, action: ToolCallAction, result: tuple[Any, float, bool, bool, dict[str, Any]]
+    ) -> None:
         obs, reward, terminated, truncated, info = result
         self.rewards.append(float(reward))
         self.terminated, self.truncated, self.info = bool(terminated), bool(truncated), dict(info)
@@ -314,8 +336,16 @@ class _StepAccumulator:
         # an assistant message's tool results right after it.
         msgs = [m for m in msgs if m["role"] == "tool"] + [m for m in msgs if m["role"] != "tool"]
         conversation.extend(msgs)
-        return ChatStep(msgs, sum(self.rewards), self.terminated, self.truncated, self.info,
-                        rewards=list(self.rewards), steps=len(self.rewards), invalid=self.invalid)
+        return ChatStep(
+            msgs,
+            sum(self.rewards),
+            self.terminated,
+            self.truncated,
+            self.info,
+            rewards=list(self.rewards),
+            steps=len(self.rewards),
+            invalid=self.invalid,
+        )
 
 
 def _assistant_entry(message: Mapping[str, Any]) -> dict[str, Any]:

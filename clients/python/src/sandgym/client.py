@@ -233,7 +233,9 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
         owed, old_token, sessions = self._resume_begin()
         log.warning(
             "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
-            self.url, len(sessions), self._resume_grace,
+            self.url,
+            len(sessions),
+            self._resume_grace,
         )
         attempt, delay, last = 0, 0.1, "the connection dropped"
         while not self._user_closed:
@@ -276,7 +278,9 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
             return
         expired = self._resume_expired(attempt, last, sessions)
         self._resume_failed(expired, owed)
-        self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired))
+        self._fail_all(
+            ConnectionClosedError(f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired)
+        )
 
     def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
         frames = self._resumed_frames(res, attempts, seconds)
@@ -307,9 +311,7 @@ class AsyncClient(ClientBase["asyncio.Future[Any]"]):
 
     # ------------------------------------------------------------------ requests
 
-    async def request(
-        self, type_: str, params: dict[str, Any] | None = None, *, timeout: float | None = UNSET
-    ) -> Any:
+    async def request(self, type_: str, params: dict[str, Any] | None = None, *, timeout: float | None = UNSET) -> Any:
         """Send one raw request and return its ``result`` (raises the mapped error otherwise).
 
         CAPACITY errors are retried when the client was created with ``retry_capacity=True``.

@@ -347,7 +347,9 @@ def _msgpack_bytes(wire: Any) -> bytes:
         data: bytes = _packer.pack(wire)
     except UnicodeEncodeError as e:
         # msgpack strings are UTF-8: a lone surrogate has no encoding (JSON escapes it; msgpack cannot).
-        raise EncodeError(f"a string holds a lone surrogate ({e.object[e.start:e.end]!r}), which msgpack cannot carry: use JSON") from None
+        raise EncodeError(
+            f"a string holds a lone surrogate ({e.object[e.start : e.end]!r}), which msgpack cannot carry: use JSON"
+        ) from None
     return data
 
 

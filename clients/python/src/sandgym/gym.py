@@ -30,8 +30,7 @@ except ModuleNotFoundError as _missing:  # pragma: no cover - exercised in a sub
     if _missing.name not in ("gymnasium", "numpy"):
         raise
     raise ImportError(
-        f"sandgym.gym needs the 'gymnasium' extra ({_missing.name} is not installed): "
-        "pip install 'sandgym[gymnasium]'",
+        f"sandgym.gym needs the 'gymnasium' extra ({_missing.name} is not installed): pip install 'sandgym[gymnasium]'",
         name=__name__,
     ) from _missing
 
@@ -82,17 +81,13 @@ class SandgymEnv(gymnasium.Env[Any, Any]):
         spec: dict[str, Any] = self.remote.spec
         return spec
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         obs, info = self.remote.reset(seed=seed, options=options)
         return _spaces.from_wire(self._obs_space, obs), info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.remote.step(
-            _spaces.to_wire(self._act_space, action)
-        )
+        obs, reward, terminated, truncated, info = self.remote.step(_spaces.to_wire(self._act_space, action))
         terminated, truncated, info = _done_flags(terminated, truncated, info)
         return _spaces.from_wire(self._obs_space, obs), reward, terminated, truncated, info
 
@@ -254,7 +249,9 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
         else:
             seeds = list(seed)
         if len(seeds) != self.num_envs:
-            raise ValueError(f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seeds)}.")
+            raise ValueError(
+                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seeds)}."
+            )
         mask = np.ones((self.num_envs,), dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             options = dict(options)
@@ -266,7 +263,9 @@ class SandgymVectorEnv(VectorEnv[Any, Any, Any]):
             if mask.dtype != np.bool_:
                 raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
             if not np.any(mask):
-                raise ValueError(f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}")
+                raise ValueError(
+                    f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}"
+                )
         indices = [i for i in range(self.num_envs) if mask[i]]
         items = [_reset_item(self.remotes[i].session, seeds[i], options) for i in indices]
         results = self._send(items)

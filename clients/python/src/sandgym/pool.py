@@ -32,7 +32,9 @@ C = TypeVar("C", AsyncClient, Client)
 class _Placement(Generic[C]):
     """Slots (one per connection), their clients, and where the next session goes; no I/O."""
 
-    def __init__(self, urls: Sequence[str], connections_per_url: int, placement: str, client_kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, urls: Sequence[str], connections_per_url: int, placement: str, client_kwargs: dict[str, Any]
+    ) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}")
         if not urls or connections_per_url < 1:

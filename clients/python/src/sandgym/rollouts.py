@@ -126,7 +126,9 @@ class Failure:
         if isinstance(exc, SandgymError):
             src = "connection" if exc.code == "REQUEST_TIMEOUT" else "server"
             hint = exc.details.get("retry_after_ms")
-            after = hint / 1000.0 if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0 else None
+            after = (
+                hint / 1000.0 if isinstance(hint, (int, float)) and not isinstance(hint, bool) and hint >= 0 else None
+            )
             return cls(src, exc.code, exc.message or str(exc), bool(exc.retryable) or exc.code in RETRY_CODES, after)
         return cls("policy", None, f"{type(exc).__name__}: {exc}", False)
 
@@ -246,8 +248,15 @@ class OpenAIChatPolicy:
         self.api_key, self.timeout = api_key, timeout
         self.extra_body = dict(extra_body or {})
 
-    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, seed: int) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature, "seed": seed}
+    def request_body(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, seed: int
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "seed": seed,
+        }
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         if tools:
@@ -280,14 +289,20 @@ class OpenAIChatPolicy:
         try:
             msg = reply["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise PolicyError(f"policy endpoint {self.url} reply has no choices[0].message: {str(reply)[:300]}") from exc
+            raise PolicyError(
+                f"policy endpoint {self.url} reply has no choices[0].message: {str(reply)[:300]}"
+            ) from exc
         if not isinstance(msg, dict):
             raise PolicyError(f"policy endpoint {self.url}: choices[0].message is not an object")
         return msg
 
 
-async def _ask(policy: Policy | Callable[..., Any], messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-               ctx: EpisodeContext) -> dict[str, Any]:
+async def _ask(
+    policy: Policy | Callable[..., Any],
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    ctx: EpisodeContext,
+) -> dict[str, Any]:
     try:
         out = policy(list(messages), tools, ctx)
         if inspect.isawaitable(out):
@@ -348,14 +363,26 @@ async def rollout_episode(
     t0 = time.perf_counter()
     earlier: list[Failure] = []
     while True:
-        ep = await _attempt(make_env, policy, env_id=env_id, member=member, seed=seed, options=options,
-                            policy_seed=policy_seed, max_turns=max_turns, system_prompt=system_prompt)
+        ep = await _attempt(
+            make_env,
+            policy,
+            env_id=env_id,
+            member=member,
+            seed=seed,
+            options=options,
+            policy_seed=policy_seed,
+            max_turns=max_turns,
+            system_prompt=system_prompt,
+        )
         f = ep.failure
         if f is None or not f.infrastructure or len(earlier) >= rerun_infra_failures:
             break
         earlier.append(f)
-        delay = f.retry_after if f.retry_after is not None else capacity_delay(
-            SandgymError(code=f.code or ""), len(earlier), RERUN_MAX_DELAY)
+        delay = (
+            f.retry_after
+            if f.retry_after is not None
+            else capacity_delay(SandgymError(code=f.code or ""), len(earlier), RERUN_MAX_DELAY)
+        )
         await asyncio.sleep(min(delay, RERUN_MAX_DELAY))
     ep.attempts = len(earlier) + 1
     ep.rerun_failures = earlier
@@ -377,8 +404,9 @@ async def _attempt(
 ) -> Episode:
     """One run of an episode (see :func:`rollout_episode`)."""
     ep = Episode(member=member, seed=seed, options=options, policy_seed=policy_seed)
-    ctx = EpisodeContext(env_id=env_id, member=member, seed=seed, policy_seed=policy_seed,
-                         rng=random.Random(policy_seed))
+    ctx = EpisodeContext(
+        env_id=env_id, member=member, seed=seed, policy_seed=policy_seed, rng=random.Random(policy_seed)
+    )
     t0 = time.perf_counter()
     env: AsyncEnv | None = None
     chat: AsyncChatEnv | None = None
@@ -474,8 +502,10 @@ async def rollout_group(
         admitted, failure = await _admit_group(client, env_id, group_size, kwargs, rerun_infra_failures)
         if admitted is None:
             assert failure is not None
-            episodes = [Episode(member=g, seed=member_seed(g), options=options, policy_seed=policy_seed + g,
-                                failure=failure) for g in range(group_size)]
+            episodes = [
+                Episode(member=g, seed=member_seed(g), options=options, policy_seed=policy_seed + g, failure=failure)
+                for g in range(group_size)
+            ]
             return Group(env_id=env_id, seed=seed, options=options, episodes=episodes)
 
     sem = asyncio.Semaphore(concurrency or group_size)
@@ -488,9 +518,18 @@ async def rollout_group(
             return first.pop() if first else await make()
 
         async with sem:
-            return await rollout_episode(make_member, policy, env_id=env_id, member=g, seed=member_seed(g),
-                                         options=options, policy_seed=policy_seed + g, max_turns=max_turns,
-                                         system_prompt=system_prompt, rerun_infra_failures=rerun_infra_failures)
+            return await rollout_episode(
+                make_member,
+                policy,
+                env_id=env_id,
+                member=g,
+                seed=member_seed(g),
+                options=options,
+                policy_seed=policy_seed + g,
+                max_turns=max_turns,
+                system_prompt=system_prompt,
+                rerun_infra_failures=rerun_infra_failures,
+            )
 
     episodes = list(await asyncio.gather(*(one(g) for g in range(group_size))))
     group = Group(env_id=env_id, seed=seed, options=options, episodes=episodes)
@@ -514,8 +553,11 @@ async def _admit_group(
             if not f.infrastructure or attempt >= reruns:
                 return None, f
         attempt += 1
-        delay = f.retry_after if f.retry_after is not None else capacity_delay(
-            SandgymError(code=f.code or ""), attempt, RERUN_MAX_DELAY)
+        delay = (
+            f.retry_after
+            if f.retry_after is not None
+            else capacity_delay(SandgymError(code=f.code or ""), attempt, RERUN_MAX_DELAY)
+        )
         await asyncio.sleep(min(delay, RERUN_MAX_DELAY))
 
 

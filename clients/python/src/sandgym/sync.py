@@ -297,7 +297,9 @@ class Client(ClientBase[_Call]):
             owed, old_token, sessions = self._resume_begin()
         log.warning(
             "sandgym: connection to %s lost; reconnecting to resume %d session(s) within %.1f s",
-            self.url, len(sessions), self._resume_grace,
+            self.url,
+            len(sessions),
+            self._resume_grace,
         )
         attempt, delay, last = 0, 0.1, "the connection dropped"
         while not self._user_closed:
@@ -342,7 +344,11 @@ class Client(ClientBase[_Call]):
         expired = self._resume_expired(attempt, last, sessions)
         self._resume_failed(expired, owed)
         with self._lock:
-            self._fail_all(ConnectionClosedError(f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired))
+            self._fail_all(
+                ConnectionClosedError(
+                    f"connection to {self.url} lost: {expired.details['reason']}", cause_error=expired
+                )
+            )
         return False
 
     def _resumed(self, res: Mapping[str, Any], attempts: int, seconds: float) -> None:
@@ -601,7 +607,8 @@ class EnvGroup(GroupView[Env]):
             left = 1.0 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 raise RequestTimeoutError(
-                    f"group {self.id} not complete within {timeout:g} s", details={"group": self.id, "timeout_s": timeout}
+                    f"group {self.id} not complete within {timeout:g} s",
+                    details={"group": self.id, "timeout_s": timeout},
                 )
             if self.client.closed:
                 break

@@ -48,8 +48,14 @@ from .sync import Client, Env
 
 __all__ = ["SandgymTRL", "SandgymEnvironment"]
 
-_JSON_TO_PY: dict[str, Any] = {"string": str, "number": float, "integer": int, "boolean": bool, "array": list,
-                               "object": dict}
+_JSON_TO_PY: dict[str, Any] = {
+    "string": str,
+    "number": float,
+    "integer": int,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
 
 
 def _py_type(schema: Mapping[str, Any]) -> Any:
@@ -88,8 +94,14 @@ def _tool_method(tool: Mapping[str, Any]) -> Callable[..., str]:
             raise ValueError(f"parameter {pname!r} of tool {name!r} is not a Python identifier")
         hint = _py_type(pschema)
         annotations[pname] = hint
-        sig_params.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, annotation=hint,
-                                            default=inspect.Parameter.empty if pname in required else None))
+        sig_params.append(
+            inspect.Parameter(
+                pname,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=hint,
+                default=inspect.Parameter.empty if pname in required else None,
+            )
+        )
         desc = str(pschema.get("description") or pname).replace("\n", " ")
         if isinstance(pschema.get("enum"), list):
             desc += f" (choices: {json.dumps(pschema['enum'])})"
@@ -233,12 +245,19 @@ class SandgymTRL:
         if space.get("type") not in ("text", "tool_call"):
             raise ValueError(f"{env_id} has a {space.get('type')!r} action space: TRL drives text and tool-call envs")
         self.uses_tools = space.get("type") == "tool_call"
-        self.system_prompt = system_prompt if system_prompt is not None else (
-            SYSTEM_PROMPT_TOOLS if self.uses_tools else SYSTEM_PROMPT_TEXT)
+        self.system_prompt = (
+            system_prompt
+            if system_prompt is not None
+            else (SYSTEM_PROMPT_TOOLS if self.uses_tools else SYSTEM_PROMPT_TEXT)
+        )
         attrs: dict[str, Any] = {"_owner": self, "__doc__": f"sandgym {env_id} for TRL's environment_factory."}
         if self.uses_tools:
             for tool in self.tools:
-                if tool["name"] in ("reset", "get_reward") or tool["name"].startswith("_") or hasattr(SandgymEnvironment, tool["name"]):
+                if (
+                    tool["name"] in ("reset", "get_reward")
+                    or tool["name"].startswith("_")
+                    or hasattr(SandgymEnvironment, tool["name"])
+                ):
                     raise ValueError(f"tool name {tool['name']!r} clashes with the environment's own methods")
                 attrs[tool["name"]] = _tool_method(tool)
             attrs["get_reward"] = _tool_get_reward
@@ -266,10 +285,12 @@ class SandgymTRL:
 
         return datasets.Dataset.from_list(self.dataset_rows(seeds, options=options))
 
-    def dataset_rows(self, seeds: Iterable[int] | None = None, *, options: Iterable[Mapping[str, Any]] | None = None
-                     ) -> list[dict[str, Any]]:
+    def dataset_rows(
+        self, seeds: Iterable[int] | None = None, *, options: Iterable[Mapping[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         prompt = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + [
-            {"role": "user", "content": ""}]
+            {"role": "user", "content": ""}
+        ]
         rows: list[dict[str, Any]] = []
         if options is not None:
             opts = list(options)
@@ -280,20 +301,23 @@ class SandgymTRL:
             rows = [{"prompt": prompt, "seed": s} for s in (seeds if seeds is not None else range(64))]
         return rows
 
-    def reward_func(self, completions: list[Any], environments: list[SandgymEnvironment] | None = None,
-                    **_kwargs: Any) -> list[float | None]:
+    def reward_func(
+        self, completions: list[Any], environments: list[SandgymEnvironment] | None = None, **_kwargs: Any
+    ) -> list[float | None]:
         """Text envs: step each rollout's session with its completion's text (one ``batch`` frame for
         the batch) and return the server's rewards; tool envs: each rollout's return. None where the
         environment failed."""
         if environments is None:
             raise ValueError("sandgym's reward needs TRL's environments (pass environment_factory to GRPOTrainer)")
         if not self.uses_tools:
-            live = [(e, _completion_text(c)) for e, c in zip(environments, completions, strict=True)
-                    if e.failure is None and e.env is not None and not e.done]
+            live = [
+                (e, _completion_text(c))
+                for e, c in zip(environments, completions, strict=True)
+                if e.failure is None and e.env is not None and not e.done
+            ]
             if live:
                 try:
-                    results = self.client.step_many([e.env for e, _ in live if e.env is not None],
-                                                    [t for _, t in live])
+                    results = self.client.step_many([e.env for e, _ in live if e.env is not None], [t for _, t in live])
                 except SandgymError as exc:  # the whole frame failed (connection): none of them is scored
                     results = [exc] * len(live)
                 for (e, _), res in zip(live, results, strict=True):
@@ -313,12 +337,19 @@ class SandgymTRL:
 
     def _log(self, env: SandgymEnvironment, value: float | None) -> None:
         with self._lock:
-            self.reward_log.append({
-                "seed": env.seed, "reward": value, "rewards": list(env.rewards),
-                "reward_components": dict(env.reward_components), "steps": env.steps,
-                "invalid_actions": env.invalid_actions,
-                "failure": None if env.failure is None else {"code": env.failure.code, "message": env.failure.message},
-            })
+            self.reward_log.append(
+                {
+                    "seed": env.seed,
+                    "reward": value,
+                    "rewards": list(env.rewards),
+                    "reward_components": dict(env.reward_components),
+                    "steps": env.steps,
+                    "invalid_actions": env.invalid_actions,
+                    "failure": None
+                    if env.failure is None
+                    else {"code": env.failure.code, "message": env.failure.message},
+                }
+            )
 
     def close(self) -> None:
         self.client.close()

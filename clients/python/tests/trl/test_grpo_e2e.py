@@ -48,7 +48,7 @@ def test_rewards_reached_the_loss(run):
     batch = run["batch"]
     nonzero_steps = 0
     for i, row in enumerate(run["log"]):
-        served = [e["reward"] for e in run["rewards"][i * batch:(i + 1) * batch]]
+        served = [e["reward"] for e in run["rewards"][i * batch : (i + 1) * batch]]
         assert row["reward"] == pytest.approx(statistics.fmean(served), abs=1e-6)
         if row["frac_reward_zero_std"] == 1.0:
             assert row["grad_norm"] == 0.0  # no advantage, no gradient (beta=0): the loss is the rewards'

@@ -21,7 +21,12 @@ from _server import LISTEN_RE, REPO  # noqa: E402
 DOC = REPO / "docs" / "TRAINING.md"
 DOC_URL = "ws://127.0.0.1:8765/v2/ws"
 BLOCKS = re.findall(r"```(bash|python)\n(.*?)\n```", DOC.read_text("utf-8"), flags=re.S)
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "PYTHONPATH": str(REPO / "examples" / "python")}
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+    "PYTHONPATH": str(REPO / "examples" / "python"),
+}
 
 
 def _blocks(lang: str) -> list[str]:
@@ -65,8 +70,9 @@ def test_install_command():
     cmd = _blocks("bash")[0]
     assert shlex.split(cmd) == ["pip", "install", "./clients/python[trl]"]
     # the page's pip, in this venv: everything is present, so this checks the extra resolves and installs
-    out = subprocess.run([sys.executable, "-m", *shlex.split(cmd)], cwd=REPO, capture_output=True, text=True,
-                         timeout=900, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", *shlex.split(cmd)], cwd=REPO, capture_output=True, text=True, timeout=900, check=False
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
 
@@ -74,8 +80,15 @@ def test_chat_and_rollout_snippets(doc_server):
     outputs = []
     for code in _blocks("python")[:2]:
         assert DOC_URL in code
-        out = subprocess.run([sys.executable, "-c", code.replace(DOC_URL, doc_server)], cwd=REPO, env=ENV,
-                             capture_output=True, text=True, timeout=300, check=False)
+        out = subprocess.run(
+            [sys.executable, "-c", code.replace(DOC_URL, doc_server)],
+            cwd=REPO,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         outputs.append(out.stdout)
     # the chat snippet: the tool message carries the call's id and the value; the right answer scores 1
@@ -88,12 +101,16 @@ def test_chat_and_rollout_snippets(doc_server):
 def test_grpo_snippet_and_script(doc_server, tmp_path):
     code = _blocks("python")[2]
     assert "max_steps=100" in code and DOC_URL in code
-    preamble = ("import trl_grpo\ntokenizer = trl_grpo.tiny_tokenizer()\n"
-                "model = trl_grpo.tiny_model(len(tokenizer), 0)\n")
+    preamble = (
+        "import trl_grpo\ntokenizer = trl_grpo.tiny_tokenizer()\nmodel = trl_grpo.tiny_model(len(tokenizer), 0)\n"
+    )
     run = preamble + code.replace(DOC_URL, doc_server).replace("max_steps=100", "max_steps=1").replace(
-        "num_generations=8", "num_generations=2, per_device_train_batch_size=2, max_completion_length=4, use_cpu=True, report_to='none'")
-    out = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                         timeout=900, check=False)
+        "num_generations=8",
+        "num_generations=2, per_device_train_batch_size=2, max_completion_length=4, use_cpu=True, report_to='none'",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", run], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900, check=False
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
     cmd = _blocks("bash")[2]

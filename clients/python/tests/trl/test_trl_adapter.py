@@ -74,13 +74,19 @@ def test_text_env_reward_func_steps_the_server(url):
         envs = [sg.environment_factory() for _ in range(3)]
         for e in envs:
             e.reset(seed=4)
-        completions = [[{"role": "assistant", "content": "\\boxed{ 1 }"}], [{"role": "assistant", "content": "1"}],
-                       "\\boxed{-99999}"]
+        completions = [
+            [{"role": "assistant", "content": "\\boxed{ 1 }"}],
+            [{"role": "assistant", "content": "1"}],
+            "\\boxed{-99999}",
+        ]
         rewards = sg.reward_func(completions=completions, environments=envs)
         assert rewards[0] == pytest.approx(sg.reward_log[-3]["reward"])
         assert sg.reward_log[-3]["reward_components"]["format"] == pytest.approx(0.1)
         assert sg.reward_log[-2]["reward_components"]["format"] == 0.0
-        assert all(r is not None and r == pytest.approx(sum(e.reward_components.values())) for r, e in zip(rewards, envs, strict=True))
+        assert all(
+            r is not None and r == pytest.approx(sum(e.reward_components.values()))
+            for r, e in zip(rewards, envs, strict=True)
+        )
         with pytest.raises(ValueError, match="environment_factory"):
             sg.reward_func(completions=completions)
     finally:
@@ -114,15 +120,32 @@ def test_grpo_trainer_accepts_the_tool_env(url, tmp_path):
     model = trl_grpo.tiny_model(len(tok), 0)
     sg = SandgymTRL(url, "calculator-tools-v0")
     try:
-        args = GRPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-                          report_to="none", use_cpu=True, save_strategy="no")
-        trainer = GRPOTrainer(model=model, args=args, train_dataset=sg.dataset(range(4)), processing_class=tok,
-                              environment_factory=sg.environment_factory, reward_funcs=sg.reward_funcs)
+        args = GRPOConfig(
+            output_dir=str(tmp_path),
+            max_steps=1,
+            per_device_train_batch_size=2,
+            num_generations=2,
+            report_to="none",
+            use_cpu=True,
+            save_strategy="no",
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            args=args,
+            train_dataset=sg.dataset(range(4)),
+            processing_class=tok,
+            environment_factory=sg.environment_factory,
+            reward_funcs=sg.reward_funcs,
+        )
         names = sorted(t.__name__ for t in trainer._env_tools[None])
         assert names == ["calculate", "submit"]
         assert trainer.reward_func_names[-1] == sg.environment_class.__name__
-        text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tools=trainer._env_tools[None],
-                                       tokenize=False, add_generation_prompt=True)
+        text = tok.apply_chat_template(
+            [{"role": "user", "content": "hi"}],
+            tools=trainer._env_tools[None],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
         assert '"name": "calculate"' in text and '"expression"' in text
     finally:
         sg.close()

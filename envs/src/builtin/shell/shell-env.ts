@@ -30,7 +30,10 @@ const KILL_SLACK_MS = 5_000;
 export function commandLimitS(stepTimeoutMs: number | undefined): number {
   if (stepTimeoutMs === undefined) return MAX_TIMEOUT_S;
   const s = Math.min(MAX_TIMEOUT_S, Math.floor((stepTimeoutMs - CHECK_TIMEOUT_MS - KILL_SLACK_MS) / 1000));
-  if (s < 1) throw new Error(`shell-v0 needs step_timeout_ms >= ${CHECK_TIMEOUT_MS + KILL_SLACK_MS + 1000} (a command, its kill and the check must fit; got ${stepTimeoutMs})`);
+  if (s < 1)
+    throw new Error(
+      `shell-v0 needs step_timeout_ms >= ${CHECK_TIMEOUT_MS + KILL_SLACK_MS + 1000} (a command, its kill and the check must fit; got ${stepTimeoutMs})`,
+    );
   return s;
 }
 /** Per stream, in the observation. */
@@ -57,7 +60,14 @@ const TOOLS: ToolCallSpace['tools'] = [
   },
 ];
 
-const RUBRIC = [{ name: 'solved', weight: 1, description: "1 when the task's check of the filesystem passes; per step, the change since the last check (the sum over an episode is the check of its final state)" }];
+const RUBRIC = [
+  {
+    name: 'solved',
+    weight: 1,
+    description:
+      "1 when the task's check of the filesystem passes; per step, the change since the last check (the sum over an episode is the check of its final state)",
+  },
+];
 
 type Shaping = 'none' | 'every_step';
 
@@ -113,7 +123,12 @@ class ShellEpisode {
    * deadline) is a fail: 0, never an error.
    */
   private async check(): Promise<{ pass: boolean; zero_reason?: string }> {
-    const r = await (this.sb as Sandbox).exec({ script: (this.task as ShellTask).check, timeout_ms: CHECK_TIMEOUT_MS, max_output_bytes: 1024, exclusive: true });
+    const r = await (this.sb as Sandbox).exec({
+      script: (this.task as ShellTask).check,
+      timeout_ms: CHECK_TIMEOUT_MS,
+      max_output_bytes: 1024,
+      exclusive: true,
+    });
     // A check that could not finish establishes no verdict: it fails closed, and says why (PROTOCOL.md
     // §11a's zero_reason), so a policy that learns to stall the check shows up in the integrity metrics.
     if (r.timed_out) return { pass: false, zero_reason: `check timed out after ${CHECK_TIMEOUT_MS / 1000}s` };
@@ -131,7 +146,13 @@ class ShellEpisode {
         observation: this.potential ? 'submitted: solved' : 'submitted: not solved',
         reward,
         terminated: true,
-        info: { task_id: this.task.id, checked: true, score: this.potential, reward_components: { solved: reward }, ...(zero_reason !== undefined ? { zero_reason } : {}) },
+        info: {
+          task_id: this.task.id,
+          checked: true,
+          score: this.potential,
+          reward_components: { solved: reward },
+          ...(zero_reason !== undefined ? { zero_reason } : {}),
+        },
       };
     }
     const timeoutS = bashTimeoutS(call.arguments, DEFAULT_TIMEOUT_S, this.maxTimeoutS);
@@ -189,7 +210,10 @@ export const shellEnv = defineEnv<Kwargs>({
     type: 'object',
     properties: {
       reuse: { enum: ['replace', 'wipe'], description: "between episodes: 'replace' (fresh pooled sandbox, default) or 'wipe' (in place)" },
-      shaping: { enum: ['none', 'every_step'], description: "'none' (default): the check runs at the end only; 'every_step': after every command too, rewarding each change of its result" },
+      shaping: {
+        enum: ['none', 'every_step'],
+        description: "'none' (default): the check runs at the end only; 'every_step': after every command too, rewarding each change of its result",
+      },
     },
     additionalProperties: false,
   },
@@ -199,6 +223,11 @@ export const shellEnv = defineEnv<Kwargs>({
   create(ctx: EnvContext, kwargs: Kwargs) {
     // The server answers UNSUPPORTED at make when it has no sandbox driver; this guards other hosts.
     if (!ctx.sandboxes) throw new SandboxFailure('shell-v0 needs a sandbox: start the server with --driver docker|local|auto');
-    return new ShellEpisode(ctx.sandboxes, { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' }, commandLimitS(ctx.step_timeout_ms), kwargs.shaping ?? 'none');
+    return new ShellEpisode(
+      ctx.sandboxes,
+      { ...SHELL_SANDBOX, reuse: kwargs.reuse ?? 'replace' },
+      commandLimitS(ctx.step_timeout_ms),
+      kwargs.shaping ?? 'none',
+    );
   },
 });

@@ -45,7 +45,8 @@ export const SHELL_TASKS: readonly ShellTask[] = [
   },
   {
     id: 'rename-logs',
-    prompt: 'The directory logs/ holds a.log, b.log and c.log. Rename every .log file in logs/ to the same name with a .txt extension (a.log -> a.txt), keeping their contents. No .log file may remain.',
+    prompt:
+      'The directory logs/ holds a.log, b.log and c.log. Rename every .log file in logs/ to the same name with a .txt extension (a.log -> a.txt), keeping their contents. No .log file may remain.',
     files: [
       { path: 'logs/a.log', content: 'alpha\n' },
       { path: 'logs/b.log', content: 'bravo\n' },

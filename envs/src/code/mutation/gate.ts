@@ -77,7 +77,10 @@ export function defaultCacheDir(): string {
 
 function verdictOf(g: VariantGrade): string {
   if (g.zero_reason) return g.zero_reason;
-  if (g.tests) return g.tests.passed === g.tests.collected ? `all ${g.tests.collected} tests passed${g.score < 1 ? `, score ${g.score.toFixed(3)}` : ''}` : `${g.tests.collected - g.tests.passed} of ${g.tests.collected} tests failed`;
+  if (g.tests)
+    return g.tests.passed === g.tests.collected
+      ? `all ${g.tests.collected} tests passed${g.score < 1 ? `, score ${g.score.toFixed(3)}` : ''}`
+      : `${g.tests.collected - g.tests.passed} of ${g.tests.collected} tests failed`;
   return `score ${g.score.toFixed(3)}`;
 }
 
@@ -194,11 +197,16 @@ export async function runMutationGate(task: LoadedTask, opts: MutationGateOption
   }
   const scored = gen.mutants.length - equivalent;
   const score = scored > 0 ? killed / scored : null;
-  if (gen.mutants.length === 0) problems.push(`no mutants could be generated from the reference solution (${gen.unmutated.length ? `unmutated: ${gen.unmutated.join(', ')}` : 'nothing to mutate'}): the gate cannot judge these tests`);
+  if (gen.mutants.length === 0)
+    problems.push(
+      `no mutants could be generated from the reference solution (${gen.unmutated.length ? `unmutated: ${gen.unmutated.join(', ')}` : 'nothing to mutate'}): the gate cannot judge these tests`,
+    );
   else if (score === null) problems.push('every mutant is marked equivalent: nothing left to score');
   else if (score < threshold) {
     const ids = outcomes.filter((o) => o.status === 'survived').map((o) => `${o.id} ${o.path}:${o.line} ${o.operator}`);
-    problems.push(`mutation score ${(score * 100).toFixed(1)}% is under ${(threshold * 100).toFixed(0)}%: ${survived} surviving mutant${survived === 1 ? '' : 's'} (${ids.slice(0, 5).join('; ')}${ids.length > 5 ? '; ...' : ''})`);
+    problems.push(
+      `mutation score ${(score * 100).toFixed(1)}% is under ${(threshold * 100).toFixed(0)}%: ${survived} surviving mutant${survived === 1 ? '' : 's'} (${ids.slice(0, 5).join('; ')}${ids.length > 5 ? '; ...' : ''})`,
+    );
   }
   return {
     ok: problems.length === 0,

@@ -15,12 +15,27 @@ interface StrykerMutant {
   status?: string;
 }
 interface InstrumenterModule {
-  Instrumenter: new (logger: unknown) => { instrument(files: { name: string; content: string; mutate: true }[], options: Record<string, unknown>): Promise<{ mutants: StrykerMutant[] }> };
+  Instrumenter: new (
+    logger: unknown,
+  ) => { instrument(files: { name: string; content: string; mutate: true }[], options: Record<string, unknown>): Promise<{ mutants: StrykerMutant[] }> };
 }
 
 const quiet = () => false;
 const noop = () => {};
-const LOGGER = { isTraceEnabled: quiet, isDebugEnabled: quiet, isInfoEnabled: quiet, isWarnEnabled: quiet, isErrorEnabled: quiet, isFatalEnabled: quiet, trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop };
+const LOGGER = {
+  isTraceEnabled: quiet,
+  isDebugEnabled: quiet,
+  isInfoEnabled: quiet,
+  isWarnEnabled: quiet,
+  isErrorEnabled: quiet,
+  isFatalEnabled: quiet,
+  trace: noop,
+  debug: noop,
+  info: noop,
+  warn: noop,
+  error: noop,
+  fatal: noop,
+};
 
 /** Offset of a Stryker position (0-based line and column) in source. */
 function offsetOf(lineStarts: number[], p: StrykerPosition): number {
@@ -35,14 +50,22 @@ export async function javascriptMutants(files: { path: string; source: string }[
     const { createRequire } = await import('node:module');
     version = (createRequire(import.meta.url)('@stryker-mutator/instrumenter/package.json') as { version: string }).version;
   } catch (err) {
-    throw new MutationToolError(`JavaScript mutants need @stryker-mutator/instrumenter (npm install --save-dev @stryker-mutator/instrumenter@9): ${(err as Error).message}`, 'stryker');
+    throw new MutationToolError(
+      `JavaScript mutants need @stryker-mutator/instrumenter (npm install --save-dev @stryker-mutator/instrumenter@9): ${(err as Error).message}`,
+      'stryker',
+    );
   }
   const instrumenter = new mod.Instrumenter(LOGGER);
   const out: RawMutant[] = [];
   for (const f of files) {
     let res: { mutants: StrykerMutant[] };
     try {
-      res = await instrumenter.instrument([{ name: f.path, content: f.source, mutate: true }], { plugins: null, excludedMutations: [], ignorers: [], noHeader: true });
+      res = await instrumenter.instrument([{ name: f.path, content: f.source, mutate: true }], {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [],
+        noHeader: true,
+      });
     } catch (err) {
       throw new MutationToolError(`Stryker cannot parse ${f.path}: ${(err as Error).message}`, 'stryker');
     }

@@ -99,10 +99,11 @@ export function unifiedDiff(file: string, before: string, after: string): { diff
  */
 export async function preflightTools(solutions: readonly TaskSolution[], opts: GenerateOptions = {}): Promise<ToolInfo[]> {
   const needed = new Set<MutationTool>();
-  for (const s of solutions) for (const f of mutableFiles(s)) {
-    const t = toolFor(f);
-    if (t) needed.add(t);
-  }
+  for (const s of solutions)
+    for (const f of mutableFiles(s)) {
+      const t = toolFor(f);
+      if (t) needed.add(t);
+    }
   const out: ToolInfo[] = [];
   for (const tool of needed) {
     const res = tool === 'cosmic-ray' ? await pythonMutants([], opts.python) : tool === 'stryker' ? await javascriptMutants([]) : shellMutants([]);
@@ -144,10 +145,21 @@ export async function generateMutants(sol: TaskSolution, opts: GenerateOptions =
     const before = Buffer.from(target.content).toString('utf8');
     if (m.source === before) continue;
     const d = unifiedDiff(m.path, before, m.source);
-    const base = createHash('sha256').update(`${m.path}\0${d.removed.join('\n')}\0${d.added.join('\n')}`).digest('hex').slice(0, 12);
+    const base = createHash('sha256')
+      .update(`${m.path}\0${d.removed.join('\n')}\0${d.added.join('\n')}`)
+      .digest('hex')
+      .slice(0, 12);
     const n = (seen.get(base) ?? 0) + 1;
     seen.set(base, n);
-    mutants.push({ id: n === 1 ? base : `${base}-${n}`, tool, path: m.path, operator: m.operator, line: d.line, diff: d.diff, solution: replaceFile(sol, target, new Uint8Array(Buffer.from(m.source, 'utf8'))) });
+    mutants.push({
+      id: n === 1 ? base : `${base}-${n}`,
+      tool,
+      path: m.path,
+      operator: m.operator,
+      line: d.line,
+      diff: d.diff,
+      solution: replaceFile(sol, target, new Uint8Array(Buffer.from(m.source, 'utf8'))),
+    });
   }
   return { tools, mutants, unmutated };
 }

@@ -24,7 +24,14 @@ export async function pythonMutants(files: { path: string; source: string }[], p
       else out.push(b);
     });
     child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', (e) => reject(new MutationToolError(`cannot run ${exe} for Python mutants (${e.message}); set SANDGYM_MUTATION_PYTHON or --mutation-python to an interpreter with cosmic-ray installed`, 'cosmic-ray')));
+    child.on('error', (e) =>
+      reject(
+        new MutationToolError(
+          `cannot run ${exe} for Python mutants (${e.message}); set SANDGYM_MUTATION_PYTHON or --mutation-python to an interpreter with cosmic-ray installed`,
+          'cosmic-ray',
+        ),
+      ),
+    );
     child.on('close', (c) => resolve({ code: c, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
     child.stdin.on('error', () => {});
     child.stdin.end(JSON.stringify({ files }));
@@ -35,7 +42,15 @@ export async function pythonMutants(files: { path: string; source: string }[], p
   } catch {
     // Reported below with stderr.
   }
-  if (doc.error) throw new MutationToolError(`${doc.error} (interpreter ${exe}: pip install 'cosmic-ray==8.7.0', or point SANDGYM_MUTATION_PYTHON / --mutation-python at one that has it)`, 'cosmic-ray');
-  if (code !== 0 || !Array.isArray(doc.mutants)) throw new MutationToolError(`Python mutant generation failed (${exe}, exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`, 'cosmic-ray');
+  if (doc.error)
+    throw new MutationToolError(
+      `${doc.error} (interpreter ${exe}: pip install 'cosmic-ray==8.7.0', or point SANDGYM_MUTATION_PYTHON / --mutation-python at one that has it)`,
+      'cosmic-ray',
+    );
+  if (code !== 0 || !Array.isArray(doc.mutants))
+    throw new MutationToolError(
+      `Python mutant generation failed (${exe}, exit ${code}): ${stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`,
+      'cosmic-ray',
+    );
   return { version: doc.cosmic_ray ?? 'unknown', mutants: doc.mutants };
 }

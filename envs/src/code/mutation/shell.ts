@@ -6,11 +6,33 @@ import type { RawMutant } from './mutants.js';
 
 export const SHELL_MUTATOR_VERSION = '1';
 
-const RELATIONAL: Record<string, string[]> = { '-lt': ['-le', '-ge'], '-le': ['-lt', '-gt'], '-gt': ['-ge', '-le'], '-ge': ['-gt', '-lt'], '-eq': ['-ne'], '-ne': ['-eq'] };
+const RELATIONAL: Record<string, string[]> = {
+  '-lt': ['-le', '-ge'],
+  '-le': ['-lt', '-gt'],
+  '-gt': ['-ge', '-le'],
+  '-ge': ['-gt', '-lt'],
+  '-eq': ['-ne'],
+  '-ne': ['-eq'],
+};
 const TEST_FLAGS: Record<string, string[]> = { '-z': ['-n'], '-n': ['-z'], '-d': ['-f'], '-f': ['-d'] };
-const ARITH: Record<string, string[]> = { '+': ['-'], '-': ['+'], '*': ['/'], '/': ['*'], '%': ['*'], '<': ['<='], '<=': ['<'], '>': ['>='], '>=': ['>'], '==': ['!='], '!=': ['=='], '++': ['--'], '--': ['++'] };
+const ARITH: Record<string, string[]> = {
+  '+': ['-'],
+  '-': ['+'],
+  '*': ['/'],
+  '/': ['*'],
+  '%': ['*'],
+  '<': ['<='],
+  '<=': ['<'],
+  '>': ['>='],
+  '>=': ['>'],
+  '==': ['!='],
+  '!=': ['=='],
+  '++': ['--'],
+  '--': ['++'],
+};
 /** Lines that open or close a construct: deleting them breaks the syntax, not the behaviour. */
-const STRUCTURAL = /^(if|then|else|elif|fi|for|while|until|do|done|case|esac|function|select|in|set|return\s*$|\{|\}|\(|\)|;;|[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{?)(\s|;|$)/;
+const STRUCTURAL =
+  /^(if|then|else|elif|fi|for|while|until|do|done|case|esac|function|select|in|set|return\s*$|\{|\}|\(|\)|;;|[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{?)(\s|;|$)/;
 
 /** Marks which characters of a line are code (not inside quotes, not a comment). */
 function codeMask(line: string): boolean[] {

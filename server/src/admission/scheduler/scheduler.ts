@@ -229,7 +229,8 @@ export class Scheduler {
   constructor(config: SchedulerConfig) {
     if (typeof config !== 'object' || config === null) throw new SchedulerInputError('config', 'must be an object');
     this.capacity = positiveInt('config.capacity', config.capacity, { allowZero: true });
-    if (!Array.isArray(config.classes) || config.classes.length === 0) throw new SchedulerInputError('config.classes', 'must be a non-empty list, highest priority first');
+    if (!Array.isArray(config.classes) || config.classes.length === 0)
+      throw new SchedulerInputError('config.classes', 'must be a non-empty list, highest priority first');
     const pre = new Set(config.preemptibleClasses ?? []);
     for (const p of pre) if (!config.classes.includes(p)) throw new SchedulerInputError('config.preemptibleClasses', `unknown class ${JSON.stringify(p)}`);
     this.classes = config.classes.map((name, i) => {
@@ -247,7 +248,8 @@ export class Scheduler {
     this.alpha = alpha;
     this.defaultWeight = checkWeight('config.defaultWeight', config.defaultWeight ?? 1);
     const grace = config.preemptGraceMs ?? 0;
-    if (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0) throw new SchedulerInputError('config.preemptGraceMs', `must be a finite number >= 0 (got ${String(grace)})`);
+    if (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0)
+      throw new SchedulerInputError('config.preemptGraceMs', `must be a finite number >= 0 (got ${String(grace)})`);
     this.grace = grace;
     for (const [client, w] of Object.entries(config.weights ?? {})) this.weights.set(client, checkWeight(`config.weights[${JSON.stringify(client)}]`, w));
   }
@@ -277,7 +279,8 @@ export class Scheduler {
     const id = checkKey('id', req.id);
     const client = checkKey('client', req.client);
     const cls = this.classIndex.get(req.cls);
-    if (cls === undefined) throw new SchedulerInputError('cls', `unknown class ${JSON.stringify(req.cls)} (configured: ${[...this.classIndex.keys()].join(', ')})`);
+    if (cls === undefined)
+      throw new SchedulerInputError('cls', `unknown class ${JSON.stringify(req.cls)} (configured: ${[...this.classIndex.keys()].join(', ')})`);
     if (typeof req.deadline !== 'number' || Number.isNaN(req.deadline) || req.deadline === Number.NEGATIVE_INFINITY) {
       throw new SchedulerInputError('deadline', `must be a number or Infinity (got ${String(req.deadline)})`);
     }
@@ -488,7 +491,15 @@ export class Scheduler {
   stats(): SchedulerStats {
     const byClass: Record<string, number> = {};
     for (const cq of this.classes) byClass[cq.name] = cq.queued;
-    return { capacity: this.capacity, held: this.held, reclaiming: this.reclaimingUnits, queued: this.queued, queued_by_class: byClass, ewma_service_ms: this.ewma, lanes: this.lanes.size };
+    return {
+      capacity: this.capacity,
+      held: this.held,
+      reclaiming: this.reclaimingUnits,
+      queued: this.queued,
+      queued_by_class: byClass,
+      ewma_service_ms: this.ewma,
+      lanes: this.lanes.size,
+    };
   }
 
   // ---- internals ----

@@ -46,7 +46,11 @@ export function chartData(rubric: RubricItem[] | undefined, steps: { step: numbe
   if (out.some((st) => NO_COMPONENTS in st.contributions)) names.push(NO_COMPONENTS);
   return {
     steps: out,
-    components: names.map((name, i) => ({ name, weight: weights.get(name) ?? 1, color: name === NO_COMPONENTS ? '#64748b' : (PALETTE[i % PALETTE.length] as string) })),
+    components: names.map((name, i) => ({
+      name,
+      weight: weights.get(name) ?? 1,
+      color: name === NO_COMPONENTS ? '#64748b' : (PALETTE[i % PALETTE.length] as string),
+    })),
     episodeReturn: steps.reduce((a, st) => a + st.reward, 0),
   };
 }
@@ -69,7 +73,7 @@ export function renderChart(host: HTMLElement, data: ChartData, slots: number): 
   for (const st of data.steps) {
     let up = 0;
     let down = 0;
-    for (const v of Object.values(st.contributions)) (v >= 0 ? (up += v) : (down += v));
+    for (const v of Object.values(st.contributions)) v >= 0 ? (up += v) : (down += v);
     hi = Math.max(hi, up, st.reward);
     lo = Math.min(lo, down, st.reward);
   }
@@ -104,17 +108,41 @@ export function renderChart(host: HTMLElement, data: ChartData, slots: number): 
       if (v >= 0) up = to;
       else down = to;
       g.append(
-        s('rect', { x: x(st.step) - barW / 2, width: barW, y: Math.min(y(from), y(to)), height: Math.max(1, Math.abs(y(from) - y(to))), fill: colour.get(c.name) ?? '#64748b', 'data-component': c.name, 'data-value': v },
-          s('title', {}, `step ${st.step} · ${c.name} (weight ${formatNumber(c.weight)}): ${formatNumber(v)}`)),
+        s(
+          'rect',
+          {
+            x: x(st.step) - barW / 2,
+            width: barW,
+            y: Math.min(y(from), y(to)),
+            height: Math.max(1, Math.abs(y(from) - y(to))),
+            fill: colour.get(c.name) ?? '#64748b',
+            'data-component': c.name,
+            'data-value': v,
+          },
+          s('title', {}, `step ${st.step} · ${c.name} (weight ${formatNumber(c.weight)}): ${formatNumber(v)}`),
+        ),
       );
     }
-    g.append(s('line', { x1: x(st.step) - barW / 2 - 3, x2: x(st.step) + barW / 2 + 3, y1: y(st.reward), y2: y(st.reward), class: 'reward-mark' }, s('title', {}, `step ${st.step} reward ${formatNumber(st.reward)}`)));
+    g.append(
+      s(
+        'line',
+        { x1: x(st.step) - barW / 2 - 3, x2: x(st.step) + barW / 2 + 3, y1: y(st.reward), y2: y(st.reward), class: 'reward-mark' },
+        s('title', {}, `step ${st.step} reward ${formatNumber(st.reward)}`),
+      ),
+    );
     svg.append(g);
   }
   const legend = h(
     'div',
     { class: 'legend' },
-    ...data.components.map((c) => h('span', { class: 'legend-item', 'data-component': c.name }, h('i', { class: `swatch c${data.components.indexOf(c) % PALETTE.length}`, 'data-color': c.color }), c.name === NO_COMPONENTS ? 'reward' : `${c.name} ×${formatNumber(c.weight)}`)),
+    ...data.components.map((c) =>
+      h(
+        'span',
+        { class: 'legend-item', 'data-component': c.name },
+        h('i', { class: `swatch c${data.components.indexOf(c) % PALETTE.length}`, 'data-color': c.color }),
+        c.name === NO_COMPONENTS ? 'reward' : `${c.name} ×${formatNumber(c.weight)}`,
+      ),
+    ),
     h('span', { class: 'legend-item' }, h('i', { class: 'swatch mark' }), 'step reward'),
   );
   host.replaceChildren(svg, legend);

@@ -48,4 +48,3 @@ export function pretty(v: unknown, width = 80): string {
   if (flat === undefined) return String(v);
   return flat.length <= width ? flat : JSON.stringify(v, null, 2);
 }
-

@@ -36,7 +36,13 @@ function labelFor(name: string, schema: JsonSchema, required: boolean, typeText:
   return h(
     'label',
     { class: 'param' },
-    h('span', { class: 'param-name' }, name, required ? h('span', { class: 'req', title: 'required' }, '*') : null, h('span', { class: 'param-type' }, typeText)),
+    h(
+      'span',
+      { class: 'param-name' },
+      name,
+      required ? h('span', { class: 'req', title: 'required' }, '*') : null,
+      h('span', { class: 'param-type' }, typeText),
+    ),
     input,
     typeof schema.description === 'string' ? h('span', { class: 'param-desc' }, schema.description) : null,
   );
@@ -49,7 +55,12 @@ export function schemaField(name: string, schema: JsonSchema, required: boolean)
 
   if (Array.isArray(schema.enum)) {
     const values = schema.enum;
-    const select = h('select', attrs, required ? null : h('option', { value: '' }, '(unset)'), ...values.map((v, i) => h('option', { value: String(i) }, typeof v === 'string' ? v : JSON.stringify(v))));
+    const select = h(
+      'select',
+      attrs,
+      required ? null : h('option', { value: '' }, '(unset)'),
+      ...values.map((v, i) => h('option', { value: String(i) }, typeof v === 'string' ? v : JSON.stringify(v))),
+    );
     if (def !== undefined && values.includes(def)) select.value = String(values.indexOf(def));
     return {
       el: labelFor(name, schema, required, 'enum', select),
@@ -201,7 +212,13 @@ export function toolCallEditor(tools: Tool[], onSubmit: () => void): Editor & { 
 
 export function textEditor(space: Space, onSubmit: () => void): Editor {
   const max = typeof space.max_length === 'number' ? space.max_length : undefined;
-  const area = h('textarea', { 'data-param': 'text', rows: 2, spellcheck: 'false', maxlength: max, placeholder: 'action text (Enter sends, Shift+Enter for a new line)' });
+  const area = h('textarea', {
+    'data-param': 'text',
+    rows: 2,
+    spellcheck: 'false',
+    maxlength: max,
+    placeholder: 'action text (Enter sends, Shift+Enter for a new line)',
+  });
   area.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && !ev.shiftKey) {
       ev.preventDefault();
@@ -209,7 +226,12 @@ export function textEditor(space: Space, onSubmit: () => void): Editor {
     }
   });
   return {
-    el: h('label', { class: 'param' }, h('span', { class: 'param-name' }, 'text', h('span', { class: 'param-type' }, max !== undefined ? `max ${max} chars` : 'text')), area),
+    el: h(
+      'label',
+      { class: 'param' },
+      h('span', { class: 'param-name' }, 'text', h('span', { class: 'param-type' }, max !== undefined ? `max ${max} chars` : 'text')),
+      area,
+    ),
     focus: () => area.focus(),
     read: () => ({ ok: true, value: area.value }),
     afterStep: () => {
@@ -229,12 +251,21 @@ export function discreteEditor(space: Space, onSubmit: () => void): Editor {
           'div',
           { class: 'quick' },
           ...Array.from({ length: n }, (_, i) =>
-            h('button', { type: 'button', class: 'small-button', 'data-discrete': start + i, onclick: () => ((input.value = String(start + i)), onSubmit()) }, String(start + i)),
+            h(
+              'button',
+              { type: 'button', class: 'small-button', 'data-discrete': start + i, onclick: () => ((input.value = String(start + i)), onSubmit()) },
+              String(start + i),
+            ),
           ),
         )
       : null;
   return {
-    el: h('div', {}, h('label', { class: 'param' }, h('span', { class: 'param-name' }, 'value', h('span', { class: 'param-type' }, `${start}..${start + n - 1}`)), input), quick),
+    el: h(
+      'div',
+      {},
+      h('label', { class: 'param' }, h('span', { class: 'param-name' }, 'value', h('span', { class: 'param-type' }, `${start}..${start + n - 1}`)), input),
+      quick,
+    ),
     focus: () => input.focus(),
     read: () => {
       const v = Number(input.value);

@@ -56,7 +56,13 @@ export class FramesPane {
       type = `${type} ← ${this.requestTypes.get(msg.id)}`;
       this.requestTypes.delete(msg.id);
     }
-    const view: FrameView = { direction: frame.direction, type, encoding: binary ? 'msgpack' : 'json', text, bytes: binary ? (frame.data as Uint8Array).length : new TextEncoder().encode(text).length };
+    const view: FrameView = {
+      direction: frame.direction,
+      type,
+      encoding: binary ? 'msgpack' : 'json',
+      text,
+      bytes: binary ? (frame.data as Uint8Array).length : new TextEncoder().encode(text).length,
+    };
     this.frames.push(view);
     if (this.frames.length > MAX_FRAMES) {
       this.frames.shift();

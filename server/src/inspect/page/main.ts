@@ -167,7 +167,11 @@ function refreshButtons(): void {
   el.download.disabled = traj === null;
   el.loadButton.disabled = !connected;
   const last = traj?.steps[traj.steps.length - 1];
-  el.episodeStatus.textContent = !traj ? '' : episodeOver() ? `episode ${last?.terminated ? 'terminated' : 'truncated'} · reset to play again` : `step ${traj.steps.length + 1} next`;
+  el.episodeStatus.textContent = !traj
+    ? ''
+    : episodeOver()
+      ? `episode ${last?.terminated ? 'terminated' : 'truncated'} · reset to play again`
+      : `step ${traj.steps.length + 1} next`;
 }
 
 function updateChart(): void {
@@ -186,7 +190,13 @@ function describeSpec(spec: EnvSpec): void {
   ];
   if (spec.reward_range) facts.push(['reward range', `[${spec.reward_range.join(', ')}]`]);
   if (spec.rubric?.length) facts.push(['rubric', spec.rubric.map((r) => `${r.name} ×${r.weight}`).join(', ')]);
-  if (spec.tasks) facts.push(['tasks', Object.entries(spec.tasks.splits).map(([k, n]) => `${k} ${n}`).join(', ')]);
+  if (spec.tasks)
+    facts.push([
+      'tasks',
+      Object.entries(spec.tasks.splits)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', '),
+    ]);
   el.envInfo.replaceChildren(
     h('p', { class: 'env-desc' }, spec.description ?? ''),
     h('dl', {}, ...facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
@@ -396,15 +406,31 @@ async function doStep(action: unknown): Promise<StepRecord> {
   return rec;
 }
 
-function recordStep(action: unknown, r: { observation: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> }): StepRecord {
+function recordStep(
+  action: unknown,
+  r: { observation: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> },
+): StepRecord {
   const t = traj as Trajectory;
-  const rec: StepRecord = { type: 'step', step: t.steps.length + 1, action, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+  const rec: StepRecord = {
+    type: 'step',
+    step: t.steps.length + 1,
+    action,
+    observation: r.observation,
+    reward: r.reward,
+    terminated: r.terminated,
+    truncated: r.truncated,
+    info: r.info,
+  };
   t.steps.push(rec);
   return rec;
 }
 
 function showStep(rec: StepRecord, replayed?: ReplayedStep): void {
-  transcript.step(rec, (traj?.steps ?? []).reduce((a, st) => a + st.reward, 0), replayed);
+  transcript.step(
+    rec,
+    (traj?.steps ?? []).reduce((a, st) => a + st.reward, 0),
+    replayed,
+  );
   updateChart();
 }
 
@@ -440,7 +466,8 @@ async function doReplay(text: string, fileName: string): Promise<void> {
       onStep: (s) => showStep(traj?.steps.at(-1) ?? s.replayed, s),
     },
   );
-  if (report.stop?.reason === 'error') transcript.error(report.stop.step === 0 ? 'replay make/reset' : `replay step ${report.stop.step}`, asError(report.stop.error));
+  if (report.stop?.reason === 'error')
+    transcript.error(report.stop.step === 0 ? 'replay make/reset' : `replay step ${report.stop.step}`, asError(report.stop.error));
   const stoppedAt = report.stop?.step ?? null;
   state.replay = { steps: report.steps.length, differing: report.differing, stoppedAt, verdict: report.verdict };
   const good = report.verdict === 'same';
@@ -453,7 +480,10 @@ async function doReplay(text: string, fileName: string): Promise<void> {
 function download(): void {
   if (!traj) return;
   const blob = new Blob([toJsonl(traj)], { type: 'application/x-ndjson' });
-  const a = h('a', { href: URL.createObjectURL(blob), download: `${traj.reset.env_id.replace(/[^A-Za-z0-9_.-]+/g, '_')}-seed${traj.reset.seed ?? 'none'}.jsonl` });
+  const a = h('a', {
+    href: URL.createObjectURL(blob),
+    download: `${traj.reset.env_id.replace(/[^A-Za-z0-9_.-]+/g, '_')}-seed${traj.reset.seed ?? 'none'}.jsonl`,
+  });
   document.body.append(a);
   a.click();
   a.remove();

@@ -50,7 +50,12 @@ export class Transcript {
       h(
         'li',
         { class: 'entry reset', 'data-kind': 'reset' },
-        h('div', { class: 'entry-head' }, h('span', { class: 'badge' }, label), h('span', { class: 'muted' }, `${rec.env_id} · seed ${rec.seed ?? 'none'}${opts}`)),
+        h(
+          'div',
+          { class: 'entry-head' },
+          h('span', { class: 'badge' }, label),
+          h('span', { class: 'muted' }, `${rec.env_id} · seed ${rec.seed ?? 'none'}${opts}`),
+        ),
         observationBlock(rec.observation),
         infoBlock(rec.info),
       ),
@@ -62,14 +67,25 @@ export class Transcript {
     const { reward_components: comps, ...rest } = rec.info;
     const compList =
       comps && typeof comps === 'object' && !Array.isArray(comps)
-        ? h('span', { class: 'components' }, ...Object.entries(comps as Record<string, unknown>).map(([k, v]) => h('span', { class: 'component', 'data-component': k }, `${k} ${typeof v === 'number' ? formatNumber(v) : JSON.stringify(v)}`)))
+        ? h(
+            'span',
+            { class: 'components' },
+            ...Object.entries(comps as Record<string, unknown>).map(([k, v]) =>
+              h('span', { class: 'component', 'data-component': k }, `${k} ${typeof v === 'number' ? formatNumber(v) : JSON.stringify(v)}`),
+            ),
+          )
         : null;
     const rewardClass = rec.reward > 0 ? 'pos' : rec.reward < 0 ? 'neg' : 'zero';
     const differs = replayed !== undefined && replayed.diffs.length > 0;
     const rewardDiffers = replayed?.diffs.some((d) => d.field === 'reward') ?? false;
     const li = h(
       'li',
-      { class: `entry step${rec.terminated || rec.truncated ? ' final' : ''}${differs ? ' differs' : ''}`, 'data-kind': 'step', 'data-step': rec.step, 'data-reward': rec.reward },
+      {
+        class: `entry step${rec.terminated || rec.truncated ? ' final' : ''}${differs ? ' differs' : ''}`,
+        'data-kind': 'step',
+        'data-step': rec.step,
+        'data-reward': rec.reward,
+      },
       h(
         'div',
         { class: 'entry-head' },
@@ -86,7 +102,13 @@ export class Transcript {
         rec.terminated ? h('span', { class: 'flag' }, 'terminated') : null,
         rec.truncated ? h('span', { class: 'flag' }, 'truncated') : null,
         replayed !== undefined
-          ? h('span', { class: differs ? 'flag bad' : 'flag ok', 'data-diffs': diffFields(replayed.diffs) }, differs ? `differs from saved: ${diffFields(replayed.diffs)}${rewardDiffers ? ` (saved reward ${formatNumber(replayed.saved.reward)})` : ''}` : 'matches saved')
+          ? h(
+              'span',
+              { class: differs ? 'flag bad' : 'flag ok', 'data-diffs': diffFields(replayed.diffs) },
+              differs
+                ? `differs from saved: ${diffFields(replayed.diffs)}${rewardDiffers ? ` (saved reward ${formatNumber(replayed.saved.reward)})` : ''}`
+                : 'matches saved',
+            )
           : null,
       ),
       infoBlock(rest),

@@ -22,7 +22,11 @@ export interface Archive {
   flush(): Promise<void>;
 }
 
-export async function createArchive(opts: ArchiveOptions, log: { warn(o: object, m: string): void; error(o: object, m: string): void }, given?: ArchiveStore): Promise<Archive> {
+export async function createArchive(
+  opts: ArchiveOptions,
+  log: { warn(o: object, m: string): void; error(o: object, m: string): void },
+  given?: ArchiveStore,
+): Promise<Archive> {
   const store = given ?? (await openStore(opts));
   const writer = new ArchiveWriter({
     store,
@@ -60,7 +64,10 @@ export async function installArchive(sg: SandgymApp, opts: ArchiveOptions): Prom
     await archive.flush();
     const s = archive.stats();
     const dropped = Object.values(s.episodes_dropped).reduce((a, b) => a + b, 0);
-    sg.app.log.info({ archive: s.location, episodes_written: s.episodes_written, objects_written: s.objects_written, episodes_dropped: dropped }, 'archive flushed');
+    sg.app.log.info(
+      { archive: s.location, episodes_written: s.episodes_written, objects_written: s.objects_written, episodes_dropped: dropped },
+      'archive flushed',
+    );
     archive.store.destroy?.();
   });
   sg.app.log.info({ archive: archive.store.location }, 'archiving every finished episode');

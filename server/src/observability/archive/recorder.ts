@@ -9,7 +9,16 @@
 import { createHash } from 'node:crypto';
 import type { ProtocolError } from '#protocol/index.js';
 import { SERVER_VERSION } from '../../version.js';
-import { newEpisodeId, type ArtifactEvent, type CloseEvent, type EpisodeObserver, type ErrorEvent, type OpenEvent, type ResetEvent, type StepEvent } from '../episode-events.js';
+import {
+  newEpisodeId,
+  type ArtifactEvent,
+  type CloseEvent,
+  type EpisodeObserver,
+  type ErrorEvent,
+  type OpenEvent,
+  type ResetEvent,
+  type StepEvent,
+} from '../episode-events.js';
 import { episodeScore, outcomeOfError, SUCCESS_SCORE, type EpisodeOutcome } from '../outcomes.js';
 import { ARCHIVE_FORMAT, type ArchivedError, type ArchivedWorkspace, type EpisodeEnd } from './format.js';
 import type { ArchiveWriter, Tenant } from './writer.js';

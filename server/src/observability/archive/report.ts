@@ -118,7 +118,11 @@ function causesOverTime(records: EpisodeRecord[], buckets = 12): string {
       bars += `<rect x="${pad + i * bw + 1}" y="${y}" width="${Math.max(1, bw - 2)}" height="${h}" fill="${PALETTE[ci % PALETTE.length]}"><title>${esc(c)}: ${n}</title></rect>`;
     }
   });
-  const legend = causes.map((c, i) => `<span class="key"><i style="background:${PALETTE[i % PALETTE.length]}"></i>${esc(c)} (${failed.filter((f) => f.cause === c).length})</span>`).join(' ');
+  const legend = causes
+    .map(
+      (c, i) => `<span class="key"><i style="background:${PALETTE[i % PALETTE.length]}"></i>${esc(c)} (${failed.filter((f) => f.cause === c).length})</span>`,
+    )
+    .join(' ');
   const iso = (t: number) => new Date(t).toISOString().replace('T', ' ').slice(0, 19);
   return `<figure><figcaption>Failure causes over time (by episode end, ${buckets} buckets; causes as in sandgym_failures_total)</figcaption><svg role="img" aria-label="failure causes over time" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">
 <line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#888"/>${bars}
@@ -137,14 +141,22 @@ export interface ReportSummary {
 export function summarise(records: EpisodeRecord[]): ReportSummary {
   const outcomes: Record<string, number> = {};
   for (const r of records) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
-  return { episodes: records.length, scored: records.filter(isScoredRecord).length, passed: records.filter((r) => r.success).length, outcomes, request_errors: records.reduce((a, r) => a + r.request_errors.length, 0) };
+  return {
+    episodes: records.length,
+    scored: records.filter(isScoredRecord).length,
+    passed: records.filter((r) => r.success).length,
+    outcomes,
+    request_errors: records.reduce((a, r) => a + r.request_errors.length, 0),
+  };
 }
 
 /** The whole page. `source` names the archive in the title. */
 export function renderReport(records: EpisodeRecord[], source: string, generatedAt = new Date()): string {
   const s = summarise(records);
   const t = records.map((r) => Date.parse(r.started_at));
-  const range = records.length ? `${new Date(Math.min(...t)).toISOString()} to ${new Date(Math.max(...records.map((r) => Date.parse(r.ended_at)))).toISOString()}` : 'no episodes';
+  const range = records.length
+    ? `${new Date(Math.min(...t)).toISOString()} to ${new Date(Math.max(...records.map((r) => Date.parse(r.ended_at)))).toISOString()}`
+    : 'no episodes';
   const envs = [...new Set(records.map((r) => r.env_id))].sort();
   const outcomeRows = Object.entries(s.outcomes)
     .sort()
@@ -172,7 +184,10 @@ svg text{font-size:11px;fill:#333} svg .ax{fill:#666} .legend{margin-top:4px} .k
 <div class="stat" id="stat-request-errors"><b>${s.request_errors}</b>request errors (invalid actions...)</div>
 </div>
 <div class="grid">
-${histogram(records.filter(isScoredRecord).map((r) => r.score), 'Reward distribution (score of scored episodes)')}
+${histogram(
+  records.filter(isScoredRecord).map((r) => r.score),
+  'Reward distribution (score of scored episodes)',
+)}
 ${passRates(records)}
 ${histogram(
   records.map((r) => r.length),

@@ -40,7 +40,9 @@ export class S3Store implements ArchiveStore {
   }
 
   async put(name: string, body: Uint8Array): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: this.where.bucket, Key: this.key(name), Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }));
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.where.bucket, Key: this.key(name), Body: body, ContentType: 'application/x-ndjson', ContentEncoding: 'gzip' }),
+    );
   }
 
   async list(): Promise<string[]> {
@@ -48,7 +50,9 @@ export class S3Store implements ArchiveStore {
     const base = this.where.prefix ? `${this.where.prefix}/` : '';
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: base, ...(token ? { ContinuationToken: token } : {}) }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: base, ...(token ? { ContinuationToken: token } : {}) }),
+      );
       for (const o of page.Contents ?? []) if (o.Key && isArchiveObject(o.Key)) out.push(o.Key.slice(base.length));
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

@@ -202,7 +202,10 @@ export class ArchiveWriter {
     if (now - this.lastDropWarn > 10_000) {
       this.lastDropWarn = now;
       const who = tenant ? { tenant: tenant.key, tenant_held_bytes: tenant.held, max_tenant_bytes: this.maxTenant } : {};
-      this.opts.log.warn({ reason, episode: episodeId, ...who, dropped: { ...this.dropped }, held_bytes: this.held, max_bytes: this.opts.maxBytes }, 'archive dropped an episode');
+      this.opts.log.warn(
+        { reason, episode: episodeId, ...who, dropped: { ...this.dropped }, held_bytes: this.held, max_bytes: this.opts.maxBytes },
+        'archive dropped an episode',
+      );
     }
   }
 
@@ -283,7 +286,14 @@ export class ArchiveWriter {
   }
 
   stats(): ArchiveStats {
-    return { instance: this.instance, location: this.opts.store.location, ...this.counters, episodes_dropped: { ...this.dropped }, held_bytes: this.held, write_errors: this.counters.write_errors };
+    return {
+      instance: this.instance,
+      location: this.opts.store.location,
+      ...this.counters,
+      episodes_dropped: { ...this.dropped },
+      held_bytes: this.held,
+      write_errors: this.counters.write_errors,
+    };
   }
 
   private open(): OpenObject {

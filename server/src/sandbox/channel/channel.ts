@@ -175,7 +175,9 @@ export class CommandChannel {
           reject(e);
         },
       };
-      this.input.write(`${this.nonce} ${Math.max(1, Math.ceil(this.opts.leaseTicks))} ${this.opts.agentUid} ${this.opts.agentDataMb ? Math.ceil(this.opts.agentDataMb * 1024) : 'unlimited'}\n`);
+      this.input.write(
+        `${this.nonce} ${Math.max(1, Math.ceil(this.opts.leaseTicks))} ${this.opts.agentUid} ${this.opts.agentDataMb ? Math.ceil(this.opts.agentDataMb * 1024) : 'unlimited'}\n`,
+      );
     });
   }
 
@@ -292,7 +294,9 @@ export class CommandChannel {
   private pumpV3(id: number, cap1: number, flags: string, cmd: RawCommand): void {
     const a = cmd.argv && !flags.includes('d') && !flags.includes('J') ? cmd.argv : undefined;
     if (a && a.argv.length > 0) {
-      const env = Object.entries(a.env).map(([k, v]) => `${k}=${v}`).join('\0');
+      const env = Object.entries(a.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\0');
       const line = `x ${id} ${cap1} ${flags} ${b64(a.cwd)} ${b64(env)} ${b64(a.argv.join('\0'))}\n`;
       if (line.length <= INLINE_V3_MAX) {
         if (cmd.stdin?.length) this.upload(id, 'i', cmd.stdin);
@@ -403,7 +407,9 @@ export class CommandChannel {
     const kind = f[0];
     if (kind === 'h') {
       if (Number(f[1]) !== this.protocol) {
-        this.close(`sandbox agent speaks protocol ${(f[1] ?? '?').replace(/[^0-9]/g, '').slice(0, 4)}, expected ${this.protocol} (a stale agent binary? run scripts/build-sandbox-agent.sh)`);
+        this.close(
+          `sandbox agent speaks protocol ${(f[1] ?? '?').replace(/[^0-9]/g, '').slice(0, 4)}, expected ${this.protocol} (a stale agent binary? run scripts/build-sandbox-agent.sh)`,
+        );
         return;
       }
       this.ready = true;

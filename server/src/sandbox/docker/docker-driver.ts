@@ -405,7 +405,7 @@ export class DockerDriver implements SandboxDriver {
       try {
         left = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.owner}=${this.instanceId}`] } });
       } catch (e) {
-        this.log.warn({ err: String(e) }, 'could not list this instance\'s containers at close (the daemon is down?)');
+        this.log.warn({ err: String(e) }, "could not list this instance's containers at close (the daemon is down?)");
         return;
       }
       if (left.length === 0) return;
@@ -430,7 +430,10 @@ export class DockerDriver implements SandboxDriver {
       // Listed again until none is left: a removal the daemon accepted but has not finished, or one it
       // refused, is only done when the daemon no longer lists the container.
       if (Date.now() >= until) {
-        this.log.warn({ left: left.map((c) => `${c.Names[0] ?? c.Id} (${c.State}: ${c.Status})`), failed }, 'containers of this instance could not be removed at close; the next reaper removes them');
+        this.log.warn(
+          { left: left.map((c) => `${c.Names[0] ?? c.Id} (${c.State}: ${c.Status})`), failed },
+          'containers of this instance could not be removed at close; the next reaper removes them',
+        );
         return;
       }
       await new Promise((r) => setTimeout(r, failed.length ? 500 : 100));
@@ -492,8 +495,7 @@ export class DockerDriver implements SandboxDriver {
 
   async create(spec: SandboxSpec): Promise<DockerSandbox> {
     if (this.closed) throw new Error('docker driver closed');
-    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
-      this.opts.limitPolicy);
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(), this.opts.limitPolicy);
     await this.start();
     const release = await this.slots.acquire();
     if (this.closed) {

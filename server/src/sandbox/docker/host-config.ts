@@ -47,9 +47,7 @@ export function containerOptions(p: ContainerParams): Docker.ContainerCreateOpti
     Image: p.image,
     // In attach mode the agent is PID 2 (under docker-init); stdin EOF (the server went away) ends it
     // and with it the container, which AutoRemove then deletes.
-    Cmd: p.agentBinary
-      ? [AGENT_BINARY_TARGET, STATE_DIR, IO_DIR, 'attach']
-      : ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach'],
+    Cmd: p.agentBinary ? [AGENT_BINARY_TARGET, STATE_DIR, IO_DIR, 'attach'] : ['/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach'],
     // The judge identity: uid 0 inside, with only SETUID/SETGID (to drop every command to the agent
     // uid) and KILL (to kill agent processes), no_new_privs, read-only root. Agent commands hold no
     // capability at all (docs/SANDBOX.md, threat model).

@@ -26,9 +26,7 @@ function run(cmd: string, args: string[], opts: { cwd?: string; input?: NodeJS.R
     });
     if (opts.input && c.stdin) opts.input.pipe(c.stdin);
     c.on('error', reject);
-    c.on('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')} exited ${String(code)}: ${err.trim()}`)),
-    );
+    c.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.slice(0, 3).join(' ')} exited ${String(code)}: ${err.trim()}`))));
   });
 }
 
@@ -94,10 +92,14 @@ async function importTar(tarPath: string, name: string, hash: string): Promise<v
     'docker',
     [
       'import',
-      '--change', `LABEL ${RECIPE_LABEL}=${hash}`,
-      '--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      '--change', 'USER 65534:65534',
-      '--change', 'WORKDIR /workspace',
+      '--change',
+      `LABEL ${RECIPE_LABEL}=${hash}`,
+      '--change',
+      'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      '--change',
+      'USER 65534:65534',
+      '--change',
+      'WORKDIR /workspace',
       '-',
       name,
     ],
@@ -145,7 +147,10 @@ async function debootstrapRootfs(root: string, r: ImageRecipe, log: BuildLog): P
   log(`debootstrap --variant=minbase ${suite} from ${mirror} (+${(r.packages ?? []).join(',')}); ~90 s`);
   await run('debootstrap', ['--variant=minbase', `--include=${(r.packages ?? []).join(',')}`, suite, root, mirror]);
   // Smaller image, and nothing a task could use to fetch or version code.
-  await run('sh', ['-c', `rm -rf "${root}"/var/cache/apt/archives/*.deb "${root}"/var/lib/apt/lists/* "${root}"/usr/bin/git* "${root}"/usr/share/doc/* "${root}"/usr/share/man/*`]);
+  await run('sh', [
+    '-c',
+    `rm -rf "${root}"/var/cache/apt/archives/*.deb "${root}"/var/lib/apt/lists/* "${root}"/usr/bin/git* "${root}"/usr/share/doc/* "${root}"/usr/share/man/*`,
+  ]);
   await writeBaseFiles(root);
 }
 
@@ -191,9 +196,7 @@ export async function buildImage(r: ImageRecipe, opts: { force?: boolean; log: B
 }
 
 export async function listImages(): Promise<{ name: string; hash: string; size: string }[]> {
-  const out = await run('docker', [
-    'images', '--filter', `label=${RECIPE_LABEL}`, '--format', `{{.Repository}}:{{.Tag}}\t{{ .Size }}\t{{.ID}}`,
-  ]);
+  const out = await run('docker', ['images', '--filter', `label=${RECIPE_LABEL}`, '--format', `{{.Repository}}:{{.Tag}}\t{{ .Size }}\t{{.ID}}`]);
   const rows: { name: string; hash: string; size: string }[] = [];
   for (const line of out.trim().split('\n').filter(Boolean)) {
     const [name = '', size = ''] = line.split('\t');

@@ -135,7 +135,8 @@ export function podDeathReason(pod: V1Pod): string | null {
     const why = term.reason === 'OOMKilled' ? 'out of memory (the whole container was OOM-killed)' : (term.reason ?? 'terminated');
     return `container exited (exit code ${term.exitCode ?? 'unknown'}): ${why}${term.message ? `: ${term.message.trim().split('\n').slice(-3).join(' | ')}` : ''}`;
   }
-  if (st?.phase === 'Failed' || st?.phase === 'Succeeded') return `pod ${st.phase.toLowerCase()}${st.reason ? ` (${st.reason})` : ''}${st.message ? `: ${st.message}` : ''}`;
+  if (st?.phase === 'Failed' || st?.phase === 'Succeeded')
+    return `pod ${st.phase.toLowerCase()}${st.reason ? ` (${st.reason})` : ''}${st.message ? `: ${st.message}` : ''}`;
   const target = st?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
   if (target) return `pod is being disrupted (${target.reason ?? 'unknown'}): ${target.message ?? ''}`.trim();
   if (pod.metadata?.deletionTimestamp) return 'pod is being deleted';
@@ -144,12 +145,21 @@ export function podDeathReason(pod: V1Pod): string | null {
 
 /** Why a pod cannot start (an image that will never come, a bad config), or null while it may. */
 function podStartFailure(pod: V1Pod): string | null {
-  const fatal = new Set(['ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'ImagePullBackOff', 'ErrImagePull']);
+  const fatal = new Set([
+    'ErrImageNeverPull',
+    'InvalidImageName',
+    'CreateContainerConfigError',
+    'CreateContainerError',
+    'RunContainerError',
+    'ImagePullBackOff',
+    'ErrImagePull',
+  ]);
   for (const cs of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
     const w = cs.state?.waiting;
     if (w?.reason && fatal.has(w.reason)) return `container ${cs.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
     const t = cs.state?.terminated;
-    if (t && cs.name !== SANDBOX_CONTAINER && t.exitCode !== 0) return `init container ${cs.name} failed (exit code ${t.exitCode}): ${(t.message ?? t.reason ?? '').trim()}`;
+    if (t && cs.name !== SANDBOX_CONTAINER && t.exitCode !== 0)
+      return `init container ${cs.name} failed (exit code ${t.exitCode}): ${(t.message ?? t.reason ?? '').trim()}`;
   }
   // Unschedulable is not fatal (capacity may free up): the start timeout bounds it.
   return podDeathReason(pod);
@@ -245,14 +255,19 @@ export class KubernetesDriver implements SandboxDriver {
     this.kc = loadKubeConfig(opts);
     this.core = this.kc.makeApiClient(CoreV1Api);
     this.namespace = opts.namespace ?? defaultNamespace(this.kc);
-    const envOwner = process.env.POD_NAME && process.env.POD_UID
-      ? { name: process.env.POD_NAME, uid: process.env.POD_UID, namespace: process.env.POD_NAMESPACE ?? defaultNamespace(this.kc) }
-      : null;
+    const envOwner =
+      process.env.POD_NAME && process.env.POD_UID
+        ? { name: process.env.POD_NAME, uid: process.env.POD_UID, namespace: process.env.POD_NAMESPACE ?? defaultNamespace(this.kc) }
+        : null;
     const owner = opts.ownerPod === undefined ? envOwner : opts.ownerPod;
     // An owner reference across namespaces is invalid: the garbage collector would treat the owner as
     // absent and delete the sandbox at once. Only a server pod in the sandboxes' namespace owns them.
     if (owner && owner.namespace === this.namespace) this.ownerPod = { name: owner.name, uid: owner.uid };
-    else if (owner) this.log.warn({ server_namespace: owner.namespace, namespace: this.namespace }, 'kubernetes: server pod is in another namespace; sandboxes get no owner reference (the reaper still removes them)');
+    else if (owner)
+      this.log.warn(
+        { server_namespace: owner.namespace, namespace: this.namespace },
+        'kubernetes: server pod is in another namespace; sandboxes get no owner reference (the reaper still removes them)',
+      );
     this.serverName = labelValue(opts.serverName ?? process.env.POD_NAME ?? os.hostname());
     this.uids = new AgentUids(opts.agentUidBase ?? DEFAULT_AGENT_UID_BASE, opts.agentUidSpan);
     this.slots = new CreateSlots(opts.createConcurrency ?? 8);
@@ -422,7 +437,12 @@ export class KubernetesDriver implements SandboxDriver {
       workspace: spec.workspace ?? '/workspace',
       limits,
       agentUid,
-      labels: { [K8S_LABEL.managed]: '1', [K8S_LABEL.owner]: labelValue(this.instanceId), [K8S_LABEL.server]: this.serverName, [K8S_LABEL.agentUid]: String(agentUid) },
+      labels: {
+        [K8S_LABEL.managed]: '1',
+        [K8S_LABEL.owner]: labelValue(this.instanceId),
+        [K8S_LABEL.server]: this.serverName,
+        [K8S_LABEL.agentUid]: String(agentUid),
+      },
       annotations: {
         [K8S_ANNOTATION.pool]: spec.pool ?? '',
         [K8S_ANNOTATION.expires]: String(Date.now() + lifetime),
@@ -471,9 +491,7 @@ export class KubernetesDriver implements SandboxDriver {
    */
   private allocAgentUid(): Promise<number> {
     return this.uids.allocUnless(async (uid) => {
-      const pods = await this.core
-        .listNamespacedPod({ namespace: this.namespace, labelSelector: `${K8S_LABEL.agentUid}=${uid}` })
-        .catch(() => null); // an API server in trouble fails the creation right after
+      const pods = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: `${K8S_LABEL.agentUid}=${uid}` }).catch(() => null); // an API server in trouble fails the creation right after
       return pods?.items.some((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') ?? false;
     });
   }
@@ -485,7 +503,10 @@ export class KubernetesDriver implements SandboxDriver {
     let timer: NodeJS.Timeout | undefined;
     const running = new Promise<V1Pod>((resolve, reject) => {
       this.startWaiters.set(name, { resolve, reject });
-      timer = setTimeout(() => reject(new SandboxGoneError(`pod ${name} did not start within ${timeoutMs} ms (unschedulable, or its image is slow to pull?)`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new SandboxGoneError(`pod ${name} did not start within ${timeoutMs} ms (unschedulable, or its image is slow to pull?)`)),
+        timeoutMs,
+      );
     });
     running.catch(() => undefined);
     let attach: AttachStream | null = null;
@@ -563,7 +584,9 @@ export class KubernetesDriver implements SandboxDriver {
     for (;;) {
       let left: V1Pod[];
       try {
-        left = (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: this.selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+        left = (await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: this.selector })).items.filter(
+          (p) => !p.metadata?.deletionTimestamp,
+        );
       } catch (e) {
         this.log.warn({ err: String(e) }, "kubernetes: could not list this instance's pods at close (the API server is unreachable?)");
         return;

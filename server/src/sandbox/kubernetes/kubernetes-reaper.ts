@@ -77,7 +77,11 @@ export class KubernetesReaper {
   async renew(): Promise<void> {
     if (this.stopped) return;
     const name = leaseName(this.opts.instanceId);
-    const spec = { holderIdentity: this.opts.instanceId, leaseDurationSeconds: Math.ceil((this.opts.staleAfterMs ?? 30_000) / 1000), renewTime: new V1MicroTime() };
+    const spec = {
+      holderIdentity: this.opts.instanceId,
+      leaseDurationSeconds: Math.ceil((this.opts.staleAfterMs ?? 30_000) / 1000),
+      renewTime: new V1MicroTime(),
+    };
     if (!this.lease) {
       try {
         this.lease = await this.coord.createNamespacedLease({
@@ -91,7 +95,11 @@ export class KubernetesReaper {
       }
     }
     try {
-      this.lease = await this.coord.replaceNamespacedLease({ name, namespace: this.opts.namespace, body: { ...this.lease, spec: { ...this.lease.spec, ...spec } } });
+      this.lease = await this.coord.replaceNamespacedLease({
+        name,
+        namespace: this.opts.namespace,
+        body: { ...this.lease, spec: { ...this.lease.spec, ...spec } },
+      });
     } catch (e) {
       // Conflict (someone else wrote it) or gone: read or recreate on the next beat.
       this.lease = null;

@@ -168,7 +168,19 @@ export function buildPodSpec(p: PodParams): V1Pod {
           name: SANDBOX_CONTAINER,
           image: p.image,
           imagePullPolicy: p.imagePullPolicy,
-          command: ['/bin/sh', '-c', BOOT_SCRIPT, 'sandgym-boot', AGENT_STATE_DIR, AGENT_IO_DIR, p.workspace, String(p.limits.nofile), String(p.limits.pids), INIT_DIR, AGENT_SCRIPT],
+          command: [
+            '/bin/sh',
+            '-c',
+            BOOT_SCRIPT,
+            'sandgym-boot',
+            AGENT_STATE_DIR,
+            AGENT_IO_DIR,
+            p.workspace,
+            String(p.limits.nofile),
+            String(p.limits.pids),
+            INIT_DIR,
+            AGENT_SCRIPT,
+          ],
           workingDir: '/',
           // The attach stream is the command channel; stdinOnce closes stdin when the server's attach
           // connection goes away (crash, SIGKILL), and the agent then ends the sandbox.
@@ -223,6 +235,9 @@ export function buildPodSpec(p: PodParams): V1Pod {
 
 /** A label value: at most 63 characters of [A-Za-z0-9-_.], alphanumeric at both ends. */
 export function labelValue(s: string): string {
-  const v = s.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  const v = s
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .slice(0, 63)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
   return v || 'unknown';
 }

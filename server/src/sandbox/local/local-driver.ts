@@ -171,9 +171,25 @@ export class LocalDriver implements SandboxDriver {
 
   static available(bwrapPath = 'bwrap'): Promise<boolean> {
     return new Promise((resolve) => {
-      const c = spawn(bwrapPath, ['--unshare-all', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin',
-        '--symlink', 'usr/lib', '/lib', ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
-        '--', '/bin/true'], { stdio: 'ignore' });
+      const c = spawn(
+        bwrapPath,
+        [
+          '--unshare-all',
+          '--ro-bind',
+          '/usr',
+          '/usr',
+          '--symlink',
+          'usr/bin',
+          '/bin',
+          '--symlink',
+          'usr/lib',
+          '/lib',
+          ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+          '--',
+          '/bin/true',
+        ],
+        { stdio: 'ignore' },
+      );
       c.on('error', () => resolve(false));
       c.on('exit', (code) => resolve(code === 0));
     });
@@ -197,8 +213,7 @@ export class LocalDriver implements SandboxDriver {
   }
 
   async create(spec: SandboxSpec): Promise<LocalSandbox> {
-    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(),
-      this.opts.limitPolicy);
+    const limits = resolveLimits(spec.limits, this.opts.defaults ?? DEFAULT_LIMITS, this.opts.maxima ?? defaultMaxLimits(), this.opts.limitPolicy);
     if (this.capabilities.judge_isolation !== null) throw new SandboxUnsupportedError(this.capabilities.judge_isolation);
     this.agentBinary ??= resolveAgentBinary(this.opts.agent ?? defaultAgentChoice(), this.opts.agentBinary);
     const agentBinary = await this.agentBinary;
@@ -219,26 +234,83 @@ export class LocalDriver implements SandboxDriver {
     ];
     const bwrap = [
       // No user namespace (it would map a single uid): the judge is root with three capabilities.
-      '--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
-      '--die-with-parent', '--new-session',
-      '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_KILL',
-      '--ro-bind', '/usr', '/usr',
-      '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin', '--symlink', 'usr/lib', '/lib',
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--die-with-parent',
+      '--new-session',
+      '--cap-add',
+      'CAP_SETUID',
+      '--cap-add',
+      'CAP_SETGID',
+      '--cap-add',
+      'CAP_KILL',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--symlink',
+      'usr/sbin',
+      '/sbin',
+      '--symlink',
+      'usr/lib',
+      '/lib',
       ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
       // bwrap makes missing parents 0700 when it runs as root: /etc must stay traversable for the agent
       // (/usr/bin/awk -> /etc/alternatives/awk).
-      '--perms', '0755', '--dir', '/etc',
-      '--ro-bind-try', '/etc/alternatives', '/etc/alternatives',
-      '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+      '--perms',
+      '0755',
+      '--dir',
+      '/etc',
+      '--ro-bind-try',
+      '/etc/alternatives',
+      '/etc/alternatives',
+      '--ro-bind-try',
+      '/etc/ld.so.cache',
+      '/etc/ld.so.cache',
       ...this.masks,
-      '--proc', '/proc', '--dev', '/dev',
-      '--perms', '1777', '--size', String(SHM_MB * mb), '--tmpfs', '/dev/shm',
-      '--perms', '1777', '--size', String(limits.disk_mb * mb), '--tmpfs', workspace,
-      '--perms', '1777', '--size', String(tmpMb * mb), '--tmpfs', '/tmp',
-      '--perms', '0700', '--size', String((limits.disk_mb + 64) * mb), '--tmpfs', STATE_DIR,
-      '--perms', '0711', '--size', String(IO_DIR_MB * mb), '--tmpfs', IO_DIR,
-      '--hostname', 'sandgym',
-      '--chdir', '/',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--perms',
+      '1777',
+      '--size',
+      String(SHM_MB * mb),
+      '--tmpfs',
+      '/dev/shm',
+      '--perms',
+      '1777',
+      '--size',
+      String(limits.disk_mb * mb),
+      '--tmpfs',
+      workspace,
+      '--perms',
+      '1777',
+      '--size',
+      String(tmpMb * mb),
+      '--tmpfs',
+      '/tmp',
+      '--perms',
+      '0700',
+      '--size',
+      String((limits.disk_mb + 64) * mb),
+      '--tmpfs',
+      STATE_DIR,
+      '--perms',
+      '0711',
+      '--size',
+      String(IO_DIR_MB * mb),
+      '--tmpfs',
+      IO_DIR,
+      '--hostname',
+      'sandgym',
+      '--chdir',
+      '/',
       ...(agentBinary
         ? ['--ro-bind', agentBinary, AGENT_BINARY_TARGET, '--', AGENT_BINARY_TARGET, STATE_DIR, IO_DIR, 'attach']
         : ['--', '/bin/sh', '-c', AGENT_SCRIPT, 'sandgym-agent', STATE_DIR, IO_DIR, 'attach']),

@@ -249,6 +249,7 @@ def _def_tool_call(space: Mapping[str, Any], path: str) -> Issue:
         seen.add(name)
     return None
 
+
 _DEF_CHECKERS = {
     "box": _def_box,
     "discrete": _def_discrete,
@@ -262,4 +263,3 @@ _DEF_CHECKERS = {
     "json": _def_json,
     "tool_call": _def_tool_call,
 }
-

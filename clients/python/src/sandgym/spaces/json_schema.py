@@ -24,8 +24,19 @@ __all__ = ["validate_json_schema", "schema_problem", "is_json_value"]
 _JSON_TYPES = {"null", "boolean", "object", "array", "number", "string", "integer"}
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
-               "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
 _NUM_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 
@@ -76,7 +87,6 @@ def schema_problem(schema: Any) -> bool:
         except re.error:
             return True
     return False
-
 
 
 def is_json_value(v: Any) -> bool:
@@ -222,4 +232,3 @@ def validate_json_schema(schema: Any, value: Any, path: str = "") -> Issue:
     if "not" in s and validate_json_schema(s["not"], value, path) is None:
         return issue(path, "value matches a schema under not")
     return None
-
