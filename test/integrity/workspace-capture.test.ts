@@ -28,8 +28,12 @@ const SOLVE_KEEP_TODO = SOLVE.split('\n')
   .filter((l) => !/^rm -f TODO\.txt$/.test(l.trim()))
   .join('\n');
 expect(SOLVE_KEEP_TODO).not.toBe(SOLVE);
-/** tests 0.7 (5 of 6 pass: the TODO test fails) + final_state 0.3 (4 of 5: `absent TODO.txt` fails). */
-const KEPT_TODO_SCORE = 0.7 * (5 / 6) + 0.3 * (4 / 5);
+/** Tests (5 of 6 pass: the TODO test fails) + final_state (4 of 5: `absent TODO.txt` fails), by the task's own weights. */
+const RUBRIC = task.spec.rubric as { tests: number; final_state: number };
+const KEPT_TODO_SCORE = RUBRIC.tests * (5 / 6) + RUBRIC.final_state * (4 / 5);
+// The partial score must stay strictly between the honest 0 of an untouched skeleton and the reference's 1.
+expect(KEPT_TODO_SCORE).toBeGreaterThan(0.5);
+expect(KEPT_TODO_SCORE).toBeLessThan(1);
 
 /** Every folder name the old filter dropped whole ("dependency-like"); the capture carries them all. */
 const DEPENDENCY_DIRS = ['node_modules', '.git', '__pycache__', '.venv', '.tox', '.nox', '.hg', '.svn', '.mypy_cache', '.pytest_cache'];

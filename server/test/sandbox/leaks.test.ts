@@ -20,11 +20,11 @@ async function containersOf(docker: Docker, owner: string): Promise<string[]> {
   return cs.map((c) => c.Names[0] ?? c.Id);
 }
 
-async function waitFor(pred: () => Promise<boolean>, ms: number): Promise<boolean> {
+async function waitFor(pred: () => Promise<boolean>, ms: number, pollMs = 250): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await pred()) return true;
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
   return pred();
 }
@@ -98,14 +98,25 @@ describe.skipIf(!dockerOk)('sandbox leaks (docker)', () => {
     // driver's two creation slots when close() is called.
     const driver = new DockerDriver({ instanceId: `inflight-${Date.now().toString(36)}`, createConcurrency: 2 });
     const creations = [0, 1, 2, 3, 4, 5].map(() => driver.create({ image: TEST_IMAGE }));
+    let unsettled = creations.length;
+    for (const c of creations)
+      void c.then(
+        () => unsettled--,
+        () => unsettled--,
+      );
     const outcomes = Promise.allSettled(creations);
-    // Until the daemon has started making at least one (the creation slots are taken at once).
-    await waitFor(async () => (await containersOf(docker, driver.instanceId)).length > 0, 60_000);
+    // Until the daemon has started making at least one (the creation slots are taken at once). Polled tightly:
+    // on an idle daemon a round of two creations takes a few hundred ms, and the test needs close() to meet
+    // creations still in flight or queued.
+    await waitFor(async () => (await containersOf(docker, driver.instanceId)).length > 0, 60_000, 10);
+    const inFlightAtClose = unsettled;
     await driver.close();
     expect(await containersOf(docker, driver.instanceId)).toEqual([]);
     const settled = await outcomes;
-    // The ones queued behind the slots are refused (the driver is closed); the made ones are destroyed.
-    expect(settled.filter((o) => o.status === 'rejected').length).toBeGreaterThanOrEqual(2);
+    // Some creations were still under way when close() was called (else the case proves nothing). How many
+    // are refused depends on how far each got: the queued ones are refused (the driver is closed), the
+    // made ones are destroyed; none may come back alive.
+    expect(inFlightAtClose).toBeGreaterThan(0);
     for (const o of settled) if (o.status === 'fulfilled') expect(o.value.deadReason).not.toBeNull();
     expect(await containersOf(docker, driver.instanceId)).toEqual([]);
   }, 120_000);
