@@ -7,6 +7,7 @@
 // the defence held, not that the attack was broken.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { GRADER_VERSION } from '../../envs/src/code/grader-plan.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
@@ -320,10 +321,12 @@ for (const drv of DRIVERS) {
     it('baselines: reference 1.0 and untouched 0, provenance says untrusted harness grader, failures by name only', async () => {
       const ref = await submit({ 'slug.py': REFERENCE });
       expect(ref.reward).toBeCloseTo(1, 9);
+      expect(GRADER_VERSION).toMatch(/^[0-9]+\+[0-9a-f]{12}$/);
       expect(ref.grade.tests).toMatchObject({ collected: N, passed: N });
       // image_id: the grading image by content (Docker); bubblewrap runs no image.
       expect(ref.grader).toEqual({
-        version: expect.stringMatching(/^2\+[0-9a-f]{12}$/),
+        // The server's grader version: the same constant (format `N+hash`), not a copy that drifts.
+        version: GRADER_VERSION,
         task_hash: task.content_hash,
         image: task.spec.image,
         image_id: drv.name === 'docker' ? expect.stringMatching(/^sha256:[0-9a-f]{64}$/) : null,
