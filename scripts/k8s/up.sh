@@ -279,7 +279,8 @@ if ! docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1; then
   docker rm "$cid" >/dev/null
 fi
 images=("$PAUSE_IMAGE")
-for img in $(docker images --filter label=sandgym.recipe --format '{{.Repository}}:{{.Tag}}'); do images+=("$img"); done
+# Tagged images only: a rebuilt recipe leaves its old image untagged (<none>:<none>, still labelled), which no pod names.
+for img in $(docker images --filter label=sandgym.recipe --filter dangling=false --format '{{.Repository}}:{{.Tag}}'); do images+=("$img"); done
 bash "$here/import-image.sh" "${images[@]}"
 
 # --- wait for the node ------------------------------------------------------------------------------------------
