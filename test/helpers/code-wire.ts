@@ -10,6 +10,18 @@ import { startServer, type TestServer } from './server.js';
 export type CodeAction = { name: string; arguments: Record<string, unknown> };
 export type CodeEnv = EnvHandle<string, CodeAction>;
 
+/** info.grade of a graded code-v0 step, as the tests read it (the wire shape envs/src/code/code-env.ts gives). */
+export interface CodeGrade {
+  score: number;
+  components: Record<string, number>;
+  zero_reason?: string;
+  tests?: { collected: number; passed: number };
+  failures?: { test: string; message: string }[];
+  cached: boolean;
+  dropped: number;
+  timings_ms: { total: number };
+}
+
 export interface CodeWire {
   readonly server: TestServer;
   readonly client: SandgymClient;

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -133,13 +133,6 @@ const ATTACKS: Record<string, Attack> = {
   },
 };
 
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-}
-
 const DRIVERS = [
   { name: 'docker' as const, ok: HAS_DOCKER },
   { name: 'local' as const, ok: HAS_BWRAP },
@@ -151,14 +144,14 @@ for (const drv of DRIVERS) {
     let submission = 0;
 
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
-    async function submit(files: Record<string, string>, taskId = TASK): Promise<{ reward: number; grade: Grade }> {
+    async function submit(files: Record<string, string>, taskId = TASK): Promise<{ reward: number; grade: CodeGrade }> {
       const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: taskId } });
       submission += 1;
       // A distinct trailing comment per submission: never answered from the grade cache.
       await writeFiles(env, files, (_p, content) => `${content}\n# submission ${submission}\n`);
       const s = await submitStep(env);
-      const grade = (s.info as { grade: Grade }).grade;
+      const grade = (s.info as { grade: CodeGrade }).grade;
       expect(grade.cached).toBe(false);
       return { reward: s.reward, grade };
     }

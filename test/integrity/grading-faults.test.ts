@@ -15,7 +15,7 @@ import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { codeWire, submitStep } from '../helpers/code-wire.js';
+import { type CodeGrade, codeWire, submitStep } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -28,15 +28,9 @@ const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 const REFERENCE = text(task.solution.files.find((f) => f.path === 'slug.py')!.content);
 const UNTOUCHED = text(task.workspace.find((f) => f.path === 'slug.py')!.content);
 
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   ms: number;
 }
 
@@ -123,7 +117,7 @@ for (const drv of DRIVERS) {
       expect(w.observation).toMatch(/^wrote \d+ bytes/);
       const t0 = Date.now();
       const s = await submitStep(env);
-      const grade = (s.info as { grade: Grade }).grade;
+      const grade = (s.info as { grade: CodeGrade }).grade;
       expect(grade.cached).toBe(false);
       return { reward: s.reward, grade, ms: Date.now() - t0 };
     }

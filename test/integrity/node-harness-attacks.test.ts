@@ -9,7 +9,7 @@ import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -187,16 +187,9 @@ const ATTACKS: Record<string, Attack> = {
   },
 };
 
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-  failures?: { test: string; message: string }[];
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   grader: { version: string; task_hash: string; image: string; trusted: boolean };
 }
 
@@ -217,7 +210,7 @@ for (const drv of DRIVERS) {
       // A distinct trailing comment per submission: never answered from the grade cache.
       await writeFiles(env, files, (p, content) => (/\.[cm]?js$/.test(p) ? `${content}\n// submission ${submission}\n` : content));
       const s = await submitStep(env);
-      const info = s.info as { grade: Grade; grader: Outcome['grader'] };
+      const info = s.info as { grade: CodeGrade; grader: Outcome['grader'] };
       expect(info.grade.cached).toBe(false);
       return { reward: s.reward, grade: info.grade, grader: info.grader };
     }

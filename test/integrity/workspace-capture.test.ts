@@ -12,7 +12,7 @@ import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { codeWire, submitStep } from '../helpers/code-wire.js';
+import { type CodeGrade, codeWire, submitStep } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -39,18 +39,9 @@ const DEPENDENCY_DIRS = ['node_modules', '.git', '__pycache__', '.venv', '.tox',
 
 const STEP_TIMEOUT_MS = 120_000;
 
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  dropped: number;
-  components: Record<string, number>;
-  tests?: { collected: number; passed: number };
-  timings_ms: { total: number };
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   /** The bash step's observation (the agent's own view of what its commands did). */
   shell: string;
   /** Wall time of the submit step (capture and grading), ms. */
@@ -77,7 +68,7 @@ for (const drv of DRIVERS) {
       const t0 = performance.now();
       const s = await submitStep(env);
       const submitMs = performance.now() - t0;
-      return { reward: s.reward, grade: (s.info as { grade: Grade }).grade, shell, submitMs };
+      return { reward: s.reward, grade: (s.info as { grade: CodeGrade }).grade, shell, submitMs };
     }
 
     /** Both submissions reach the same real state: same score, same reason class. */
