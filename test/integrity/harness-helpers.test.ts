@@ -10,7 +10,7 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
