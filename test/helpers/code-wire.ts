@@ -22,6 +22,9 @@ export interface CodeGrade {
   timings_ms: { total: number };
 }
 
+/** The server settings a test gives codeWire: the driver and the step timeout always, anything else to override. */
+export type WireConfig = Partial<ServerConfig> & Pick<ServerConfig, 'driver' | 'step_timeout_ms'>;
+
 export interface CodeWire {
   readonly server: TestServer;
   readonly client: SandgymClient;
@@ -32,14 +35,16 @@ export interface CodeWire {
  * Registers, in the calling describe block, a beforeAll that starts a server (its default task sets unless `config`
  * says otherwise, train split, warm pools), connects the client and makes `code-v0` with shaping none (only submit
  * grades: one grading per episode), and an afterAll that closes both. `config` (driver, step_timeout_ms, tasks,
- * pools...) wins over those defaults. The accessors throw when read outside the block's tests.
+ * pools...) wins over those defaults; a function is called in the beforeAll, for values an earlier hook sets (a task
+ * directory written by the file's own beforeAll). The accessors throw when read outside the block's tests.
  */
-export function codeWire(config: Partial<ServerConfig> & Pick<ServerConfig, 'driver' | 'step_timeout_ms'>): CodeWire {
+export function codeWire(config: WireConfig | (() => WireConfig)): CodeWire {
   let server: TestServer | undefined;
   let client: SandgymClient | undefined;
   let env: CodeEnv | undefined;
   beforeAll(async () => {
-    server = await startServer({ fixtures: false, splits: ['train'], pools: { min_idle: 1, max_total: 6 }, ...config });
+    const overrides = typeof config === 'function' ? config() : config;
+    server = await startServer({ fixtures: false, splits: ['train'], pools: { min_idle: 1, max_total: 6 }, ...overrides });
     client = await connect(server.url);
     env = await client.make<string, CodeAction>('code-v0', { shaping: 'none' });
   }, 120_000);

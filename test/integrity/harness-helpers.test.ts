@@ -276,7 +276,8 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`harness test helpers are the judge's, over the wire: ${drv.name} driver`, () => {
-    const wire = codeWire({ driver: drv.name, tasks: [root], step_timeout_ms: STEP_TIMEOUT_MS });
+    // A function: `root` is set by the file's beforeAll, which runs before this block's.
+    const wire = codeWire(() => ({ driver: drv.name, tasks: [root], step_timeout_ms: STEP_TIMEOUT_MS }));
     let submission = 0;
 
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
