@@ -4,13 +4,12 @@
 import { spawn } from 'node:child_process';
 import { PassThrough, type Duplex } from 'node:stream';
 import Docker from 'dockerode';
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerDriver } from '../server/src/sandbox/docker/docker-driver.js';
-import { LocalDriver } from '../server/src/sandbox/local/local-driver.js';
+import { LocalDriver, USR_ROOT_ARGS } from '../server/src/sandbox/local/local-driver.js';
 import { SandboxPool } from '../server/src/sandbox/pool.js';
 import type { DriverSandbox } from '../server/src/sandbox/types.js';
 import { buildApp } from '../server/src/app.js';
@@ -121,26 +120,7 @@ async function fleet(driver: DockerDriver) {
 }
 
 function bwrapRaw(): Promise<number> {
-  const args = [
-    '--unshare-all',
-    '--die-with-parent',
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    '--symlink',
-    'usr/bin',
-    '/bin',
-    '--symlink',
-    'usr/lib',
-    '/lib',
-    ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    '--',
-    '/bin/true',
-  ];
+  const args = ['--unshare-all', '--die-with-parent', ...USR_ROOT_ARGS, '--proc', '/proc', '--dev', '/dev', '--', '/bin/true'];
   const t = performance.now();
   return new Promise((resolve, reject) => {
     const c = spawn('bwrap', args, { stdio: 'ignore' });

@@ -7,12 +7,11 @@
 // the honest one scores 1.0, the attack 0 with a zero_reason naming the file and the rule.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -134,14 +133,6 @@ const ATTACKS: Record<string, Attack> = {
   },
 };
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-}
-
 const DRIVERS = [
   { name: 'docker' as const, ok: HAS_DOCKER },
   { name: 'local' as const, ok: HAS_BWRAP },
@@ -149,48 +140,20 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`constraint gate over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
+    const wire = codeWire({ driver: drv.name, tasks: [FIXTURES, SHIPPED_TASKS_DIR], step_timeout_ms: STEP_TIMEOUT_MS, pools: { min_idle: 1, max_total: 4 } });
     let submission = 0;
 
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        tasks: [FIXTURES, SHIPPED_TASKS_DIR],
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 4 },
-      });
-      client = await connect(server.url);
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
-
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
-    async function submit(files: Record<string, string>, taskId = TASK): Promise<{ reward: number; grade: Grade }> {
+    async function submit(files: Record<string, string>, taskId = TASK): Promise<{ reward: number; grade: CodeGrade }> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: taskId } });
       submission += 1;
-      for (const [p, content] of Object.entries(files)) {
-        // A distinct trailing comment per submission: never answered from the grade cache.
-        const w = await env.step({ name: 'write_file', arguments: { path: p, content: `${content}\n# submission ${submission}\n` } });
-        expect(w.observation).toMatch(/^wrote \d+ bytes/);
-      }
-      try {
-        const s = await env.step({ name: 'submit', arguments: {} });
-        expect(s.terminated).toBe(true);
-        const grade = (s.info as { grade: Grade }).grade;
-        expect(grade.cached).toBe(false);
-        return { reward: s.reward, grade };
-      } catch (e) {
-        if (e instanceof SandgymError)
-          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
-        throw e;
-      }
+      // A distinct trailing comment per submission: never answered from the grade cache.
+      await writeFiles(env, files, (_p, content) => `${content}\n# submission ${submission}\n`);
+      const s = await submitStep(env);
+      const grade = (s.info as { grade: CodeGrade }).grade;
+      expect(grade.cached).toBe(false);
+      return { reward: s.reward, grade };
     }
 
     it('baseline: the reference-like honest submission scores 1.0, the untouched workspace scores 1/8 (the source vote)', async () => {

@@ -10,13 +10,12 @@
 // The server's step deadline is 40 s while the shipped tasks declare a 60 s test limit: the test run's
 // limit must be derived from the step deadline (strictly inside it), so a hung submission always ends
 // as "timed out" with a reward of 0, never as a step TIMEOUT.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -29,16 +28,9 @@ const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 const REFERENCE = text(task.solution.files.find((f) => f.path === 'slug.py')!.content);
 const UNTOUCHED = text(task.workspace.find((f) => f.path === 'slug.py')!.content);
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   ms: number;
 }
 
@@ -112,45 +104,20 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`judge isolation, code-v0 grading faults over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
-
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 6 },
-      });
-      client = await connect(server.url);
-      // Grade on submit only: one grading per episode.
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
+    // Grade on submit only: one grading per episode.
+    const wire = codeWire({ driver: drv.name, step_timeout_ms: STEP_TIMEOUT_MS });
 
     let submission = 0;
     /** reset, write slug.py (no grading: shaping none), submit; any error fails the test with its code. */
     async function submit(code: string): Promise<Outcome> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: TASK } });
       // A distinct trailing comment per submission: a rerun is graded again, never answered from the cache.
       const w = await env.step({ name: 'write_file', arguments: { path: 'slug.py', content: `${code}\n# submission ${++submission}\n` } });
       expect(w.observation).toMatch(/^wrote \d+ bytes/);
       const t0 = Date.now();
-      let s;
-      try {
-        s = await env.step({ name: 'submit', arguments: {} });
-      } catch (e) {
-        if (e instanceof SandgymError)
-          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
-        throw e;
-      }
-      expect(s.terminated).toBe(true);
-      const grade = (s.info as { grade: Grade }).grade;
+      const s = await submitStep(env);
+      const grade = (s.info as { grade: CodeGrade }).grade;
       expect(grade.cached).toBe(false);
       return { reward: s.reward, grade, ms: Date.now() - t0 };
     }

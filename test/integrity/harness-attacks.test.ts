@@ -5,14 +5,13 @@
 // error, and leave the sandbox pool fit: the reference solution scores 1 right after. Controls show that the
 // attack code works where its target exists (the oracle answers from a readable copy of the tests), so a 0 means
 // the defence held, not that the attack was broken.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { GRADER_VERSION } from '../../envs/src/code/grader-plan.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -250,17 +249,9 @@ const ATTACKS: Record<string, Attack> = {
   'an infinite loop in a call': { files: { 'slug.py': 'def slugify(text):\n    while True:\n        pass\n' } },
 };
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-  failures?: { test: string; message: string }[];
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   grader: { version: string; task_hash: string; image: string; image_id: string | null; trusted: boolean };
   observation: string;
 }
@@ -272,47 +263,18 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`pytest-harness attacks over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
+    const wire = codeWire({ driver: drv.name, step_timeout_ms: STEP_TIMEOUT_MS });
     let submission = 0;
-
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 6 },
-      });
-      client = await connect(server.url);
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
 
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
     async function submit(files: Record<string, string>): Promise<Outcome> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: TASK } });
       submission += 1;
-      for (const [p, content] of Object.entries(files)) {
-        // A distinct trailing comment per submission: never answered from the grade cache.
-        const body = p.endsWith('.py') ? `${content}\n# submission ${submission}\n` : content;
-        const w = await env.step({ name: 'write_file', arguments: { path: p, content: body } });
-        expect(w.observation).toMatch(/^wrote \d+ bytes/);
-      }
-      let s;
-      try {
-        s = await env.step({ name: 'submit', arguments: {} });
-      } catch (e) {
-        if (e instanceof SandgymError)
-          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
-        throw e;
-      }
-      expect(s.terminated).toBe(true);
-      const info = s.info as { grade: Grade; grader: Outcome['grader'] };
+      // A distinct trailing comment per submission: never answered from the grade cache.
+      await writeFiles(env, files, (p, content) => (p.endsWith('.py') ? `${content}\n# submission ${submission}\n` : content));
+      const s = await submitStep(env);
+      const info = s.info as { grade: CodeGrade; grader: Outcome['grader'] };
       expect(info.grade.cached).toBe(false);
       return { reward: s.reward, grade: info.grade, grader: info.grader, observation: String(s.observation) };
     }

@@ -11,9 +11,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -264,17 +263,9 @@ afterAll(async () => {
   if (root) await rm(root, { recursive: true, force: true });
 });
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-  failures?: { test: string; message: string }[];
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   failed: string[];
 }
 
@@ -285,48 +276,19 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`harness test helpers are the judge's, over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
+    // A function: `root` is set by the file's beforeAll, which runs before this block's.
+    const wire = codeWire(() => ({ driver: drv.name, tasks: [root], step_timeout_ms: STEP_TIMEOUT_MS }));
     let submission = 0;
-
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        tasks: [root],
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 6 },
-      });
-      client = await connect(server.url);
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
 
     /** reset, write the files (no grading: shaping none), submit; any error fails the test with its code. */
     async function submit(taskId: string, files: Record<string, string>): Promise<Outcome> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: taskId } });
       submission += 1;
-      for (const [p, content] of Object.entries(files)) {
-        // A distinct trailing comment per submission: never answered from the grade cache.
-        const body = `${content}\n${p.endsWith('.py') ? '#' : '//'} submission ${submission}\n`;
-        const w = await env.step({ name: 'write_file', arguments: { path: p, content: body } });
-        expect(w.observation).toMatch(/^wrote \d+ bytes/);
-      }
-      let s;
-      try {
-        s = await env.step({ name: 'submit', arguments: {} });
-      } catch (e) {
-        if (e instanceof SandgymError)
-          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
-        throw e;
-      }
-      expect(s.terminated).toBe(true);
-      const grade = (s.info as { grade: Grade }).grade;
+      // A distinct trailing comment per submission: never answered from the grade cache.
+      await writeFiles(env, files, (p, content) => `${content}\n${p.endsWith('.py') ? '#' : '//'} submission ${submission}\n`);
+      const s = await submitStep(env);
+      const grade = (s.info as { grade: CodeGrade }).grade;
       expect(grade.cached).toBe(false);
       return { reward: s.reward, grade, failed: (grade.failures ?? []).map((f) => f.test).sort() };
     }

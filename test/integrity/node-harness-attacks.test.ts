@@ -4,13 +4,12 @@
 // 0. Every attack must score at most the untouched workspace's reward, never produce an error, and leave the pool
 // fit: the reference scores 1 right after. A control shows the oracle works where its target exists (a copy of the
 // hidden tests leaked into the workspace), so a 0 means the defence held, not that the attack was broken.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep, writeFiles } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -188,17 +187,9 @@ const ATTACKS: Record<string, Attack> = {
   },
 };
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  tests?: { collected: number; passed: number };
-  failures?: { test: string; message: string }[];
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   grader: { version: string; task_hash: string; image: string; trusted: boolean };
 }
 
@@ -209,46 +200,17 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`node-harness attacks over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
+    const wire = codeWire({ driver: drv.name, step_timeout_ms: STEP_TIMEOUT_MS });
     let submission = 0;
 
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 6 },
-      });
-      client = await connect(server.url);
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
-
     async function submit(files: Record<string, string>): Promise<Outcome> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: TASK } });
       submission += 1;
-      for (const [p, content] of Object.entries(files)) {
-        // A distinct trailing comment per submission: never answered from the grade cache.
-        const body = /\.[cm]?js$/.test(p) ? `${content}\n// submission ${submission}\n` : content;
-        const w = await env.step({ name: 'write_file', arguments: { path: p, content: body } });
-        expect(w.observation).toMatch(/^wrote \d+ bytes/);
-      }
-      let s;
-      try {
-        s = await env.step({ name: 'submit', arguments: {} });
-      } catch (e) {
-        if (e instanceof SandgymError)
-          throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message} ${JSON.stringify(e.details)}`);
-        throw e;
-      }
-      expect(s.terminated).toBe(true);
-      const info = s.info as { grade: Grade; grader: Outcome['grader'] };
+      // A distinct trailing comment per submission: never answered from the grade cache.
+      await writeFiles(env, files, (p, content) => (/\.[cm]?js$/.test(p) ? `${content}\n// submission ${submission}\n` : content));
+      const s = await submitStep(env);
+      const info = s.info as { grade: CodeGrade; grader: Outcome['grader'] };
       expect(info.grade.cached).toBe(false);
       return { reward: s.reward, grade: info.grade, grader: info.grader };
     }

@@ -7,13 +7,12 @@
 // the same, and no step may answer with an error (a retryable SANDBOX_ERROR for the agent's own doing would let it
 // erase a bad episode). Gates: skipped with the reason without Docker / bubblewrap, a failure under
 // SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 (CI).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/server-env.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { startServer, type TestServer } from '../helpers/server.js';
+import { type CodeGrade, codeWire, submitStep } from '../helpers/code-wire.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -40,19 +39,9 @@ const DEPENDENCY_DIRS = ['node_modules', '.git', '__pycache__', '.venv', '.tox',
 
 const STEP_TIMEOUT_MS = 120_000;
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  cached: boolean;
-  dropped: number;
-  components: Record<string, number>;
-  tests?: { collected: number; passed: number };
-  timings_ms: { total: number };
-}
 interface Outcome {
   reward: number;
-  grade: Grade;
+  grade: CodeGrade;
   /** The bash step's observation (the agent's own view of what its commands did). */
   shell: string;
   /** Wall time of the submit step (capture and grading), ms. */
@@ -66,44 +55,20 @@ const DRIVERS = [
 
 for (const drv of DRIVERS) {
   describe.skipIf(!drv.ok)(`the judge grades the workspace that exists, over the wire: ${drv.name} driver`, () => {
-    let server: TestServer;
-    let client: SandgymClient;
-    let env: EnvHandle<string, Action>;
-
-    beforeAll(async () => {
-      server = await startServer({
-        driver: drv.name,
-        fixtures: false,
-        splits: ['train'],
-        step_timeout_ms: STEP_TIMEOUT_MS,
-        pools: { min_idle: 1, max_total: 6 },
-      });
-      client = await connect(server.url);
-      // shaping none: only submit grades, so each submission is graded exactly once.
-      env = await client.make<string, Action>('code-v0', { shaping: 'none' });
-    }, 120_000);
-    afterAll(async () => {
-      await client?.close();
-      await server?.close();
-    }, 60_000);
+    // shaping none: only submit grades, so each submission is graded exactly once.
+    const wire = codeWire({ driver: drv.name, step_timeout_ms: STEP_TIMEOUT_MS });
 
     /** reset, one bash command in /workspace, submit. Any error answer fails the test with its code. */
     async function play(command: string): Promise<Outcome> {
+      const env = wire.env;
       await env.reset({ seed: 0, options: { task_id: TASK } });
       const sh = await env.step({ name: 'bash', arguments: { command: `set -e\ncd /workspace\n${command}`, timeout_s: 120 } });
       const shell = String(sh.observation);
       expect(shell.split('\n')[0], shell).toBe('exit code: 0');
       const t0 = performance.now();
-      let s;
-      try {
-        s = await env.step({ name: 'submit', arguments: {} });
-      } catch (e) {
-        if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message}`);
-        throw e;
-      }
+      const s = await submitStep(env);
       const submitMs = performance.now() - t0;
-      expect(s.terminated).toBe(true);
-      return { reward: s.reward, grade: (s.info as { grade: Grade }).grade, shell, submitMs };
+      return { reward: s.reward, grade: (s.info as { grade: CodeGrade }).grade, shell, submitMs };
     }
 
     /** Both submissions reach the same real state: same score, same reason class. */

@@ -101,6 +101,19 @@ const out = {
 console.log(JSON.stringify(out));
 `;
 
+/** What both harnesses answer alike; error names and stat fields are each language's own. */
+const SAME_VIEWS = {
+  read: 'x = eval("1")\n',
+  current: 'x = 1\n',
+  link: 'x = eval("1")\n',
+  abslink: 'x = eval("1")\n',
+  data: 'submitted\n',
+  made: false,
+  made_now: true,
+  listdir: ['data.txt'],
+  tree: ['abs.py', 'link.py', 'out', 'pkg/', 'pkg/data.txt', 'solution.py'],
+};
+
 describe('read helpers: the submission capture and the fresh reader', () => {
   test('pytest-harness: workspace paths from the capture, written and outside paths and `current` from the reader', async () => {
     const o = (await run(PYTHON as string, ['-I', '-c', PY, path.join(HARNESS, 'python')], { SANDGYM_HARNESS_CONFIG: path.join(dir, 'py.json') })) as Record<
@@ -108,16 +121,8 @@ describe('read helpers: the submission capture and the fresh reader', () => {
       unknown
     >;
     expect(o).toMatchObject({
-      read: 'x = eval("1")\n',
+      ...SAME_VIEWS,
       abs: 'x = eval("1")\n',
-      current: 'x = 1\n',
-      link: 'x = eval("1")\n',
-      abslink: 'x = eval("1")\n',
-      data: 'submitted\n',
-      made: false,
-      made_now: true,
-      listdir: ['data.txt'],
-      tree: ['abs.py', 'link.py', 'out', 'pkg/', 'pkg/data.txt', 'solution.py'],
       out: [false, false, 'FileNotFoundError'],
       escape: 'FileNotFoundError',
       isdir: 'IsADirectoryError',
@@ -136,15 +141,7 @@ describe('read helpers: the submission capture and the fresh reader', () => {
       SANDGYM_NODE_HARNESS_CONFIG: path.join(dir, 'node.json'),
     })) as Record<string, unknown>;
     expect(o).toEqual({
-      read: 'x = eval("1")\n',
-      current: 'x = 1\n',
-      link: 'x = eval("1")\n',
-      abslink: 'x = eval("1")\n',
-      data: 'submitted\n',
-      made: false,
-      made_now: true,
-      listdir: ['data.txt'],
-      tree: ['abs.py', 'link.py', 'out', 'pkg/', 'pkg/data.txt', 'solution.py'],
+      ...SAME_VIEWS,
       out: [false, false, 'ENOENT'],
       escape: 'ENOENT',
       isdir: 'EISDIR',

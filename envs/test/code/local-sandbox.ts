@@ -1,7 +1,7 @@
 // A host-process stand-in for a sandbox (tests only): runs commands in a private temp directory so
 // the grading pipeline (tar out, filter, plan, run, parse, score) is exercised end to end without
 // Docker. It isolates nothing; phase 2 runs the same tests against real sandboxes.
-import { spawn, execFileSync } from 'node:child_process';
+import { type ChildProcess, spawn, execFileSync } from 'node:child_process';
 import { chmod, link, lstat, mkdir, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { extract, pack } from 'tar-stream';
@@ -19,7 +19,15 @@ export class LocalSandbox implements Sandbox {
     return path.isAbsolute(p) ? p : path.join(this.workspace, p);
   }
 
-  exec(req: ExecRequest): Promise<ExecResult> {
+  /**
+   * Spawns the request's argv (or `sh -c script`) in its own process group, killed whole at req.timeout_ms; `collect`
+   * attaches the output readers (and feeds stdin, when it is piped) before the child can close.
+   */
+  private run<T extends { stdout: unknown }>(
+    req: ExecRequest,
+    stdin: 'pipe' | 'ignore',
+    collect: (child: ChildProcess) => () => Pick<ExecResult, 'stderr' | 'truncated'> & T,
+  ): Promise<Omit<ExecResult, 'stdout'> & T> {
     const argv = req.argv ?? ['sh', '-c', req.script ?? ''];
     const started = performance.now();
     return new Promise((resolve, reject) => {
@@ -27,13 +35,34 @@ export class LocalSandbox implements Sandbox {
         cwd: req.cwd ?? this.workspace,
         env: { ...process.env, ...(req.env ?? {}) },
         detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
+        stdio: [stdin, 'pipe', 'pipe'],
       });
+      let timedOut = false;
+      const collected = collect(child);
+      const timer = req.timeout_ms
+        ? setTimeout(() => {
+            timedOut = true;
+            try {
+              process.kill(-(child.pid as number), 'SIGKILL');
+            } catch {
+              /* already gone */
+            }
+          }, req.timeout_ms)
+        : undefined;
+      child.on('error', reject);
+      child.on('close', (code, signal) => {
+        if (timer) clearTimeout(timer);
+        resolve({ exit_code: code, signal, ...collected(), timed_out: timedOut, oom_killed: false, duration_ms: performance.now() - started });
+      });
+    });
+  }
+
+  exec(req: ExecRequest): Promise<ExecResult> {
+    return this.run(req, 'pipe', (child) => {
       const max = req.max_output_bytes ?? 1024 * 1024;
       let stdout = '';
       let stderr = '';
       let truncated = false;
-      let timedOut = false;
       const take = (cur: string, chunk: Buffer) => {
         if (cur.length + chunk.length > max) {
           truncated = true;
@@ -41,77 +70,31 @@ export class LocalSandbox implements Sandbox {
         }
         return cur + chunk.toString('utf8');
       };
-      child.stdout.on('data', (c: Buffer) => (stdout = take(stdout, c)));
-      child.stderr.on('data', (c: Buffer) => (stderr = take(stderr, c)));
-      const timer = req.timeout_ms
-        ? setTimeout(() => {
-            timedOut = true;
-            try {
-              process.kill(-(child.pid as number), 'SIGKILL');
-            } catch {
-              /* already gone */
-            }
-          }, req.timeout_ms)
-        : undefined;
-      child.on('error', reject);
-      child.on('close', (code, signal) => {
-        if (timer) clearTimeout(timer);
-        resolve({ exit_code: code, signal, stdout, stderr, truncated, timed_out: timedOut, oom_killed: false, duration_ms: performance.now() - started });
-      });
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(req.stdin ?? '');
+      child.stdout!.on('data', (c: Buffer) => (stdout = take(stdout, c)));
+      child.stderr!.on('data', (c: Buffer) => (stderr = take(stderr, c)));
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(req.stdin ?? '');
+      return () => ({ stdout, stderr, truncated });
     });
   }
 
   /** exec with stdout as bytes (the workspace capture runs its script through it). */
-  async execBinary(req: ExecRequest): Promise<BinaryExecResult> {
-    const argv = req.argv ?? ['sh', '-c', req.script ?? ''];
-    const started = performance.now();
-    return new Promise((resolve, reject) => {
-      const child = spawn(argv[0] as string, argv.slice(1), {
-        cwd: req.cwd ?? this.workspace,
-        env: { ...process.env, ...(req.env ?? {}) },
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+  execBinary(req: ExecRequest): Promise<BinaryExecResult> {
+    return this.run(req, 'ignore', (child) => {
       const max = req.max_output_bytes ?? 256 * 1024 * 1024;
       const out: Buffer[] = [];
       let n = 0;
       let truncated = false;
       let stderr = '';
-      let timedOut = false;
-      child.stdout.on('data', (c: Buffer) => {
+      child.stdout!.on('data', (c: Buffer) => {
         const room = max - n;
         if (c.length > room) truncated = true;
         const part = c.subarray(0, Math.max(0, Math.min(room, c.length)));
         out.push(part);
         n += part.length;
       });
-      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      const timer = req.timeout_ms
-        ? setTimeout(() => {
-            timedOut = true;
-            try {
-              process.kill(-(child.pid as number), 'SIGKILL');
-            } catch {
-              /* already gone */
-            }
-          }, req.timeout_ms)
-        : undefined;
-      child.on('error', reject);
-      child.on('close', (code, signal) => {
-        if (timer) clearTimeout(timer);
-        resolve({
-          exit_code: code,
-          signal,
-          stdout: new Uint8Array(Buffer.concat(out)),
-          stderr,
-          truncated,
-          timed_out: timedOut,
-          oom_killed: false,
-          duration_ms: performance.now() - started,
-        });
-      });
+      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      return () => ({ stdout: new Uint8Array(Buffer.concat(out)), stderr, truncated });
     });
   }
 

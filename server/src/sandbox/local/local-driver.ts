@@ -107,6 +107,22 @@ const STATE_DIR = AGENT_STATE_DIR;
 const IO_DIR = AGENT_IO_DIR;
 // Probed once at load: creation must not stat the host per sandbox.
 const HAS_LIB64 = existsSync('/lib64');
+/**
+ * The host's /usr read-only and the usr-merge links to it: the root every bwrap here starts from (the availability
+ * probe, each sandbox, and the bench's bare-bwrap baseline, which measures the same root without the driver).
+ */
+export const USR_ROOT_ARGS: readonly string[] = [
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+];
 const UID_SPAN = 60_000;
 
 class LocalSandbox extends ChannelSandbox {
@@ -171,25 +187,7 @@ export class LocalDriver implements SandboxDriver {
 
   static available(bwrapPath = 'bwrap'): Promise<boolean> {
     return new Promise((resolve) => {
-      const c = spawn(
-        bwrapPath,
-        [
-          '--unshare-all',
-          '--ro-bind',
-          '/usr',
-          '/usr',
-          '--symlink',
-          'usr/bin',
-          '/bin',
-          '--symlink',
-          'usr/lib',
-          '/lib',
-          ...(existsSync('/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
-          '--',
-          '/bin/true',
-        ],
-        { stdio: 'ignore' },
-      );
+      const c = spawn(bwrapPath, ['--unshare-all', ...USR_ROOT_ARGS, '--', '/bin/true'], { stdio: 'ignore' });
       c.on('error', () => resolve(false));
       c.on('exit', (code) => resolve(code === 0));
     });
@@ -247,19 +245,10 @@ export class LocalDriver implements SandboxDriver {
       'CAP_SETGID',
       '--cap-add',
       'CAP_KILL',
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      '--symlink',
-      'usr/bin',
-      '/bin',
+      ...USR_ROOT_ARGS,
       '--symlink',
       'usr/sbin',
       '/sbin',
-      '--symlink',
-      'usr/lib',
-      '/lib',
-      ...(HAS_LIB64 ? ['--symlink', 'usr/lib64', '/lib64'] : []),
       // bwrap makes missing parents 0700 when it runs as root: /etc must stay traversable for the agent
       // (/usr/bin/awk -> /etc/alternatives/awk).
       '--perms',
