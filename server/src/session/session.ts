@@ -2,6 +2,8 @@
 // with deadlines and the error mapping of the contract (mapEnvError). Only this class changes a
 // session's state, its queue and its idle clock. Requests for a session run strictly in order; different
 // sessions run concurrently (each drains its own queue; each job's owner hears its reply).
+// Over 500 lines on purpose: the state, the queue and the idle clock change together on every operation, and
+// the issue-31 rule is that only this class changes them (split, each part would need the others' internals).
 import type { FastifyBaseLogger } from 'fastify';
 import {
   checkSpace,
