@@ -17,6 +17,7 @@ import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash
 import { seedWorkspace } from './agents.js';
 import { CaptureRefused, captureWorkspace, type CapturedWorkspace } from '../workspace/capture.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
+import { gradeRepoSubmission, REPO_ISOLATION } from '../repo/repo-grade.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
@@ -316,9 +317,24 @@ class CodeEnvInstance implements EnvInstance {
    * Which judge produced this reward (issue 12): grader version, task content hash, the task's image and
    * whether the task is a trusted in-process one (its code under test could decide its own verdict).
    */
-  private provenance(g?: GradeResult): { version: string; task_hash: string; image: string; image_id: string | null; trusted: boolean } {
+  private provenance(g?: GradeResult): {
+    version: string;
+    task_hash: string;
+    image: string;
+    image_id: string | null;
+    trusted: boolean;
+    isolation?: string;
+  } {
     const t = this.task as LoadedTask;
-    return { version: GRADER_VERSION, task_hash: t.content_hash, image: t.spec.image, image_id: g?.image_id ?? null, trusted: t.spec.trusted };
+    return {
+      version: GRADER_VERSION,
+      task_hash: t.content_hash,
+      image: t.spec.image,
+      image_id: g?.image_id ?? null,
+      trusted: t.spec.trusted,
+      // Repository tasks: the code under test runs inside the test runner's process (docs/TASKS.md), so a trainer can filter.
+      ...(t.repo ? { isolation: REPO_ISOLATION } : {}),
+    };
   }
 
   private gradeInfo(g: GradeResult): Record<string, unknown> {
@@ -329,6 +345,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(g.tests ? { tests: g.tests } : {}),
       ...(g.syntax ? { syntax: g.syntax } : {}),
       ...(g.failures ? { failures: g.failures } : {}),
+      ...(g.repo ? { repo: g.repo } : {}),
       cached: g.cached,
       workspace_hash: g.workspace_hash,
       // In-process (trusted) formats only: paths the runner got as shipped instead of as written (always 0 for harness tasks).
@@ -352,6 +369,17 @@ class CodeEnvInstance implements EnvInstance {
     // A refused capture has none (rescore skips such an episode: its 0 needs no re-grading).
     if (!(submission instanceof CaptureRefused)) this.artifacts?.put('final_workspace', submission.archive);
     const p = this.opts.paths;
+    // Repository tasks (issue 32): the agent's source change against the repository's own tests (repo-grade.ts).
+    if (task.repo) {
+      return gradeRepoSubmission(task, submission, {
+        provider: this.provider,
+        requirement: requirementOf(task),
+        cache: this.cache,
+        ...(this.gradeBudgetMs !== undefined ? { budgetMs: this.gradeBudgetMs } : {}),
+        ...(this.opts.runner?.path ? { path: this.opts.runner.path } : {}),
+        ...(this.opts.runner?.python ? { python: this.opts.runner.python } : {}),
+      });
+    }
     return gradeSubmission(task, submission, {
       provider: this.provider,
       requirement: requirementOf(task),
