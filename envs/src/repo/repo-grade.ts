@@ -29,6 +29,8 @@ import { REPO_ISOLATION } from './repo-types.js';
 export { REPO_ISOLATION, type RepoGradeInfo } from './repo-types.js';
 
 export const REPO_RUNNER_PY = readFileSync(new URL('./sandgym_repo_runner.py', import.meta.url), 'utf8');
+/** The judge's static always-equal check (sandgym_eq_scan.py), run as the judge before any submitted code. */
+export const REPO_EQ_SCAN_PY = readFileSync(new URL('./sandgym_eq_scan.py', import.meta.url), 'utf8');
 
 export interface RepoGradeOptions {
   provider: SandboxProvider;
@@ -154,6 +156,11 @@ umask 022
 mkdir "$tree" || infra "cannot create the grading tree $tree"
 tar -xf "$jroot/tree.tar" -C "$tree" --no-same-owner 2>"$jroot/out/tar.log" || infra "cannot unpack the grading tree: $(head -c 300 "$jroot/out/tar.log")"
 nsenter -S "$U" -G "$U" -- mkdir -m 700 "$scratch" || infra "cannot create the agent's scratch directory"
+# Before any submitted code runs, as the judge, on the judge's own read-only copy: always-equal comparison methods.
+env -i "PATH=$run_path" "$py" -I -B -S "$jroot/eq_scan.py" <"$jroot/eq_scan.json" >"$jroot/out/eq_scan.out" 2>/dev/null
+frame eqscan:begin
+head -c 65536 "$jroot/out/eq_scan.out" | base64 -w 0
+frame eqscan:end
 cd "$tree/repo" || infra 'grading tree has no repo/'
 timeout -k 5 "$limit" nsenter -S "$U" -G "$U" -- env -i "PATH=$run_path" "HOME=$scratch" "TMPDIR=$scratch" LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 PYTHONHASHSEED=0 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_ADDOPTS= NO_COLOR=1 "$py" -I -B "$tree/runner/sandgym_repo_runner.py" <"$jroot/runner-stdin.json" 3>"$jroot/out/report.json" >"$jroot/out/runner.log" 2>&1
 status=$?
@@ -172,6 +179,7 @@ frame done
 `;
 
 const hex = () => randomBytes(8).toString('hex');
+const MAX_LISTED = 50;
 
 interface RunnerReport {
   token: string;
@@ -192,6 +200,18 @@ function parseReport(raw: Uint8Array | null, token: string): RunnerReport | stri
   if (d.token !== token) return 'the test run report does not carry the run token (forged or written by another process)';
   for (const v of Object.values(d.tests)) if (typeof v !== 'string') return 'the test run report has a malformed outcome';
   return { token, status: typeof d.status === 'number' ? d.status : null, tests: d.tests as Record<string, string> };
+}
+
+/** The judge's always-equal findings from its own frame; null when the scan did not produce a result. */
+function eqFindings(stdout: string, nonce: string): string[] | null {
+  const m = new RegExp(`\\n${nonce}:eqscan:begin\\n([A-Za-z0-9+/=]*)\\n${nonce}:eqscan:end\\n`).exec(stdout);
+  if (!m) return null;
+  try {
+    const doc = JSON.parse(Buffer.from(m[1] ?? '', 'base64').toString('utf8')) as { findings?: unknown };
+    return Array.isArray(doc.findings) ? doc.findings.map(String) : null;
+  } catch {
+    return null;
+  }
 }
 
 function firstFew(ids: string[]): string {
@@ -284,6 +304,16 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     // Stops pytest's search for a configuration file at the tree: nothing above it (the image's /tmp, /) is read.
     { path: 'pytest.ini', content: '[pytest]\n' },
   ]);
+  // The always-equal scan's input: each changed .py file of the tree, with the base version (a judge file) beside it.
+  const baseByPath = new Map(task.workspace.map((f) => [f.path, f]));
+  const scanBase: { path: string; content: Uint8Array; mode: number }[] = [];
+  const scanList = tree.changed
+    .filter((p) => p.endsWith('.py') && tree.files.has(p))
+    .map((p, i) => {
+      const b = baseByPath.get(p);
+      if (b) scanBase.push({ path: `${jroot}/base/${i}.py`, content: b.content, mode: 0o400 });
+      return [`${treeDir}/repo/${p}`, b ? `${jroot}/base/${i}.py` : null, p];
+    });
   const { testLimitS, runTimeoutMs } = runLimits(repo.timeout_s, opts.budgetMs);
   const ta = performance.now();
   const sb: Sandbox = await opts.provider.acquire(opts.requirement);
@@ -292,6 +322,7 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   let timedOut = false;
+  let res: Awaited<ReturnType<Sandbox['exec']>>;
   const tr = performance.now();
   try {
     await sb.putFiles(
@@ -299,11 +330,14 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
         { path: `${jroot}/tree.tar`, content: tar, mode: 0o400 },
         { path: `${jroot}/runner-stdin.json`, content: `${JSON.stringify(runnerCfg)}\n`, mode: 0o400 },
         { path: `${jroot}/grade.sh`, content: REPO_GRADE_SH, mode: 0o400 },
+        { path: `${jroot}/eq_scan.py`, content: REPO_EQ_SCAN_PY, mode: 0o400 },
+        { path: `${jroot}/eq_scan.json`, content: JSON.stringify(scanList), mode: 0o400 },
+        ...scanBase,
         { path: `${jroot}/out/.keep`, content: '', mode: 0o400 },
       ],
       { identity: 'judge' },
     );
-    const res = await sb.exec({
+    res = await sb.exec({
       argv: ['sh', `${jroot}/grade.sh`, jroot, String(testLimitS), treeDir, scratch, opts.path ?? DEFAULT_RUNNER_PATH, opts.python ?? 'python3'],
       cwd: jroot,
       identity: 'judge',
@@ -327,13 +361,18 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   let reportState = 'ok';
   let zero: string | undefined;
   const parsed = parseReport(out.report, token);
-  if (oomKilled) zero = 'memory limit exceeded';
+  const eq = eqFindings(res.stdout, nonce);
+  if (eq === null) zero = 'the always-equal check did not run to completion on the submitted files';
+  else if (eq.length > 0) zero = `always-equal comparison suspected (a method that never looks at what it is compared with): ${eq.slice(0, 3).join('; ')}`;
+  else if (oomKilled) zero = 'memory limit exceeded';
   else if (timedOut || out.status === 124 || out.status === 137) zero = `tests timed out after ${testLimitS}s`;
   else if (typeof parsed === 'string') zero = parsed;
   else {
     const cf = parsed.tests[canaryFail] ?? 'missing';
     const cp = parsed.tests[canaryPass] ?? 'missing';
-    if (cf !== 'failed' || cp !== 'passed')
+    if (cf === 'missing' && cp === 'missing')
+      zero = "the test run ended before the judge's canary tests ran (an exit or an interruption during collection): no verdict can be trusted";
+    else if (cf !== 'failed' || cp !== 'passed')
       zero = `judge canary tests came out wrong (must-fail: ${cf}, must-pass: ${cp}): the test run's report cannot be trusted (runner patched or report forged)`;
   }
   if (zero !== undefined && typeof parsed !== 'string') reportState = zero;
@@ -352,7 +391,12 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
       zero = `${f2pFailed.length} of ${repo.fail_to_pass.length} FAIL_TO_PASS tests did not pass: ${firstFew(f2pFailed.map((id) => `${id} (${outcomes[id]})`))}`;
   }
   const trusted = reportState === 'ok';
-  const count = (ids: string[], failed: string[]) => ({ passed: trusted ? ids.length - failed.length : 0, total: ids.length, failed: trusted ? failed : ids });
+  // At most MAX_LISTED ids per list in info (a repository may have thousands of PASS_TO_PASS tests).
+  const count = (ids: string[], failed: string[]) => ({
+    passed: trusted ? ids.length - failed.length : 0,
+    total: ids.length,
+    failed: (trusted ? failed : ids).slice(0, MAX_LISTED),
+  });
   const all = [...repo.fail_to_pass, ...repo.pass_to_pass];
   const passed = trusted ? all.filter((id) => outcomes[id] === 'passed').length : 0;
   const result: GradeResult = {
