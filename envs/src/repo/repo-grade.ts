@@ -23,6 +23,7 @@ import { combine, GradeCache } from '../code/rubric.js';
 import { sha256Hex } from '../code/task-hash.js';
 import type { LoadedTask } from '../code/task-types.js';
 import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type WorkspaceCapture } from '../workspace/capture.js';
+import { REPO_SITE_DIR } from './repo-environment.js';
 import { pathRole } from './repo-task.js';
 import { REPO_ISOLATION } from './repo-types.js';
 
@@ -298,7 +299,7 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     ...testFiles,
     canaryFile,
   ];
-  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, args };
+  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, site: env.requirements.length ? [REPO_SITE_DIR] : [], args };
   const tar = await gradingTreeTar(tree.files, [
     { path: 'runner/sandgym_repo_runner.py', content: REPO_RUNNER_PY },
     // Stops pytest's search for a configuration file at the tree: nothing above it (the image's /tmp, /) is read.

@@ -24,8 +24,9 @@ except OSError:
 _out = os.fdopen(3, "w", encoding="utf-8")
 _token = _cfg["token"]
 _root = _cfg["root"]
-# The repository's import roots first (its package is not installed), then the interpreter's own path.
-sys.path[:0] = [os.path.normpath(os.path.join(_root, p)) for p in _cfg["python_path"]]
+# The repository's import roots first (its package is not installed), then the recipe's wheels (ahead of the
+# image's system packages, so a pinned newer pytest wins), then the interpreter's own path.
+sys.path[:0] = [os.path.normpath(os.path.join(_root, p)) for p in _cfg["python_path"]] + list(_cfg.get("site", []))
 os.chdir(_root)
 
 import pytest  # noqa: E402  (after the path is set: a repository never shadows pytest from its tree's root)

@@ -6,6 +6,8 @@ import { loadTaskSets } from '#envs/code/task-loader.js';
 import { MutationToolError } from '#envs/code/mutation/mutants.js';
 import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
 import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
+import type { LoadedTask } from '#envs/code/task-types.js';
+import { ensureRepoEnvImage, RepoEnvBuildError } from '../sandbox/images/repo-env.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
@@ -45,6 +47,10 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          cached in DIR (default ~/.cache/sandgym/mutation) keyed
                                          by every input; Python mutants need cosmic-ray in PATH's
                                          python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
+  build-envs [dir...]                    build the image of every repository task's environment
+                                         recipe that is missing (wheels fetched on the host,
+                                         sha256-checked; cached by content: sandgym/repo-env:HASH).
+                                         validate does this first; serve expects the images built
   import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
                                          turn SWE-bench-format instances (JSONL, a JSON array or
                                          one object: instance_id, repo, base_commit, patch,
@@ -105,10 +111,28 @@ const IMPORT = {
   positionals: { name: 'FILE (SWE-bench-format instances)', min: 1, max: 1 },
 } as const satisfies CommandDef<OptionDefs>;
 
+const BUILD_ENVS = { name: 'tasks build-envs', help: TASKS_HELP, options: {}, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+
+/** Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). */
+async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo): Promise<void> {
+  const seen = new Set<string>();
+  for (const t of tasks) {
+    if (!t.repo || seen.has(t.spec.image)) continue;
+    seen.add(t.spec.image);
+    try {
+      const r = await ensureRepoEnvImage(t.repo.environment, { log: (m) => io.err(m) });
+      if (r.built) io.err(`built ${r.image} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`);
+    } catch (e) {
+      if (e instanceof RepoEnvBuildError) throw new UnavailableError(`environment of ${t.spec.id}: ${e.step}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+}
+
 const verdict = (ok: boolean) => (ok ? EXIT.OK : EXIT.FAILED);
 
 export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Promise<number> {
-  const picked = subcommand('tasks', ['list', 'check', 'validate', 'import', 'stats'] as const, argv);
+  const picked = subcommand('tasks', ['list', 'check', 'validate', 'import', 'build-envs', 'stats'] as const, argv);
   if (typeof picked === 'string') {
     io.out(TASKS_HELP + '\n');
     return picked === 'help' ? EXIT.OK : EXIT.USAGE;
@@ -124,6 +148,12 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       if (p === null) return help();
       const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
       return verdict(await checkTasks(dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+    }
+    case 'build-envs': {
+      const p = parseCommand(BUILD_ENVS, picked.argv);
+      if (p === null) return help();
+      await buildRepoEnvs(await loadTaskSets(dirsOr(p.positionals)), io);
+      return EXIT.OK;
     }
     case 'import': {
       const [format, ...rest] = picked.argv;
@@ -185,6 +215,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
         tasks = tasks.filter((t) => ids.includes(t.spec.id));
       }
+      // Repository tasks run in their environment's image: build what is missing first (Docker only; cached by content).
+      if (driver !== 'local' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
       const open: OpenSandboxProvider = async (kind, opts) => {
         try {
           return await deps.openSandboxProvider(kind, opts);
