@@ -90,7 +90,8 @@ function toRun(g: GradeResult, agentMs: number, gradeMs: number): RepoAgentRun {
   };
 }
 
-function flakyBetween(a: GradeResult, b: GradeResult): string[] {
+/** Tests whose outcome differs between two gradings of the same submission (the flaky ones). */
+export function flakyBetween(a: Pick<GradeResult, 'repo'>, b: Pick<GradeResult, 'repo'>): string[] {
   const x = a.repo?.outcomes ?? {};
   const y = b.repo?.outcomes ?? {};
   return [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((id) => x[id] !== y[id]).sort();

@@ -11,6 +11,7 @@ import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTaskSets } from '../../src/code/task-loader.js';
 import { composeGradingTree } from '../../src/repo/repo-grade.js';
+import { flakyBetween } from '../../src/repo/repo-validate.js';
 import { pathRole, validateRepoTaskJson } from '../../src/repo/repo-task.js';
 import { parseInstanceFile, taskIdOf } from '../../src/repo/swe-instance.js';
 import { ImportError, importSweBench, treeFromArchive } from '../../src/repo/swe-import.js';
@@ -301,5 +302,15 @@ describe('the judge always-equal scan', () => {
     // Already in the base file: not the submission's doing.
     const old = 'class S:\n    def __eq__(self, other):\n        return False\n';
     expect(scan([[`${old}x = 1\n`, old]])).toEqual([]);
+  });
+});
+
+describe('flaky tests', () => {
+  it('are the tests whose outcome differs between two gradings of one submission', () => {
+    const g = (outcomes: Record<string, string>) => ({
+      repo: { isolation: 'in-process' as const, fail_to_pass: { passed: 0, total: 0, failed: [] }, pass_to_pass: { passed: 0, total: 0, failed: [] }, ignored: [], report: 'ok', outcomes },
+    });
+    expect(flakyBetween(g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }), g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }))).toEqual([]);
+    expect(flakyBetween(g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }), g({ 'a.py::x': 'failed', 'a.py::y': 'failed', 'a.py::z': 'passed' }))).toEqual(['a.py::x', 'a.py::z']);
   });
 });
