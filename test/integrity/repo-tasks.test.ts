@@ -25,7 +25,13 @@ type Action = { name: string; arguments: Record<string, unknown> };
 interface Grade {
   score: number;
   zero_reason?: string;
-  repo: { isolation: string; ignored: string[]; report: string; fail_to_pass: { passed: number; total: number }; pass_to_pass: { passed: number; total: number } };
+  repo: {
+    isolation: string;
+    ignored: string[];
+    report: string;
+    fail_to_pass: { passed: number; total: number };
+    pass_to_pass: { passed: number; total: number };
+  };
 }
 interface Outcome {
   reward: number;
@@ -133,11 +139,13 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
       // A conftest that turns every failure into a pass, at the root and inside the tests.
       "cat > conftest.py <<'EOF'\nimport pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    r = out.get_result()\n    r.outcome = 'passed'\n    r.longrepr = None\nEOF\ncp conftest.py tests/conftest.py",
       "printf '[pytest]\\naddopts = -p conftest\\n' > pytest.ini",
-      "printf 'import os\\nos.environ[\"X\"]=\"1\"\\n' > sitecustomize.py; printf 'import sitecustomize\\n' > evil.pth",
+      'printf \'import os\\nos.environ["X"]="1"\\n\' > sitecustomize.py; printf \'import sitecustomize\\n\' > evil.pth',
     ].join('\n');
     const attack = await play(SUBSECOND, [forge]);
     zero(attack, /FAIL_TO_PASS tests did not pass/);
-    expect(attack.grade.repo.ignored).toEqual(expect.arrayContaining(['conftest.py', 'evil.pth', 'pytest.ini', 'sitecustomize.py', 'tests/conftest.py', 'tests/test_parse.py']));
+    expect(attack.grade.repo.ignored).toEqual(
+      expect.arrayContaining(['conftest.py', 'evil.pth', 'pytest.ini', 'sitecustomize.py', 'tests/conftest.py', 'tests/test_parse.py']),
+    );
     // The same edits beside the real fix change nothing: they are simply not graded.
     const honest = await play(SUBSECOND, [...reference(SUBSECOND), forge]);
     expect(honest.reward, JSON.stringify(honest.grade)).toBe(1);

@@ -32,7 +32,9 @@ describe.skipIf(!HAS_DOCKER)('tasks import swe-bench + tasks validate for reposi
     dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-validate-'));
     const imported = path.join(dir, 'imported');
     const c0 = capture();
-    expect(await main(['tasks', 'import', 'swe-bench', path.join(FIXTURES, 'parse-instances.jsonl'), '--repo-source', FIXTURES, '--out', imported, '--json'], c0.io)).toBe(0);
+    expect(
+      await main(['tasks', 'import', 'swe-bench', path.join(FIXTURES, 'parse-instances.jsonl'), '--repo-source', FIXTURES, '--out', imported, '--json'], c0.io),
+    ).toBe(0);
     expect((JSON.parse(c0.out.join('')) as { tasks: { id: string }[] }).tasks.map((t) => t.id)).toEqual([SUBSECOND, HYPHEN]);
     const set = path.join(dir, 'set');
     // 1. as imported; 2. a backup of the FIXED parse.py under an innocent name in the base tree; 3. a PASS_TO_PASS test
@@ -56,7 +58,14 @@ describe.skipIf(!HAS_DOCKER)('tasks import swe-bench + tasks validate for reposi
     const ms = performance.now() - t0;
     const doc = JSON.parse(c.out.join('')) as {
       ok: boolean;
-      results: { id: string; ok: boolean; problems: string[]; reference?: { score: number }; null?: { score: number }; repo_checks?: { flaky: string[]; leaks: string[] } }[];
+      results: {
+        id: string;
+        ok: boolean;
+        problems: string[];
+        reference?: { score: number };
+        null?: { score: number };
+        repo_checks?: { flaky: string[]; leaks: string[] };
+      }[];
     };
     expect(code, c.err.join('')).toBe(1);
     const by = new Map(doc.results.map((r) => [r.id, r]));

@@ -9,7 +9,7 @@ import { Rng } from '../rng.js';
 import { MAX_TASK_FILE_BYTES, readTree, rel, TaskLoadError } from './task-files.js';
 import { loadRepoTask, REPO_KIND } from '../repo/repo-task.js';
 import { constraintsProblem } from './constraints.js';
-import { sha256Hex, taskContentHash } from './task-hash.js';
+import { taskContentHash } from './task-hash.js';
 import {
   isHarnessFormat,
   type EquivalentMutant,
@@ -42,7 +42,6 @@ const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
 const RESERVED_FLAG =
   /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--assert|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
 
-
 /** "envs/tasks/foo/task.json: /test/expected_tests must be integer" */
 function formatAjvError(file: string, e: ErrorObject): string {
   let where = e.instancePath || '/';
@@ -53,7 +52,6 @@ function formatAjvError(file: string, e: ErrorObject): string {
   if (e.keyword === 'enum') msg = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   return `${file}: ${where} ${msg}`;
 }
-
 
 /** Validates a parsed task.json; returns the spec with defaults applied or throws TaskLoadError. */
 export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec'] {
@@ -111,7 +109,6 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
     test: { ...test, command, timeout_s: test.timeout_s ?? 60, call_timeout_s: test.call_timeout_s ?? 10 },
   };
 }
-
 
 async function isDir(p: string): Promise<boolean> {
   try {

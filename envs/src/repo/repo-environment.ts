@@ -1,7 +1,7 @@
 // The environment recipe of a repository task (docs/TASKS.md, "Repository tasks: the environment"): which local
 // image the repository's tests run in. Pure: validation and the content-derived image name. Building the image
-// (wheels downloaded on the host, hash-checked, unpacked into the image) is the server's (server/src/sandbox/images/
-// repo-env.ts): envs never run host tools.
+// (wheels downloaded on the host, hash-checked, unpacked into the image) is the server CLI's (server/src/cli/
+// repo-env-build.ts): envs never run host tools.
 import { createHash } from 'node:crypto';
 
 /** Images a recipe may start FROM: local images `sandgym images build` makes (no registry is reachable). */
@@ -26,7 +26,8 @@ export interface EnvironmentRecipe {
 export const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+) --hash=sha256:([0-9a-f]{64})$/;
 const MODULE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 /** Options the grader sets itself: a recipe may not change where config, plugins, reports or the rootdir come from. */
-const RESERVED_ARG = /^(-p|-c|--rootdir|--confcutdir|--basetemp|--junit|--junitxml|--junit-xml|--result-log|--import-mode|--pyargs|--pdb|--trace|-x|--exitfirst|--maxfail|--lf|--ff|--sw|--stepwise|--co|--collect-only|--help|--version|--override-ini=.*(python_files|python_functions|python_classes|addopts).*)/;
+const RESERVED_ARG =
+  /^(-p|-c|--rootdir|--confcutdir|--basetemp|--junit|--junitxml|--junit-xml|--result-log|--import-mode|--pyargs|--pdb|--trace|-x|--exitfirst|--maxfail|--lf|--ff|--sw|--stepwise|--co|--collect-only|--help|--version|--override-ini=.*(python_files|python_functions|python_classes|addopts).*)/;
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -349,7 +349,8 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     oomKilled = res.oom_killed;
     timedOut = res.timed_out;
     out = parseRunOutput(res.stdout, nonce);
-    if (out.preflight_failed) throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run repository tests: ${out.log_tail.trim().slice(-500)}`);
+    if (out.preflight_failed)
+      throw new SandboxFailure(`grading image ${opts.requirement.image} cannot run repository tests: ${out.log_tail.trim().slice(-500)}`);
     if (!out.complete && !timedOut && !oomKilled) {
       throw new SandboxFailure(`repository grading did not complete (exit ${String(res.exit_code)}): ${res.stderr.slice(0, 500)}`);
     }

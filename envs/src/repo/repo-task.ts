@@ -181,10 +181,12 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
   const solution = await readTree(path.join(dir, 'solution'));
   const hidden = new Set(tests.map((f) => f.path));
   for (const f of workspace) {
-    if (pathRole(f.path, hidden) === 'never') throw new TaskLoadError(`${file}: workspace/${f.path} is a file the judge never grades (history, bytecode, hooks): remove it`, file);
+    if (pathRole(f.path, hidden) === 'never')
+      throw new TaskLoadError(`${file}: workspace/${f.path} is a file the judge never grades (history, bytecode, hooks): remove it`, file);
   }
   for (const f of solution) {
-    if (pathRole(f.path, hidden) !== 'source') throw new TaskLoadError(`${file}: solution/${f.path} is a test or test-support file: the reference fix may change source files only`, file);
+    if (pathRole(f.path, hidden) !== 'source')
+      throw new TaskLoadError(`${file}: solution/${f.path} is a test or test-support file: the reference fix may change source files only`, file);
   }
   const deleted = json.tests.deleted ?? [];
   // Every test id names a file of the grading tree: the base tree with test_patch applied.
@@ -192,7 +194,12 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
   for (const id of [...json.tests.fail_to_pass, ...json.tests.pass_to_pass]) {
     const f = id.slice(0, id.indexOf('::'));
     if (!gradingFiles.has(f)) fail(file, '/tests', `${JSON.stringify(id)} names ${f}, which is not a file of the repository after test_patch`);
-    if (pathRole(f, hidden) !== 'test') fail(file, '/tests', `${JSON.stringify(id)} names ${f}, which the judge would take from the agent (name test files test_*.py / *_test.py or put them under tests/)`);
+    if (pathRole(f, hidden) !== 'test')
+      fail(
+        file,
+        '/tests',
+        `${JSON.stringify(id)} names ${f}, which the judge would take from the agent (name test files test_*.py / *_test.py or put them under tests/)`,
+      );
   }
   const image = environmentImage(json.environment);
   const hashInput = JSON.stringify({

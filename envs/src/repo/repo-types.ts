@@ -55,7 +55,6 @@ export interface RepoTaskData {
   environment: EnvironmentRecipe;
 }
 
-
 /** What info.grader.isolation says for repository tasks: the code under test shares the test runner's process. */
 export const REPO_ISOLATION = 'in-process';
 
@@ -71,4 +70,3 @@ export interface RepoGradeInfo {
   /** Per-test outcome of the FAIL_TO_PASS and PASS_TO_PASS tests ("passed", "failed", "error", "skipped", "missing"). */
   outcomes: Record<string, string>;
 }
-

@@ -141,8 +141,7 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
     try {
       await seedWorkspace(rb, task);
       await applySolution(rb, task.solution);
-      if (repo.solution_deleted.length)
-        await rb.exec({ argv: ['rm', '-f', '--', ...repo.solution_deleted.map((p) => `/workspace/${p}`)], timeout_ms: 30_000 });
+      if (repo.solution_deleted.length) await rb.exec({ argv: ['rm', '-f', '--', ...repo.solution_deleted.map((p) => `/workspace/${p}`)], timeout_ms: 30_000 });
       ref = await capture(rb);
     } finally {
       await opts.provider.release(rb);
@@ -170,7 +169,9 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
     if (f1.score.total !== f2.score.total || n1.score.total !== n2.score.total)
       out.problems.push(`verdicts differ on rerun (reference ${f1.score.total} then ${f2.score.total}, untouched ${n1.score.total} then ${n2.score.total})`);
     if (checks.flaky.length)
-      out.problems.push(`flaky tests (different outcomes on reruns of the same submission): ${checks.flaky.slice(0, 10).join(', ')}: drop them from the task's lists`);
+      out.problems.push(
+        `flaky tests (different outcomes on reruns of the same submission): ${checks.flaky.slice(0, 10).join(', ')}: drop them from the task's lists`,
+      );
     if (checks.leaks.length) out.problems.push(`a copy of the fixed code is readable in the agent sandbox: ${checks.leaks.slice(0, 5).join(', ')}`);
   } catch (err) {
     out.problems.push(`error: ${(err as Error).message}`);

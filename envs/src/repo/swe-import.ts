@@ -58,7 +58,14 @@ function run(cmd: string, args: string[], opts: { cwd?: string; maxBuffer?: numb
         maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024,
         timeout: 300_000,
         // No user or system git configuration (hooks, aliases, filters) and no repository above the temp directory.
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CEILING_DIRECTORIES: os.tmpdir(), LANG: 'C' },
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: os.tmpdir(),
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_CEILING_DIRECTORIES: os.tmpdir(),
+          LANG: 'C',
+        },
       },
       (err, stdout, stderr) => {
         if (err) reject(Object.assign(err, { stderr: Buffer.from(stderr).toString('utf8') }));
@@ -75,7 +82,11 @@ export async function treeFromArchive(bytes: Uint8Array, strip: number, what: st
     try {
       tar = gunzipSync(tar, { maxOutputLength: MAX_TREE_BYTES + 64 * 1024 * 1024 });
     } catch (e) {
-      throw new ImportError(/maxOutputLength|buffer/i.test((e as Error).message) ? 'too_large' : 'bad_archive', `${what}: cannot gunzip (${(e as Error).message})`, id);
+      throw new ImportError(
+        /maxOutputLength|buffer/i.test((e as Error).message) ? 'too_large' : 'bad_archive',
+        `${what}: cannot gunzip (${(e as Error).message})`,
+        id,
+      );
     }
   } else if (tar[0] === 0x50 && tar[1] === 0x4b) {
     throw new ImportError('bad_archive', `${what}: zip archives are not supported (use .tar.gz, .tgz or .tar)`, id);
@@ -135,7 +146,8 @@ export async function treeFromArchive(bytes: Uint8Array, strip: number, what: st
   for (const p of tree.keys()) {
     const segs = p.split('/');
     for (let i = 1; i < segs.length; i++)
-      if (tree.has(segs.slice(0, i).join('/'))) throw new ImportError('bad_archive', `${what}: ${segs.slice(0, i).join('/')} is both a file and a directory`, id);
+      if (tree.has(segs.slice(0, i).join('/')))
+        throw new ImportError('bad_archive', `${what}: ${segs.slice(0, i).join('/')} is both a file and a directory`, id);
   }
   if (tree.size === 0) throw new ImportError('bad_archive', `${what}: holds no files${strip ? ` below ${strip} leading path component(s)` : ''}`, id);
   return tree;
@@ -205,7 +217,13 @@ async function baseTree(inst: SweInstance, source: string, single: boolean, gitD
     try {
       out = (await run('git', ['-C', gitDir, 'archive', '--format=tar', inst.base_commit], { maxBuffer: MAX_ARCHIVE_BYTES })).stdout;
     } catch (e) {
-      throw new ImportError('git_failed', `${source}: git archive ${inst.base_commit} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message).trim().slice(0, 300)}`, inst.instance_id);
+      throw new ImportError(
+        'git_failed',
+        `${source}: git archive ${inst.base_commit} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message)
+          .trim()
+          .slice(0, 300)}`,
+        inst.instance_id,
+      );
     }
     // `git archive` of a commit: no .git, no history, nothing after base_commit.
     return { tree: await treeFromArchive(out, 0, `${source}@${inst.base_commit}`, inst.instance_id), from: `${source}@${inst.base_commit}` };
@@ -242,7 +260,13 @@ async function applyDiff(tmp: string, base: Tree, diff: string, label: string, i
   try {
     await run('git', ['apply', '--whitespace=nowarn', patchFile], { cwd: dir });
   } catch (e) {
-    throw new ImportError('patch_failed', `${id}: ${label} does not apply to the base tree: ${String((e as { stderr?: string }).stderr ?? '').trim().slice(0, 400)}`, id);
+    throw new ImportError(
+      'patch_failed',
+      `${id}: ${label} does not apply to the base tree: ${String((e as { stderr?: string }).stderr ?? '')
+        .trim()
+        .slice(0, 400)}`,
+      id,
+    );
   }
   const after = await readDirTree(dir, id);
   const changed: Tree = new Map();
@@ -255,7 +279,16 @@ async function applyDiff(tmp: string, base: Tree, diff: string, label: string, i
   return { changed, removed };
 }
 
-async function writeTask(dir: string, inst: SweInstance, base: Tree, tests: Tree, deleted: string[], solution: Tree, solDeleted: string[], from: string): Promise<void> {
+async function writeTask(
+  dir: string,
+  inst: SweInstance,
+  base: Tree,
+  tests: Tree,
+  deleted: string[],
+  solution: Tree,
+  solDeleted: string[],
+  from: string,
+): Promise<void> {
   await mkdir(dir);
   await mkdir(path.join(dir, 'workspace'));
   await mkdir(path.join(dir, 'tests'));
@@ -330,7 +363,12 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       try {
         await run('git', ['clone', '--quiet', '--no-checkout', '--', opts.repoSource, gitDir], { maxBuffer: 64 * 1024 * 1024 });
       } catch (e) {
-        throw new ImportError('git_failed', `git clone ${opts.repoSource} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message).trim().slice(0, 300)}`);
+        throw new ImportError(
+          'git_failed',
+          `git clone ${opts.repoSource} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message)
+            .trim()
+            .slice(0, 300)}`,
+        );
       }
     }
     await mkdir(out, { recursive: true });
@@ -341,19 +379,30 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       const id = inst.instance_id;
       const { tree: base, from } = await baseTree(inst, opts.repoSource, instances.length === 1, gitDir);
       const dropped = dropNever(base);
-      if (dropped.length) log(`${id}: left out of the base tree (history, bytecode, hooks, installed copies): ${dropped.slice(0, 5).join(', ')}${dropped.length > 5 ? ', ...' : ''}\n`);
+      if (dropped.length)
+        log(
+          `${id}: left out of the base tree (history, bytecode, hooks, installed copies): ${dropped.slice(0, 5).join(', ')}${dropped.length > 5 ? ', ...' : ''}\n`,
+        );
       const work = path.join(tmp, inst.task_id);
       await mkdir(work);
       const t = inst.test_patch.trim() === '' ? { changed: new Map() as Tree, removed: [] } : await applyDiff(work, base, inst.test_patch, 'test_patch', id);
       const hidden = new Set(t.changed.keys());
       for (const p of [...t.changed.keys(), ...t.removed]) {
         if (pathRole(p, new Set()) === 'source')
-          throw new ImportError('test_patch_touches_source', `${id}: test_patch changes ${p}, which is not a test or test-support file (the judge would override the agent's copy)`, id);
+          throw new ImportError(
+            'test_patch_touches_source',
+            `${id}: test_patch changes ${p}, which is not a test or test-support file (the judge would override the agent's copy)`,
+            id,
+          );
       }
       const s = await applyDiff(work, base, inst.patch, 'patch', id);
       for (const p of [...s.changed.keys(), ...s.removed]) {
         if (pathRole(p, hidden) !== 'source')
-          throw new ImportError('patch_touches_tests', `${id}: the reference patch changes ${p}, a test or test-support file (the judge never takes those from a submission)`, id);
+          throw new ImportError(
+            'patch_touches_tests',
+            `${id}: the reference patch changes ${p}, a test or test-support file (the judge never takes those from a submission)`,
+            id,
+          );
       }
       if (s.changed.size === 0 && s.removed.length === 0) throw new ImportError('patch_failed', `${id}: the reference patch changes nothing`, id);
       const after = new Set([...[...base.keys()].filter((p) => !t.removed.includes(p)), ...hidden]);
@@ -370,7 +419,14 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
         if (e instanceof TaskLoadError) throw new ImportError('bad_instance', `${id}: the imported task does not load: ${e.message}`, id);
         throw e;
       }
-      result.tasks.push({ id: inst.task_id, instance_id: id, dir: path.join(out, inst.task_id), files: base.size, f2p: inst.fail_to_pass.length, p2p: inst.pass_to_pass.length });
+      result.tasks.push({
+        id: inst.task_id,
+        instance_id: id,
+        dir: path.join(out, inst.task_id),
+        files: base.size,
+        f2p: inst.fail_to_pass.length,
+        p2p: inst.pass_to_pass.length,
+      });
       log(`${id}: ${base.size} files from ${from}, ${hidden.size} hidden test file(s), fix touches ${s.changed.size + s.removed.length} file(s)\n`);
     }
     // Everything staged and valid: move the tasks in (same filesystem: renames).

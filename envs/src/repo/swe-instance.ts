@@ -156,7 +156,8 @@ export function validateInstance(v: unknown, at: string): SweInstance {
     const { archive, sha256, strip_components } = sg.source;
     if (archive !== undefined && (typeof archive !== 'string' || !isPlainRelPath(archive)))
       fail('/sandgym/source/archive', 'must be a relative path inside --repo-source (no "..")');
-    if (sha256 !== undefined && (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256))) fail('/sandgym/source/sha256', 'must be 64 lowercase hex digits');
+    if (sha256 !== undefined && (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256)))
+      fail('/sandgym/source/sha256', 'must be 64 lowercase hex digits');
     if (strip_components !== undefined && (!Number.isInteger(strip_components) || (strip_components as number) < 0 || (strip_components as number) > 4))
       fail('/sandgym/source/strip_components', 'must be an integer in 0..4');
     source = {
@@ -176,7 +177,11 @@ export function validateInstance(v: unknown, at: string): SweInstance {
   const max_steps = int('max_steps', 1000);
   let reward: SandgymInstanceExtras['reward'];
   if (sg.reward !== undefined) {
-    if (!isObj(sg.reward) || Object.keys(sg.reward).some((k) => k !== 'partial_fail_to_pass') || (sg.reward.partial_fail_to_pass !== undefined && typeof sg.reward.partial_fail_to_pass !== 'boolean'))
+    if (
+      !isObj(sg.reward) ||
+      Object.keys(sg.reward).some((k) => k !== 'partial_fail_to_pass') ||
+      (sg.reward.partial_fail_to_pass !== undefined && typeof sg.reward.partial_fail_to_pass !== 'boolean')
+    )
       fail('/sandgym/reward', 'must be {"partial_fail_to_pass": boolean}');
     reward = sg.reward as SandgymInstanceExtras['reward'];
   }
@@ -251,7 +256,11 @@ export function parseInstanceFile(text: string, name: string): SweInstance[] {
     const inst = validateInstance(v, at);
     const prev = ids.get(inst.task_id);
     if (prev !== undefined)
-      throw new ImportError('duplicate_id', `${at}: instance ${JSON.stringify(inst.instance_id)} becomes task id ${inst.task_id}, as ${prev} does`, inst.instance_id);
+      throw new ImportError(
+        'duplicate_id',
+        `${at}: instance ${JSON.stringify(inst.instance_id)} becomes task id ${inst.task_id}, as ${prev} does`,
+        inst.instance_id,
+      );
     ids.set(inst.task_id, at);
     out.push(inst);
   }

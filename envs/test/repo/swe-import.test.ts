@@ -89,8 +89,18 @@ describe('instance files', () => {
   it.each([
     ['a line that is not JSON', '{"instance_id": "x"\n', 'bad_file', /line 1/],
     ['an empty file', '   \n', 'bad_file', /empty/],
-    ['a missing field', JSON.stringify({ instance_id: 'x', repo: 'r', base_commit: 'c', test_patch: '', FAIL_TO_PASS: [] }), 'bad_instance', /\/patch is required/],
-    ['no FAIL_TO_PASS test', JSON.stringify({ ...{ instance_id: 'x', repo: 'r', base_commit: 'c', patch: 'p', test_patch: '', problem_statement: 's' }, FAIL_TO_PASS: [] }), 'bad_instance', /at least one/],
+    [
+      'a missing field',
+      JSON.stringify({ instance_id: 'x', repo: 'r', base_commit: 'c', test_patch: '', FAIL_TO_PASS: [] }),
+      'bad_instance',
+      /\/patch is required/,
+    ],
+    [
+      'no FAIL_TO_PASS test',
+      JSON.stringify({ ...{ instance_id: 'x', repo: 'r', base_commit: 'c', patch: 'p', test_patch: '', problem_statement: 's' }, FAIL_TO_PASS: [] }),
+      'bad_instance',
+      /at least one/,
+    ],
   ])('refuses %s', (_n, text, code, re) => {
     let err: unknown;
     try {
@@ -149,15 +159,33 @@ describe('import', () => {
   });
 
   it('an archive whose sha256 is not the instance one is refused', async () => {
-    await refused([withSource(0, { archive: 'parse-1.20.1.tar.gz', sha256: (inst(0).sandgym as { source: { sha256: string } }).source.sha256 })], FIXTURES, 'archive_hash_mismatch');
+    await refused(
+      [withSource(0, { archive: 'parse-1.20.1.tar.gz', sha256: (inst(0).sandgym as { source: { sha256: string } }).source.sha256 })],
+      FIXTURES,
+      'archive_hash_mismatch',
+    );
   });
 
   it.each([
     ['a traversal entry', [{ name: 'p-1/../../evil.py', content: 'x' }], /not a plain relative path/],
     ['an absolute entry', [{ name: '/etc/evil.py', content: 'x' }], /not a plain relative path/],
     ['a symlink', [{ name: 'p-1/parse.py', type: 'symlink' as const, linkname: '/etc/passwd' }], /symlink/],
-    ['a hard link', [{ name: 'p-1/a.py', content: 'x' }, { name: 'p-1/b.py', type: 'link' as const, linkname: 'p-1/a.py' }], /link/],
-    ['a file that is also a directory', [{ name: 'p-1/a', content: 'x' }, { name: 'p-1/a/b.py', content: 'y' }], /both a file and a directory/],
+    [
+      'a hard link',
+      [
+        { name: 'p-1/a.py', content: 'x' },
+        { name: 'p-1/b.py', type: 'link' as const, linkname: 'p-1/a.py' },
+      ],
+      /link/,
+    ],
+    [
+      'a file that is also a directory',
+      [
+        { name: 'p-1/a', content: 'x' },
+        { name: 'p-1/a/b.py', content: 'y' },
+      ],
+      /both a file and a directory/,
+    ],
   ])('a hostile archive (%s) is refused, nothing written', async (_n, entries, re) => {
     const dir = await mkdtemp(path.join(tmp, 'arch-'));
     await writeFile(path.join(dir, 'evil.tar.gz'), gzipSync(await tarOf(entries as Entry[])));
@@ -165,18 +193,24 @@ describe('import', () => {
   });
 
   it('a file over the task file cap and a zip archive are refused', async () => {
-    await expect(treeFromArchive(await tarOf([{ name: 'p/big.py', content: 'x'.repeat(1024 * 1024 + 1) }]), 1, 'big.tar')).rejects.toMatchObject({ code: 'too_large' });
+    await expect(treeFromArchive(await tarOf([{ name: 'p/big.py', content: 'x'.repeat(1024 * 1024 + 1) }]), 1, 'big.tar')).rejects.toMatchObject({
+      code: 'too_large',
+    });
     await expect(treeFromArchive(new Uint8Array([0x50, 0x4b, 3, 4]), 1, 'x.zip')).rejects.toMatchObject({ code: 'bad_archive' });
     await expect(treeFromArchive(new Uint8Array(gzipSync(Buffer.from('not a tar at all, just text'))), 1, 'x.tgz')).rejects.toBeInstanceOf(ImportError);
   });
 
   it('patches that do not apply, a fix that edits tests, and tests that do not exist are refused; one bad instance writes nothing', async () => {
-    await refused([inst(0, { patch: (inst(1).patch as string) })], FIXTURES, 'patch_failed');
-    const testEdit = `${inst(0).patch as string}${(inst(0).test_patch as string)}`;
+    await refused([inst(0, { patch: inst(1).patch as string })], FIXTURES, 'patch_failed');
+    const testEdit = `${inst(0).patch as string}${inst(0).test_patch as string}`;
     await refused([inst(0, { patch: testEdit, test_patch: '' })], FIXTURES, 'patch_touches_tests');
     await refused([inst(0, { FAIL_TO_PASS: ['tests/test_nope.py::test_x'] })], FIXTURES, 'unknown_test');
     // The first instance is fine, the second is not: neither is written.
-    await refused([inst(0), inst(1, { patch: 'diff --git a/parse.py b/parse.py\n--- a/parse.py\n+++ b/parse.py\n@@ -1 +1 @@\n-nothing\n+x\n' })], FIXTURES, 'patch_failed');
+    await refused(
+      [inst(0), inst(1, { patch: 'diff --git a/parse.py b/parse.py\n--- a/parse.py\n+++ b/parse.py\n@@ -1 +1 @@\n-nothing\n+x\n' })],
+      FIXTURES,
+      'patch_failed',
+    );
     // An existing --out keeps exactly what it had.
     const out = await mkdtemp(path.join(tmp, 'keep-'));
     await writeFile(path.join(out, 'mine.txt'), 'x');
@@ -189,7 +223,10 @@ describe('import', () => {
   it('a git remote: the tree is `git archive` of base_commit, with no .git and nothing of later commits', async () => {
     const repo = await mkdtemp(path.join(tmp, 'git-'));
     const git = (...a: string[]) =>
-      execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', '-c', 'init.defaultBranch=main', ...a], { cwd: repo, encoding: 'utf8' }).trim();
+      execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', '-c', 'init.defaultBranch=main', ...a], {
+        cwd: repo,
+        encoding: 'utf8',
+      }).trim();
     git('init', '-q');
     await mkdir(path.join(repo, 'tests'));
     await writeFile(path.join(repo, 'calc.py'), 'def add(a, b):\n    return a - b\n');
@@ -228,9 +265,29 @@ describe('whose copy the grading tree holds', () => {
     const hidden = new Set(['tests/test_parse.py']);
     expect(pathRole('parse.py', hidden)).toBe('source');
     expect(pathRole('src/pkg/core.py', hidden)).toBe('source');
-    for (const p of ['tests/test_parse.py', 'tests/data/x.json', 'conftest.py', 'src/pkg/conftest.py', 'pytest.ini', 'tox.ini', 'setup.cfg', 'pyproject.toml', 'pkg/test_x.py', 'pkg/x_test.py'])
+    for (const p of [
+      'tests/test_parse.py',
+      'tests/data/x.json',
+      'conftest.py',
+      'src/pkg/conftest.py',
+      'pytest.ini',
+      'tox.ini',
+      'setup.cfg',
+      'pyproject.toml',
+      'pkg/test_x.py',
+      'pkg/x_test.py',
+    ])
       expect(pathRole(p, hidden), p).toBe('test');
-    for (const p of ['sitecustomize.py', 'pkg/usercustomize.py', 'evil.pth', 'pkg/__pycache__/x.cpython-311.pyc', 'x.pyc', '.git/HEAD', 'pkg.egg-info/PKG-INFO', '.venv/bin/python'])
+    for (const p of [
+      'sitecustomize.py',
+      'pkg/usercustomize.py',
+      'evil.pth',
+      'pkg/__pycache__/x.cpython-311.pyc',
+      'x.pyc',
+      '.git/HEAD',
+      'pkg.egg-info/PKG-INFO',
+      '.venv/bin/python',
+    ])
       expect(pathRole(p, hidden), p).toBe('never');
   });
 
@@ -257,7 +314,10 @@ describe('whose copy the grading tree holds', () => {
     expect(tree.files.has('conftest.py')).toBe(false);
     expect(tree.files.get('helper.py')?.mode).toBe(0o755);
     expect(Buffer.from(tree.files.get('tests/test_parse.py')?.content ?? []).toString()).toContain('test_datetime_with_various_subsecond_precision');
-    const withLink = composeGradingTree(task, { entries: [...entries, { path: 'link.py', type: 'symlink', mode: 0o777, target: 'tests/test_parse.py' }], bytes: 0 });
+    const withLink = composeGradingTree(task, {
+      entries: [...entries, { path: 'link.py', type: 'symlink', mode: 0o777, target: 'tests/test_parse.py' }],
+      bytes: 0,
+    });
     expect(withLink).toMatchObject({ refused: expect.stringMatching(/symlink/) });
   });
 
@@ -291,7 +351,10 @@ describe('the judge always-equal scan', () => {
       if (base !== null) execFileSync('sh', ['-c', 'cat > "$1"', 'w', path.join(dir, `b${i}.py`)], { input: base });
       return [path.join(dir, `n${i}.py`), base === null ? null : path.join(dir, `b${i}.py`), `f${i}.py`];
     });
-    const out = execFileSync('python3', ['-I', '-B', '-S', path.resolve(__dirname, '../../src/repo/sandgym_eq_scan.py')], { input: JSON.stringify(list), encoding: 'utf8' });
+    const out = execFileSync('python3', ['-I', '-B', '-S', path.resolve(__dirname, '../../src/repo/sandgym_eq_scan.py')], {
+      input: JSON.stringify(list),
+      encoding: 'utf8',
+    });
     return (JSON.parse(out) as { findings: string[] }).findings;
   };
   it('flags comparison methods that ignore their operand, added by the submission', () => {
@@ -308,9 +371,19 @@ describe('the judge always-equal scan', () => {
 describe('flaky tests', () => {
   it('are the tests whose outcome differs between two gradings of one submission', () => {
     const g = (outcomes: Record<string, string>) => ({
-      repo: { isolation: 'in-process' as const, fail_to_pass: { passed: 0, total: 0, failed: [] }, pass_to_pass: { passed: 0, total: 0, failed: [] }, ignored: [], report: 'ok', outcomes },
+      repo: {
+        isolation: 'in-process' as const,
+        fail_to_pass: { passed: 0, total: 0, failed: [] },
+        pass_to_pass: { passed: 0, total: 0, failed: [] },
+        ignored: [],
+        report: 'ok',
+        outcomes,
+      },
     });
     expect(flakyBetween(g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }), g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }))).toEqual([]);
-    expect(flakyBetween(g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }), g({ 'a.py::x': 'failed', 'a.py::y': 'failed', 'a.py::z': 'passed' }))).toEqual(['a.py::x', 'a.py::z']);
+    expect(flakyBetween(g({ 'a.py::x': 'passed', 'a.py::y': 'failed' }), g({ 'a.py::x': 'failed', 'a.py::y': 'failed', 'a.py::z': 'passed' }))).toEqual([
+      'a.py::x',
+      'a.py::z',
+    ]);
   });
 });

@@ -7,7 +7,7 @@ import { MutationToolError } from '#envs/code/mutation/mutants.js';
 import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
 import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
 import type { LoadedTask } from '#envs/code/task-types.js';
-import { ensureRepoEnvImage, RepoEnvBuildError } from '../sandbox/images/repo-env.js';
+import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { environmentImage, type EnvironmentRecipe } from '../../../envs/src/repo/repo-environment.js';
-import { ensureRepoEnvImage, imageExists, RepoEnvBuildError } from '../../src/sandbox/images/repo-env.js';
+import { ensureRepoEnvImage, imageExists, RepoEnvBuildError } from '../../src/cli/repo-env-build.js';
 import { dockerFacility, gate } from './facilities.js';
 
 const dockerOk = gate('docker', await dockerFacility('sandgym/python:1'));
@@ -27,7 +27,7 @@ describe.skipIf(!dockerOk)('repository environment images (docker)', () => {
       const url = String(input);
       if (url === `https://index.test/pypi/${name}/json`)
         return new Response(JSON.stringify({ releases: { '1.0': [{ filename, url: `../../files/${filename}`, digests: { sha256: sha } }] } }));
-      if (url === `https://index.test/files/${filename}`) return new Response(tamper ? new Uint8Array([...wheel, 0]) : wheel);
+      if (url === `https://index.test/files/${filename}`) return new Response(Buffer.from(tamper ? new Uint8Array([...wheel, 0]) : wheel));
       return new Response('not found', { status: 404 });
     };
   let recipe: EnvironmentRecipe;
@@ -55,9 +55,13 @@ describe.skipIf(!dockerOk)('repository environment images (docker)', () => {
     expect(image).toMatch(/^sandgym\/repo-env:[0-9a-f]{16}$/);
     const first = await ensureRepoEnvImage(recipe, { index: 'https://index.test', fetch: index() });
     expect(first).toMatchObject({ image, built: true });
-    const out = execFileSync('docker', ['run', '--rm', '--network', 'none', image, 'python3', '-I', '-c', `import ${name}; print(${name}.VALUE, ${name}.__file__)`], {
-      encoding: 'utf8',
-    });
+    const out = execFileSync(
+      'docker',
+      ['run', '--rm', '--network', 'none', image, 'python3', '-I', '-c', `import ${name}; print(${name}.VALUE, ${name}.__file__)`],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(out.trim()).toBe(`42 /opt/sandgym/site/${name}/__init__.py`);
     const again = await ensureRepoEnvImage(recipe, { index: 'https://index.test', fetch: index() });
     expect(again.built).toBe(false);
