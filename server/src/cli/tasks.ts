@@ -157,7 +157,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     }
     case 'import': {
       const [format, ...rest] = picked.argv;
-      if (format === '--help' || format === '-h' || format === undefined) return format === undefined ? (io.out(TASKS_HELP + '\n'), EXIT.USAGE) : help();
+      if (format === '--help' || format === '-h') return help();
+      if (format === undefined) throw new UsageError('expected a format: swe-bench', 'tasks import');
       if (format !== 'swe-bench') throw new UsageError(`unknown import format ${JSON.stringify(format)} (known: swe-bench)`, 'tasks import');
       const p = parseCommand(IMPORT, rest);
       if (p === null) return help();
