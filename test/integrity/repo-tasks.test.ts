@@ -191,6 +191,11 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
     zero(o, /report is not valid JSON|run token/);
   }, 120_000);
 
+  it('flooding the report descriptor ends the run (file size limit): 0 with a reason, the sandbox intact', async () => {
+    const o = await play(SUBSECOND, [AT_IMPORT("import os\nchunk = b'x' * (1 << 20)\nfor _ in range(200):\n    os.write(3, chunk)")]);
+    zero(o, /report|canary/);
+  }, 120_000);
+
   it('an always-equal object that would pass the hidden test is refused before any code runs', async () => {
     // Without the judge's check this passes: the hidden test only compares r.named["dt"] with ==.
     const cheat = AT_IMPORT(

@@ -25,7 +25,7 @@ import type { LoadedTask } from '../code/task-types.js';
 import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type WorkspaceCapture } from '../workspace/capture.js';
 import { REPO_SITE_DIR } from './repo-environment.js';
 import { pathRole } from './repo-task.js';
-import { REPO_ISOLATION } from './repo-types.js';
+import { REPO_ISOLATION, type RepoTaskData } from './repo-types.js';
 
 export { REPO_ISOLATION, type RepoGradeInfo } from './repo-types.js';
 
@@ -163,7 +163,8 @@ frame eqscan:begin
 head -c 65536 "$jroot/out/eq_scan.out" | base64 -w 0
 frame eqscan:end
 cd "$tree/repo" || infra 'grading tree has no repo/'
-timeout -k 5 "$limit" nsenter -S "$U" -G "$U" -- env -i "PATH=$run_path" "HOME=$scratch" "TMPDIR=$scratch" LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 PYTHONHASHSEED=0 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_ADDOPTS= NO_COLOR=1 "$py" -I -B "$tree/runner/sandgym_repo_runner.py" <"$jroot/runner-stdin.json" 3>"$jroot/out/report.json" >"$jroot/out/runner.log" 2>&1
+# RLIMIT_FSIZE (512-byte blocks: 64 MiB): a run that floods the report or its log is killed (SIGXFSZ), not the sandbox.
+(ulimit -f 131072 && exec timeout -k 5 "$limit" nsenter -S "$U" -G "$U" -- env -i "PATH=$run_path" "HOME=$scratch" "TMPDIR=$scratch" LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 PYTHONHASHSEED=0 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_ADDOPTS= NO_COLOR=1 "$py" -I -B "$tree/runner/sandgym_repo_runner.py" <"$jroot/runner-stdin.json" 3>"$jroot/out/report.json" >"$jroot/out/runner.log" 2>&1)
 status=$?
 # Nothing of the agent outlives the run: a process left behind holding fd 3 could rewrite the report.
 nsenter -S "$U" -G "$U" -- kill -9 -1 2>/dev/null
@@ -217,6 +218,24 @@ function eqFindings(stdout: string, nonce: string): string[] | null {
 
 function firstFew(ids: string[]): string {
   return ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, ... (${ids.length} in all)` : '');
+}
+
+/**
+ * The reward from trusted per-test outcomes: 1 only when every FAIL_TO_PASS and PASS_TO_PASS test passed; with
+ * `partial_fail_to_pass`, the FAIL_TO_PASS fraction, only while every PASS_TO_PASS test passed. A 0 always has a reason.
+ */
+export function repoReward(
+  repo: Pick<RepoTaskData, 'fail_to_pass' | 'pass_to_pass' | 'partial_fail_to_pass'>,
+  outcomes: Record<string, string>,
+): { value: number; zero?: string } {
+  const f2pFailed = repo.fail_to_pass.filter((id) => outcomes[id] !== 'passed');
+  const p2pFailed = repo.pass_to_pass.filter((id) => outcomes[id] !== 'passed');
+  const list = (ids: string[]) => firstFew(ids.map((id) => `${id} (${outcomes[id] ?? 'missing'})`));
+  if (p2pFailed.length > 0) return { value: 0, zero: `${p2pFailed.length} of ${repo.pass_to_pass.length} PASS_TO_PASS tests did not pass: ${list(p2pFailed)}` };
+  if (f2pFailed.length === 0) return { value: 1 };
+  const f2pZero = `${f2pFailed.length} of ${repo.fail_to_pass.length} FAIL_TO_PASS tests did not pass: ${list(f2pFailed)}`;
+  if (!repo.partial_fail_to_pass || f2pFailed.length === repo.fail_to_pass.length) return { value: 0, zero: f2pZero };
+  return { value: (repo.fail_to_pass.length - f2pFailed.length) / repo.fail_to_pass.length };
 }
 
 /** Grades one submission of a repository task. Throws SandboxFailure only on an infrastructure fault. */
@@ -384,14 +403,7 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   const f2pFailed = repo.fail_to_pass.filter((id) => outcomes[id] !== 'passed');
   const p2pFailed = repo.pass_to_pass.filter((id) => outcomes[id] !== 'passed');
   let value = 0;
-  if (zero === undefined) {
-    if (p2pFailed.length > 0)
-      zero = `${p2pFailed.length} of ${repo.pass_to_pass.length} PASS_TO_PASS tests did not pass: ${firstFew(p2pFailed.map((id) => `${id} (${outcomes[id]})`))}`;
-    else if (f2pFailed.length === 0) value = 1;
-    else if (repo.partial_fail_to_pass) value = (repo.fail_to_pass.length - f2pFailed.length) / repo.fail_to_pass.length;
-    else
-      zero = `${f2pFailed.length} of ${repo.fail_to_pass.length} FAIL_TO_PASS tests did not pass: ${firstFew(f2pFailed.map((id) => `${id} (${outcomes[id]})`))}`;
-  }
+  if (zero === undefined) ({ value, zero } = repoReward(repo, outcomes));
   const trusted = reportState === 'ok';
   // At most MAX_LISTED ids per list in info (a repository may have thousands of PASS_TO_PASS tests).
   const count = (ids: string[], failed: string[]) => ({

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTaskSets } from '../../src/code/task-loader.js';
-import { composeGradingTree } from '../../src/repo/repo-grade.js';
+import { composeGradingTree, repoReward } from '../../src/repo/repo-grade.js';
 import { flakyBetween } from '../../src/repo/repo-validate.js';
 import { pathRole, validateRepoTaskJson } from '../../src/repo/repo-task.js';
 import { parseInstanceFile, taskIdOf } from '../../src/repo/swe-instance.js';
@@ -385,5 +385,31 @@ describe('flaky tests', () => {
       'a.py::x',
       'a.py::z',
     ]);
+  });
+});
+
+describe('the repository reward', () => {
+  const f2p = ['t/test_a.py::test_1', 't/test_a.py::test_2'];
+  const p2p = ['t/test_b.py::test_ok'];
+  const all = (o: string) => Object.fromEntries([...f2p, ...p2p].map((id) => [id, o]));
+  it('is 1 only when every FAIL_TO_PASS and PASS_TO_PASS test passes; every 0 names tests', () => {
+    const strict = { fail_to_pass: f2p, pass_to_pass: p2p, partial_fail_to_pass: false };
+    expect(repoReward(strict, all('passed'))).toEqual({ value: 1 });
+    expect(repoReward(strict, { ...all('passed'), [f2p[1] as string]: 'failed' })).toEqual({
+      value: 0,
+      zero: '1 of 2 FAIL_TO_PASS tests did not pass: t/test_a.py::test_2 (failed)',
+    });
+    // Skipped, errored or missing is not passed.
+    for (const o of ['skipped', 'error']) expect(repoReward(strict, { ...all('passed'), [p2p[0] as string]: o }).zero).toMatch(/PASS_TO_PASS.*test_ok/);
+    expect(repoReward(strict, {}).zero).toMatch(/1 of 1 PASS_TO_PASS tests did not pass: t\/test_b.py::test_ok \(missing\)/);
+  });
+  it('partial_fail_to_pass: the FAIL_TO_PASS fraction, only while every PASS_TO_PASS test passes', () => {
+    const partial = { fail_to_pass: f2p, pass_to_pass: p2p, partial_fail_to_pass: true };
+    expect(repoReward(partial, { ...all('passed'), [f2p[1] as string]: 'failed' })).toEqual({ value: 0.5 });
+    expect(repoReward(partial, { ...all('passed'), [f2p[1] as string]: 'failed', [p2p[0] as string]: 'failed' }).value).toBe(0);
+    expect(repoReward(partial, { ...all('failed'), [p2p[0] as string]: 'passed' })).toMatchObject({
+      value: 0,
+      zero: expect.stringMatching(/2 of 2 FAIL_TO_PASS/),
+    });
   });
 });
