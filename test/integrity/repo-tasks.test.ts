@@ -36,7 +36,7 @@ interface Grade {
 interface Outcome {
   reward: number;
   grade: Grade;
-  grader: { isolation?: string };
+  grader: { isolation?: string; version: string };
   ms: number;
 }
 
@@ -87,7 +87,7 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
       if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message}`);
       throw e;
     }
-    const info = s.info as { grade: Grade; grader: { isolation?: string } };
+    const info = s.info as { grade: Grade; grader: { isolation?: string; version: string } };
     return { reward: s.reward, grade: info.grade, grader: info.grader, ms: performance.now() - t0 };
   }
 
@@ -110,6 +110,7 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
       expect(ref.reward, JSON.stringify(ref.grade)).toBe(1);
       expect(ref.grade.repo.report).toBe('ok');
       expect(ref.grader.isolation).toBe('in-process');
+      expect(ref.grader.version).toMatch(/^3\+[0-9a-f]{12}\+repo1\.[0-9a-f]{12}$/);
       const t = tasks.get(task) as LoadedTask;
       expect(ref.grade.repo.pass_to_pass.passed).toBe(t.repo?.pass_to_pass.length);
       const untouched = await play(task, []);

@@ -17,7 +17,7 @@ import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash
 import { seedWorkspace } from './agents.js';
 import { CaptureRefused, captureWorkspace, type CapturedWorkspace } from '../workspace/capture.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
-import { gradeRepoSubmission, REPO_ISOLATION } from '../repo/repo-grade.js';
+import { gradeRepoSubmission, REPO_GRADER_VERSION, REPO_ISOLATION } from '../repo/repo-grade.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
@@ -327,7 +327,8 @@ class CodeEnvInstance implements EnvInstance {
   } {
     const t = this.task as LoadedTask;
     return {
-      version: GRADER_VERSION,
+      // Repository tasks: their own judge's files are part of the version (GRADER_VERSION itself is unchanged).
+      version: t.repo ? REPO_GRADER_VERSION : GRADER_VERSION,
       task_hash: t.content_hash,
       image: t.spec.image,
       image_id: g?.image_id ?? null,

@@ -11,14 +11,14 @@
 // Isolation: "in-process" (the repository's tests import the agent's code into the test process): what that means
 // and does not is in docs/TASKS.md. Fail closed: no report, a wrong token, a canary wrong, a timeout, the memory
 // limit: 0 with a zero_reason. Infrastructure (the image lacks pytest or nsenter): SandboxFailure.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { pack } from 'tar-stream';
 import { SandboxFailure } from '../api.js';
 import { JUDGE_WORKDIR } from '../../../sandbox-contract/index.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import type { GradeResult } from '../code/grade.js';
-import { newGradingNonce, parseRunOutput, runLimits, DEFAULT_RUNNER_PATH } from '../code/grader-plan.js';
+import { GRADER_VERSION, newGradingNonce, parseRunOutput, runLimits, DEFAULT_RUNNER_PATH } from '../code/grader-plan.js';
 import { combine, GradeCache } from '../code/rubric.js';
 import { sha256Hex } from '../code/task-hash.js';
 import type { LoadedTask } from '../code/task-types.js';
@@ -179,6 +179,12 @@ tail -c 4000 "$jroot/out/runner.log" | base64 -w 0
 frame log:end
 frame done
 `;
+
+/**
+ * Identifies the repository judge: the function-task judge's version (GRADER_VERSION, unchanged by this kind) plus a
+ * digest of everything that decides a repository verdict here (the runner, the always-equal scan, the grade script).
+ */
+export const REPO_GRADER_VERSION = `${GRADER_VERSION}+repo1.${createHash('sha256').update([REPO_RUNNER_PY, REPO_EQ_SCAN_PY, REPO_GRADE_SH].join('\u0000')).digest('hex').slice(0, 12)}`;
 
 const hex = () => randomBytes(8).toString('hex');
 const MAX_LISTED = 50;
