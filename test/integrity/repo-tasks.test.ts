@@ -12,10 +12,11 @@ import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../..
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { importSweBench } from '../../envs/src/repo/swe-import.js';
-import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
+import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
+const HAS_BWRAP = gate('bwrap', await bwrapFacility());
 const FIXTURES = path.join(REPO_ROOT, 'envs/test/fixtures/repo');
 const SUBSECOND = 'pypi__parse-1.20.0-to-1.20.1-subsecond';
 const HYPHEN = 'pypi__parse-1.20.1-to-1.20.2-hyphen';
@@ -222,4 +223,26 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
     const o = await play(SUBSECOND, [AT_IMPORT('while True:\n    pass')]);
     zero(o, /timed out/);
   }, 180_000);
+});
+
+describe.skipIf(!HAS_BWRAP)('repository tasks on the bubblewrap driver', () => {
+  it('are refused at reset with the reason (bubblewrap runs host tools, not the environment image): no episode starts', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-bwrap-'));
+    await importSweBench({ file: path.join(FIXTURES, 'parse-instances.jsonl'), repoSource: FIXTURES, out: dir });
+    const again = await startServer({ driver: 'local', fixtures: false, tasks: [dir], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS });
+    const client = await connect(again.url);
+    try {
+      const env = await client.make<string, Action>('code-v0', { shaping: 'none' });
+      const err = await env.reset({ seed: 0, options: { task_id: SUBSECOND } }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SandgymError);
+      expect((err as SandgymError).message).toMatch(/repository task.*bubblewrap/);
+    } finally {
+      await client.close();
+      await again.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

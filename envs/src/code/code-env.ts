@@ -218,6 +218,13 @@ class CodeEnvInstance implements EnvInstance {
     this.potentials = {};
     this.lastGrade = null;
     this.sb = await this.provider.acquire(requirementOf(task));
+    // Repository tasks need their environment's image; a driver that runs the host's tools (bubblewrap) has none.
+    if (task.repo && (this.sb.image_id ?? null) === null) {
+      await this.releaseAgent();
+      throw new SandboxFailure(
+        `${task.spec.id} is a repository task: it runs in its environment image (${task.spec.image}), which this server's sandbox driver cannot run (bubblewrap runs host tools); serve it with --driver docker`,
+      );
+    }
     await seedWorkspace(this.sb, task);
     this.done = false;
     const listing = task.workspace.map((f) => `  ${f.path}`).join('\n') || '  (empty)';

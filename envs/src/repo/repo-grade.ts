@@ -345,6 +345,10 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   const sb: Sandbox = await opts.provider.acquire(opts.requirement);
   const acquireMs = performance.now() - ta;
   const imageId = sb.image_id ?? null;
+  if (imageId === null) {
+    await opts.provider.release(sb);
+    throw new SandboxFailure(`grading ${task.spec.id} needs its environment image (${opts.requirement.image}); this sandbox runs none (bubblewrap)`);
+  }
   let out: ReturnType<typeof parseRunOutput>;
   let oomKilled = false;
   let timedOut = false;
