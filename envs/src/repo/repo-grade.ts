@@ -222,6 +222,30 @@ function eqFindings(stdout: string, nonce: string): string[] | null {
   }
 }
 
+/**
+ * Published SWE-bench lists cut test ids at their first space (the harness splits log lines on whitespace):
+ * "test_x.py::test_msg[required-Missing" stands for "test_x.py::test_msg[required-Missing data for required field.]".
+ * Such an id is matched against the real node ids it is a cut of; it passes only if every one of them passed.
+ */
+export function spaceCutIndex(tests: Record<string, string>): Map<string, string[]> {
+  const index = new Map<string, string[]>();
+  for (const id of Object.keys(tests)) {
+    const sp = id.indexOf(' ');
+    if (sp < 0) continue;
+    const key = id.slice(0, sp);
+    index.set(key, [...(index.get(key) ?? []), id]);
+  }
+  return index;
+}
+
+export function outcomeOf(tests: Record<string, string>, cut: Map<string, string[]>, id: string): string {
+  const exact = tests[id];
+  if (exact !== undefined) return exact;
+  const full = cut.get(id);
+  if (!full) return 'missing';
+  return full.map((f) => tests[f] ?? 'missing').find((o) => o !== 'passed') ?? 'passed';
+}
+
 function firstFew(ids: string[]): string {
   return ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, ... (${ids.length} in all)` : '');
 }
@@ -409,7 +433,8 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   if (zero !== undefined && typeof parsed !== 'string') reportState = zero;
   if (typeof parsed === 'string') reportState = parsed;
   const tests = typeof parsed === 'string' ? {} : parsed.tests;
-  for (const id of [...repo.fail_to_pass, ...repo.pass_to_pass]) outcomes[id] = tests[id] ?? 'missing';
+  const cut = spaceCutIndex(tests);
+  for (const id of [...repo.fail_to_pass, ...repo.pass_to_pass]) outcomes[id] = outcomeOf(tests, cut, id);
   const f2pFailed = repo.fail_to_pass.filter((id) => outcomes[id] !== 'passed');
   const p2pFailed = repo.pass_to_pass.filter((id) => outcomes[id] !== 'passed');
   let value = 0;

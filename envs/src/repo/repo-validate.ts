@@ -57,18 +57,23 @@ export interface RepoValidateOptions {
 /** Directories of the agent sandbox searched for the fixed code (everything an agent reads that is not a kernel view). */
 const LEAK_ROOTS = ['/workspace', '/usr', '/opt', '/srv', '/home', '/root', '/tmp', '/var', '/etc'];
 
-/** Lines the fix adds that the base does not have: distinctive enough to find a copy by (at most 8). */
+/**
+ * Lines the fix adds that appear nowhere in the base tree, not even inside a longer line (the search is by substring,
+ * `grep -F`): distinctive enough that finding one in the agent's sandbox means a copy of the fixed code (at most 8).
+ */
 export function fixLines(task: LoadedTask): string[] {
-  const base = new Map(task.workspace.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
+  const baseTexts = task.workspace.map((f) => Buffer.from(f.content).toString('utf8'));
   const out: string[] = [];
   for (const f of task.solution.files) {
-    const before = new Set((base.get(f.path) ?? '').split('\n').map((l) => l.trim()));
     for (const l of Buffer.from(f.content).toString('utf8').split('\n')) {
       const t = l.trim();
-      if (t.length >= 16 && !before.has(t) && !/^(#|"""|''')/.test(t) && !out.includes(t)) out.push(t);
+      if (t.length < 16 || /^(#|"""|''')/.test(t) || out.includes(t)) continue;
+      if (baseTexts.some((b) => b.includes(t))) continue;
+      out.push(t);
+      if (out.length === 8) return out;
     }
   }
-  return out.slice(0, 8);
+  return out;
 }
 
 async function capture(sb: Sandbox): Promise<RepoSubmission> {

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTaskSets } from '../../src/code/task-loader.js';
-import { composeGradingTree, repoReward } from '../../src/repo/repo-grade.js';
+import { composeGradingTree, outcomeOf, repoReward, spaceCutIndex } from '../../src/repo/repo-grade.js';
 import { flakyBetween } from '../../src/repo/repo-validate.js';
 import { pathRole, validateRepoTaskJson } from '../../src/repo/repo-task.js';
 import { parseInstanceFile, taskIdOf } from '../../src/repo/swe-instance.js';
@@ -411,5 +411,21 @@ describe('the repository reward', () => {
       value: 0,
       zero: expect.stringMatching(/2 of 2 FAIL_TO_PASS/),
     });
+  });
+});
+
+describe('published test ids cut at their first space (SWE-bench lists)', () => {
+  it('match the real node ids they are a cut of; pass only if every one of them passed', () => {
+    const tests = {
+      't/test_f.py::test_msg[required-Missing data for required field.]': 'passed',
+      't/test_f.py::test_msg[null-Field may not be null.]': 'failed',
+      't/test_f.py::test_msg[null-Field must be set]': 'passed',
+      't/test_f.py::test_plain': 'passed',
+    };
+    const cut = spaceCutIndex(tests);
+    expect(outcomeOf(tests, cut, 't/test_f.py::test_msg[required-Missing')).toBe('passed');
+    expect(outcomeOf(tests, cut, 't/test_f.py::test_msg[null-Field')).toBe('failed');
+    expect(outcomeOf(tests, cut, 't/test_f.py::test_plain')).toBe('passed');
+    expect(outcomeOf(tests, cut, 't/test_f.py::test_msg[other')).toBe('missing');
   });
 });
