@@ -198,6 +198,27 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
     zero(o, /report|canary/);
   }, 120_000);
 
+  it('a pytest.py of its own at the root of the tree never stands in for the runner', async () => {
+    // A fake pytest that knows the runner: it reports every test of the files it is given as passed and the canary
+    // whose body builds an object() as failed. Were it imported instead of pytest, it would score 1.
+    const fake = [
+      'import re',
+      'class _Rep:',
+      '    def __init__(self, nodeid, ok):',
+      "        self.nodeid, self.when = nodeid, 'call'",
+      '        self.passed, self.failed, self.skipped = ok, not ok, False',
+      'def main(args, plugins=()):',
+      '    rec = plugins[0]',
+      "    for f in [a for a in args if a.endswith('.py')]:",
+      '        src = open(f).read()',
+      "        for m in re.finditer(r'def (test_\\w+)\\(\\):\\n(.*)', src):",
+      "            rec.pytest_runtest_logreport(_Rep(f + '::' + m.group(1), 'object()' not in m.group(2)))",
+      '    return 0',
+    ].join('\n');
+    const o = await play(SUBSECOND, [`cat > pytest.py <<'PYEOF'\n${fake}\nPYEOF`]);
+    zero(o, /FAIL_TO_PASS tests did not pass/);
+  }, 120_000);
+
   it('an always-equal object that would pass the hidden test is refused before any code runs', async () => {
     // Without the judge's check this passes: the hidden test only compares r.named["dt"] with ==.
     const cheat = AT_IMPORT(
