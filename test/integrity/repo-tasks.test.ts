@@ -74,7 +74,8 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
 
   /** reset, the given steps (a string is one bash command in /workspace), submit. An error answer fails the test. */
   async function play(task: string, steps: (string | Action)[]): Promise<Outcome> {
-    await env.reset({ seed: 0, options: { task_id: task } });
+    const r = await env.reset({ seed: 0, options: { task_id: task } });
+    expect(String(r.observation)).toMatch(/edits to tests, conftest\.py or test configuration are not graded/);
     for (const s of steps) {
       const action: Action = typeof s === 'string' ? { name: 'bash', arguments: { command: `set -e\ncd /workspace\n${s}`, timeout_s: 60 } } : s;
       const r = await env.step(action);

@@ -42,6 +42,8 @@ const DEFAULT_BASH_TIMEOUT_S = 60;
 /** Failed tests listed in the final observation (all of them, up to MAX_AGENT_FAILURES, are in info.grade.failures). */
 const FINAL_FAILURES_SHOWN = 10;
 const MAX_BASH_TIMEOUT_S = 600;
+/** Files of a repository task listed in the reset observation (the rest through list_files). */
+const REPO_LISTED_FILES = 200;
 
 const TOOLS = [
   bashTool({
@@ -227,10 +229,17 @@ class CodeEnvInstance implements EnvInstance {
     }
     await seedWorkspace(this.sb, task);
     this.done = false;
-    const listing = task.workspace.map((f) => `  ${f.path}`).join('\n') || '  (empty)';
+    const shown = task.repo ? task.workspace.slice(0, REPO_LISTED_FILES) : task.workspace;
+    const more = task.workspace.length > shown.length ? `\n  ... (${task.workspace.length - shown.length} more: use list_files)` : '';
+    const listing = (shown.map((f) => `  ${f.path}`).join('\n') || '  (empty)') + more;
+    // Repository tasks say what is graded: the source change, against the repository's tests (docs/TASKS.md).
+    const graded = task.repo
+      ? "The repository is at /workspace. Your change to its source files is graded by the repository's own tests " +
+        'and hidden ones, run on a clean copy; edits to tests, conftest.py or test configuration are not graded.'
+      : 'Hidden tests grade the workspace;';
     const observation = capText(
       `${task.spec.instruction}\n\nYour workspace is ${WORKSPACE}. Files:\n${listing}\n\n` +
-        `Tools: bash, read_file, write_file, list_files, submit. Hidden tests grade the workspace; call submit when done ` +
+        `Tools: bash, read_file, write_file, list_files, submit. ${graded} ${task.repo ? 'Call' : 'call'} submit when done ` +
         `(at most ${task.spec.max_steps} steps).`,
       OBSERVATION_MAX,
     );
