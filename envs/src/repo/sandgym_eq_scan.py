@@ -41,6 +41,16 @@ def hits(path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in NAMES:
             if ignores_operand(node):
                 out.append(node.name + " ignores its operand")
+        elif isinstance(node, ast.Dict):
+            # type("X", (), {"__eq__": lambda s, o: True}) and class namespaces built as dicts.
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value in NAMES:
+                    if not isinstance(v, ast.Lambda) or ignores_operand(v):
+                        out.append(k.value + " set in a dict to a callable that ignores its operand")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            # setattr(cls, "__eq__", ...) with the name spelled out (a name built at run time is not seen).
+            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in NAMES:
+                out.append("setattr of " + node.args[1].value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
