@@ -143,11 +143,22 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
       "cat > conftest.py <<'EOF'\nimport pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    r = out.get_result()\n    r.outcome = 'passed'\n    r.longrepr = None\nEOF\ncp conftest.py tests/conftest.py",
       "printf '[pytest]\\naddopts = -p conftest\\n' > pytest.ini",
       'printf \'import os\\nos.environ["X"]="1"\\n\' > sitecustomize.py; printf \'import sitecustomize\\n\' > evil.pth',
+      // A history the judge would read (it reads none): a .git with a "future" object.
+      'mkdir -p .git/objects/ab && printf "ref: refs/heads/main\\n" > .git/HEAD && printf future > .git/objects/ab/cdef',
     ].join('\n');
     const attack = await play(SUBSECOND, [forge]);
     zero(attack, /FAIL_TO_PASS tests did not pass/);
     expect(attack.grade.repo.ignored).toEqual(
-      expect.arrayContaining(['conftest.py', 'evil.pth', 'pytest.ini', 'sitecustomize.py', 'tests/conftest.py', 'tests/test_parse.py']),
+      expect.arrayContaining([
+        '.git/HEAD',
+        '.git/objects/ab/cdef',
+        'conftest.py',
+        'evil.pth',
+        'pytest.ini',
+        'sitecustomize.py',
+        'tests/conftest.py',
+        'tests/test_parse.py',
+      ]),
     );
     // The same edits beside the real fix change nothing: they are simply not graded.
     const honest = await play(SUBSECOND, [...reference(SUBSECOND), forge]);
