@@ -83,6 +83,8 @@ _status = None
 try:
     _status = int(pytest.main(_cfg["args"], plugins=[_SandgymRecorder()]))
 finally:
-    _out.write(json.dumps({"token": _token, "status": _status, "tests": _results, "collect_errors": _collect_errors[:200]}))
+    _out.write(
+        json.dumps({"token": _token, "status": _status, "tests": _results, "collect_errors": _collect_errors[:200]})
+    )
     _out.flush()
 os._exit(0)
