@@ -114,7 +114,7 @@ describe('commands and subcommands', () => {
   it('an unknown command or subcommand exits 2', async () => {
     const top = await run(['frobnicate']);
     expect(top).toEqual({ code: EXIT.USAGE, out: '', err: `sandgym: unknown command 'frobnicate'\nRun "sandgym --help" for usage.\n` });
-    expectUsage(await run(['tasks', 'frobnicate']), 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, stats\)$/);
+    expectUsage(await run(['tasks', 'frobnicate']), 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, import, build-envs, stats\)$/);
     expectUsage(await run(['images', 'pull']), 'images', /unknown subcommand 'pull' \(expected build, list\)$/);
     expectUsage(await run(['images', '--force']), 'images', /expected a subcommand \(build, list\) before options, got '--force'$/);
   });

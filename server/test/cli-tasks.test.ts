@@ -62,9 +62,22 @@ test('check passes on the shipped set and fails (exit 1) on a copied task in the
   expect((JSON.parse(js.out) as { ok: boolean }).ok).toBe(false);
 });
 
+test('import swe-bench: a refused import exits 1 naming the code, and writes nothing', async () => {
+  const file = path.join(dir, 'bad.jsonl');
+  await writeFile(file, '{"instance_id": "x"}\n');
+  const r = await tasks(['import', 'swe-bench', file, '--repo-source', dir, '--out', path.join(dir, 'never')]);
+  expect(r.code).toBe(1);
+  expect(r.err).toMatch(/^sandgym tasks import: bad_instance: .*\/repo is required\nnothing was written\n$/);
+  await expect(readFile(path.join(dir, 'never'))).rejects.toThrow(/ENOENT/);
+});
+
 test.each([
-  [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, stats\)/],
+  [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, import, build-envs, stats\)/],
   [['--json'], 'tasks', /expected a subcommand/],
+  [['import'], 'tasks import', /expected a format: swe-bench/],
+  [['import', 'swe-gym', 'x.jsonl'], 'tasks import', /unknown import format "swe-gym" \(known: swe-bench\)/],
+  [['import', 'swe-bench', 'x.jsonl', '--out', '/tmp/x'], 'tasks import swe-bench', /--repo-source is required/],
+  [['import', 'swe-bench', '--repo-source', '/tmp', '--out', '/tmp/x'], 'tasks import swe-bench', /FILE/],
   [['list', TASKS_DIR, '--bogus'], 'tasks list', /unknown option '--bogus'/],
   [['check', TASKS_DIR, '--threshold'], 'tasks check', /option '--threshold' needs a value/],
   [['check', TASKS_DIR, '--threshold', '2'], 'tasks check', /--threshold must be a number in \(0, 1\], got '2'/],

@@ -17,6 +17,7 @@ import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash
 import { seedWorkspace } from './agents.js';
 import { CaptureRefused, captureWorkspace, type CapturedWorkspace } from '../workspace/capture.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
+import { gradeRepoSubmission, REPO_GRADER_VERSION, REPO_ISOLATION } from '../repo/repo-grade.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
@@ -41,6 +42,8 @@ const DEFAULT_BASH_TIMEOUT_S = 60;
 /** Failed tests listed in the final observation (all of them, up to MAX_AGENT_FAILURES, are in info.grade.failures). */
 const FINAL_FAILURES_SHOWN = 10;
 const MAX_BASH_TIMEOUT_S = 600;
+/** Files of a repository task listed in the reset observation (the rest through list_files). */
+const REPO_LISTED_FILES = 200;
 
 const TOOLS = [
   bashTool({
@@ -217,12 +220,26 @@ class CodeEnvInstance implements EnvInstance {
     this.potentials = {};
     this.lastGrade = null;
     this.sb = await this.provider.acquire(requirementOf(task));
+    // Repository tasks need their environment's image; a driver that runs the host's tools (bubblewrap) has none.
+    if (task.repo && (this.sb.image_id ?? null) === null) {
+      await this.releaseAgent();
+      throw new SandboxFailure(
+        `${task.spec.id} is a repository task: it runs in its environment image (${task.spec.image}), which this server's sandbox driver cannot run (bubblewrap runs host tools); serve it with --driver docker`,
+      );
+    }
     await seedWorkspace(this.sb, task);
     this.done = false;
-    const listing = task.workspace.map((f) => `  ${f.path}`).join('\n') || '  (empty)';
+    const shown = task.repo ? task.workspace.slice(0, REPO_LISTED_FILES) : task.workspace;
+    const more = task.workspace.length > shown.length ? `\n  ... (${task.workspace.length - shown.length} more: use list_files)` : '';
+    const listing = (shown.map((f) => `  ${f.path}`).join('\n') || '  (empty)') + more;
+    // Repository tasks say what is graded: the source change, against the repository's tests (docs/TASKS.md).
+    const graded = task.repo
+      ? "The repository is at /workspace. Your change to its source files is graded by the repository's own tests " +
+        'and hidden ones, run on a clean copy; edits to tests, conftest.py or test configuration are not graded.'
+      : 'Hidden tests grade the workspace;';
     const observation = capText(
       `${task.spec.instruction}\n\nYour workspace is ${WORKSPACE}. Files:\n${listing}\n\n` +
-        `Tools: bash, read_file, write_file, list_files, submit. Hidden tests grade the workspace; call submit when done ` +
+        `Tools: bash, read_file, write_file, list_files, submit. ${graded} ${task.repo ? 'Call' : 'call'} submit when done ` +
         `(at most ${task.spec.max_steps} steps).`,
       OBSERVATION_MAX,
     );
@@ -316,9 +333,25 @@ class CodeEnvInstance implements EnvInstance {
    * Which judge produced this reward (issue 12): grader version, task content hash, the task's image and
    * whether the task is a trusted in-process one (its code under test could decide its own verdict).
    */
-  private provenance(g?: GradeResult): { version: string; task_hash: string; image: string; image_id: string | null; trusted: boolean } {
+  private provenance(g?: GradeResult): {
+    version: string;
+    task_hash: string;
+    image: string;
+    image_id: string | null;
+    trusted: boolean;
+    isolation?: string;
+  } {
     const t = this.task as LoadedTask;
-    return { version: GRADER_VERSION, task_hash: t.content_hash, image: t.spec.image, image_id: g?.image_id ?? null, trusted: t.spec.trusted };
+    return {
+      // Repository tasks: their own judge's files are part of the version (GRADER_VERSION itself is unchanged).
+      version: t.repo ? REPO_GRADER_VERSION : GRADER_VERSION,
+      task_hash: t.content_hash,
+      image: t.spec.image,
+      image_id: g?.image_id ?? null,
+      trusted: t.spec.trusted,
+      // Repository tasks: the code under test runs inside the test runner's process (docs/TASKS.md), so a trainer can filter.
+      ...(t.repo ? { isolation: REPO_ISOLATION } : {}),
+    };
   }
 
   private gradeInfo(g: GradeResult): Record<string, unknown> {
@@ -329,6 +362,7 @@ class CodeEnvInstance implements EnvInstance {
       ...(g.tests ? { tests: g.tests } : {}),
       ...(g.syntax ? { syntax: g.syntax } : {}),
       ...(g.failures ? { failures: g.failures } : {}),
+      ...(g.repo ? { repo: g.repo } : {}),
       cached: g.cached,
       workspace_hash: g.workspace_hash,
       // In-process (trusted) formats only: paths the runner got as shipped instead of as written (always 0 for harness tasks).
@@ -352,6 +386,17 @@ class CodeEnvInstance implements EnvInstance {
     // A refused capture has none (rescore skips such an episode: its 0 needs no re-grading).
     if (!(submission instanceof CaptureRefused)) this.artifacts?.put('final_workspace', submission.archive);
     const p = this.opts.paths;
+    // Repository tasks (issue 32): the agent's source change against the repository's own tests (repo-grade.ts).
+    if (task.repo) {
+      return gradeRepoSubmission(task, submission, {
+        provider: this.provider,
+        requirement: requirementOf(task),
+        cache: this.cache,
+        ...(this.gradeBudgetMs !== undefined ? { budgetMs: this.gradeBudgetMs } : {}),
+        ...(this.opts.runner?.path ? { path: this.opts.runner.path } : {}),
+        ...(this.opts.runner?.python ? { python: this.opts.runner.python } : {}),
+      });
+    }
     return gradeSubmission(task, submission, {
       provider: this.provider,
       requirement: requirementOf(task),

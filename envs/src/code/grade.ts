@@ -2,6 +2,7 @@
 // fresh grading sandbox and scores the structured report with the rubric. Infrastructure failures throw
 // SandboxFailure (SANDBOX_ERROR for the trainer); anything the agent caused scores 0 with a reason.
 import { SandboxFailure } from '../api.js';
+import type { RepoGradeInfo } from '../repo/repo-types.js';
 import { checkConstraints } from './constraints.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { planGrading, parseRunOutput, pytestServerPrepare, runLimits, tamperedTests, type RunnerOptions } from './grader-plan.js';
@@ -65,6 +66,8 @@ export interface GradeResult {
   gates_unmatched?: string[];
   /** pytest-harness: the tests ran in the judge's pytest pre-started in the grading sandbox (RunnerOptions.prestartServer). */
   prestarted?: boolean;
+  /** Repository tasks (envs/src/repo/repo-grade.ts): FAIL_TO_PASS / PASS_TO_PASS results, ignored paths, report trust. */
+  repo?: RepoGradeInfo;
 }
 
 export interface AgentFailure {

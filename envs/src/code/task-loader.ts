@@ -6,8 +6,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Rng } from '../rng.js';
+import { MAX_TASK_FILE_BYTES, readTree, rel, TaskLoadError } from './task-files.js';
+import { loadRepoTask, REPO_KIND } from '../repo/repo-task.js';
 import { constraintsProblem } from './constraints.js';
-import { sha256Hex, taskContentHash } from './task-hash.js';
+import { taskContentHash } from './task-hash.js';
 import {
   isHarnessFormat,
   type EquivalentMutant,
@@ -24,8 +26,8 @@ const taskSchema = JSON.parse(readFileSync(schemaPath, 'utf8')) as object;
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, useDefaults: false });
 const validateTaskJson = ajv.compile<TaskSpec>(taskSchema);
 
-/** Per-file cap: task files are source code, not data sets. */
-export const MAX_TASK_FILE_BYTES = 1024 * 1024;
+export { MAX_TASK_FILE_BYTES, readTree, TaskLoadError };
+
 const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'wrong', 'mutants.json', 'README.md']);
 const WRONG_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const MUTANT_ID = /^[0-9a-f]{12}(-[0-9]+)?$/;
@@ -34,20 +36,11 @@ const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
   'node-harness': ['node', '--test'],
   'pytest-junit': ['python3', '-m', 'pytest'],
   'node-test-junit': ['node', '--test'],
+  'repo-pytest': ['python3', '-m', 'pytest'],
 };
 /** Flags the grader owns; a task may not set them (they would undo the isolation). */
 const RESERVED_FLAG =
   /^(-p|-c|-o|--override-ini|--rootdir|--confcutdir|--junit|--junitxml|--junit-xml|--basetemp|--import-mode|--assert|--test-reporter|--test-reporter-destination|--import|--require|-r|--loader|--experimental-loader|--inspect)/;
-
-export class TaskLoadError extends Error {
-  constructor(
-    message: string,
-    readonly file: string,
-  ) {
-    super(message);
-    this.name = 'TaskLoadError';
-  }
-}
 
 /** "envs/tasks/foo/task.json: /test/expected_tests must be integer" */
 function formatAjvError(file: string, e: ErrorObject): string {
@@ -58,11 +51,6 @@ function formatAjvError(file: string, e: ErrorObject): string {
     (where = `${e.instancePath}/${(e.params as { additionalProperty: string }).additionalProperty}`), (msg = 'is not an allowed field');
   if (e.keyword === 'enum') msg = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   return `${file}: ${where} ${msg}`;
-}
-
-function rel(p: string): string {
-  const r = path.relative(process.cwd(), p);
-  return r && !r.startsWith('..') ? r : p;
 }
 
 /** Validates a parsed task.json; returns the spec with defaults applied or throws TaskLoadError. */
@@ -122,33 +110,6 @@ export function validateTaskSpec(value: unknown, file: string): LoadedTask['spec
   };
 }
 
-/** Reads every regular file under dir (sorted, POSIX paths); symlinks and special files are refused. */
-export async function readTree(dir: string): Promise<TaskFile[]> {
-  const out: TaskFile[] = [];
-  async function walk(abs: string, relDir: string): Promise<void> {
-    const names = (await readdir(abs)).sort();
-    for (const name of names) {
-      const p = path.join(abs, name);
-      const r = relDir ? `${relDir}/${name}` : name;
-      const st = await lstat(p);
-      if (st.isSymbolicLink()) throw new TaskLoadError(`${rel(p)}: symlinks are not allowed in tasks`, p);
-      if (st.isDirectory()) {
-        if (name === '__pycache__' || name === 'node_modules' || name === '.pytest_cache') continue;
-        await walk(p, r);
-      } else if (st.isFile()) {
-        if (name.endsWith('.pyc')) continue;
-        if (st.size > MAX_TASK_FILE_BYTES) throw new TaskLoadError(`${rel(p)}: file larger than ${MAX_TASK_FILE_BYTES} bytes`, p);
-        const content = new Uint8Array(await readFile(p));
-        out.push({ path: r, content, mode: st.mode & 0o111 ? 0o755 : 0o644, sha256: sha256Hex(content) });
-      } else {
-        throw new TaskLoadError(`${rel(p)}: only regular files and directories are allowed`, p);
-      }
-    }
-  }
-  await walk(dir, '');
-  return out;
-}
-
 async function isDir(p: string): Promise<boolean> {
   try {
     return (await lstat(p)).isDirectory();
@@ -179,6 +140,8 @@ export async function loadTask(taskDir: string, setDir: string): Promise<LoadedT
   } catch (err) {
     throw new TaskLoadError(`${file}: invalid JSON (${(err as Error).message})`, file);
   }
+  // Repository tasks (issue 32) have a format of their own (envs/src/repo/repo-task.ts).
+  if (parsed !== null && typeof parsed === 'object' && (parsed as { kind?: unknown }).kind === REPO_KIND) return loadRepoTask(dir, setDir, parsed, file);
   const spec = validateTaskSpec(parsed, file);
   if (spec.id !== path.basename(dir))
     throw new TaskLoadError(`${file}: /id ${JSON.stringify(spec.id)} must equal the directory name ${JSON.stringify(path.basename(dir))}`, file);

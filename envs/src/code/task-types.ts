@@ -1,4 +1,5 @@
 // Types of a task definition (task.json, see task-schema.json and docs/TASKS.md) and of a loaded task.
+import type { RepoTaskData } from '../repo/repo-types.js';
 import type { SandboxLimits } from '../sandbox-api.js';
 
 export type Split = 'train' | 'eval';
@@ -9,9 +10,10 @@ export type ShapingMode = 'none' | 'on_write' | 'every_step';
  * pytest-harness: hidden tests run in pytest AS THE JUDGE and reach workspace code only through the harness
  * (envs/src/code/harness/python: a worker process as the agent uid). node-harness: the same for `node --test`
  * (envs/src/code/harness/node, tests import 'sandgym-harness'). pytest-junit / node-test-junit: the old
- * in-process formats (code under test inside the test runner), accepted only with `trusted: true`.
+ * in-process formats (code under test inside the test runner), accepted only with `trusted: true`. repo-pytest: a
+ * repository task's own pytest suite (envs/src/repo, `"kind": "repository"`), never written in a task.json's test.
  */
-export type TestFormat = 'pytest-harness' | 'node-harness' | 'pytest-junit' | 'node-test-junit';
+export type TestFormat = 'pytest-harness' | 'node-harness' | 'pytest-junit' | 'node-test-junit' | 'repo-pytest';
 /** Formats whose code under test never runs inside the judge. */
 export const HARNESS_FORMATS: readonly TestFormat[] = ['pytest-harness', 'node-harness'];
 export function isHarnessFormat(f: TestFormat): boolean {
@@ -128,6 +130,8 @@ export interface LoadedTask {
   equivalent_mutants: EquivalentMutant[];
   /** sha256 over the normalised instruction and the hidden test files (see task-hash.ts). */
   content_hash: string;
+  /** Repository tasks (`"kind": "repository"`, envs/src/repo/repo-task.ts): what grading them needs besides the above. */
+  repo?: RepoTaskData;
 }
 
 /** One gate of `gated_tests` (rubric.ts `gatedTestsFraction` applies it; docs/TASKS.md, the degenerate battery). */

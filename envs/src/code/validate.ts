@@ -13,6 +13,7 @@ import { GRADER_VERSION } from './grader-plan.js';
 import { runMutationGate, type MutationGateOptions, type MutationReport, type VariantGrade } from './mutation/gate.js';
 import type { LoadedTask, TaskSolution } from './task-types.js';
 import { CaptureRefused, captureTar, captureWorkspace, type CapturedEntry } from '../workspace/capture.js';
+import { validateRepoTask, type RepoValidationReport } from '../repo/repo-validate.js';
 
 export interface AgentRun {
   score: number;
@@ -44,6 +45,8 @@ export interface TaskValidation {
   mutation?: MutationReport;
   /** The degenerate-solution battery (degenerate.ts): every variant's score against the untouched one's. */
   degenerate?: DegenerateReport;
+  /** Repository tasks (envs/src/repo/repo-validate.ts): flaky tests, F2P/P2P on base and fix, leak search. */
+  repo_checks?: RepoValidationReport;
 }
 
 /** The degenerate battery's settings for `validate`. */
@@ -195,6 +198,8 @@ export function mutantClock(task: LoadedTask): LoadedTask {
 }
 
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
+  // Repository tasks have checks of their own (F2P/P2P on base and fix, reruns, flaky tests, the leak search).
+  if (task.repo) return validateRepoTask(task, { provider: opts.provider, ...(opts.requirement ? { requirement: opts.requirement } : {}) });
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [...exceptionDeclarationProblems(task)] };
   try {
     const { tar: refTar, gates_unmatched: unmatched, ...refRun } = await runAgent(task, 'reference', opts);
@@ -323,7 +328,9 @@ export function formatValidation(results: readonly TaskValidation[]): string {
     const d = r.degenerate;
     const deg = d ? `, degenerate max ${d.max ? `${d.max.score.toFixed(2)} (${d.max.name})` : '-'} of ${d.variants.length} (limit ${d.limit.toFixed(2)})` : '';
     const warn = (r.warnings ?? []).map((w) => `\n     warning: ${w}`).join('');
-    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${deg}${mut}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
+    const rc = r.repo_checks;
+    const repo = rc ? `, repository: ${rc.flaky.length} flaky, leak search ${rc.leak_lines} lines -> ${rc.leaks.length} hits` : '';
+    return `${r.ok ? 'ok  ' : 'FAIL'} ${r.id} [${r.split}] ${ref}, ${nul}${wrong}${deg}${mut}${repo}${r.problems.length ? `\n     ${r.problems.join('\n     ')}` : ''}${warn}${survivors.join('')}`;
   });
   const grades = results.flatMap((r) => [r.reference?.grade_ms, r.null?.grade_ms]).filter((x): x is number => x !== undefined);
   const failed = results.filter((r) => !r.ok).length;

@@ -5,13 +5,16 @@ import { listTasks, checkTasks, validateTaskList } from '#envs/code/tasks-cli.js
 import { loadTaskSets } from '#envs/code/task-loader.js';
 import { MutationToolError } from '#envs/code/mutation/mutants.js';
 import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
+import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
+import type { LoadedTask } from '#envs/code/task-types.js';
+import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { runTasksStats, TASKS_STATS_OPTIONS, TASKS_STATS_USAGE } from './tasks-stats.js';
 
-export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|stats> [dir...] [options]
+export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stats> [dir...] [options]
 
   Without a directory, the shipped task set (envs/tasks, what \`serve\` loads by default).
 
@@ -44,6 +47,20 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|stats> [dir
                                          cached in DIR (default ~/.cache/sandgym/mutation) keyed
                                          by every input; Python mutants need cosmic-ray in PATH's
                                          python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
+  build-envs [dir...]                    build the image of every repository task's environment
+                                         recipe that is missing (wheels fetched on the host,
+                                         sha256-checked; cached by content: sandgym/repo-env:HASH).
+                                         validate does this first; serve expects the images built
+  import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
+                                         turn SWE-bench-format instances (JSONL, a JSON array or
+                                         one object: instance_id, repo, base_commit, patch,
+                                         test_patch, FAIL_TO_PASS, PASS_TO_PASS, problem_statement,
+                                         optional sandgym {provenance, source, environment...})
+                                         into repository tasks under DIR (docs/TASKS.md). The base
+                                         tree: the instance's archive in DIR, ID.tar.gz or ID/ in
+                                         DIR, an archive, or \`git archive BASE_COMMIT\` of a clone.
+                                         All or nothing: a bad instance, archive or patch is an
+                                         error naming it and the code, and nothing is written
 ${TASKS_STATS_USAGE}
 Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
 4 no sandbox driver or mutation tool (validate), or no server answers (stats).`;
@@ -87,10 +104,35 @@ const STATS = {
   positionals: { name: '(none)', min: 0, max: 0 },
 } as const satisfies CommandDef<OptionDefs>;
 
+const IMPORT = {
+  name: 'tasks import swe-bench',
+  help: TASKS_HELP,
+  options: { 'repo-source': { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' } },
+  positionals: { name: 'FILE (SWE-bench-format instances)', min: 1, max: 1 },
+} as const satisfies CommandDef<OptionDefs>;
+
+const BUILD_ENVS = { name: 'tasks build-envs', help: TASKS_HELP, options: {}, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+
+/** Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). */
+async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo): Promise<void> {
+  const seen = new Set<string>();
+  for (const t of tasks) {
+    if (!t.repo || seen.has(t.spec.image)) continue;
+    seen.add(t.spec.image);
+    try {
+      const r = await ensureRepoEnvImage(t.repo.environment, { log: (m) => io.err(m) });
+      if (r.built) io.err(`built ${r.image} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`);
+    } catch (e) {
+      if (e instanceof RepoEnvBuildError) throw new UnavailableError(`environment of ${t.spec.id}: ${e.step}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+}
+
 const verdict = (ok: boolean) => (ok ? EXIT.OK : EXIT.FAILED);
 
 export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Promise<number> {
-  const picked = subcommand('tasks', ['list', 'check', 'validate', 'stats'] as const, argv);
+  const picked = subcommand('tasks', ['list', 'check', 'validate', 'import', 'build-envs', 'stats'] as const, argv);
   if (typeof picked === 'string') {
     io.out(TASKS_HELP + '\n');
     return picked === 'help' ? EXIT.OK : EXIT.USAGE;
@@ -106,6 +148,34 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       if (p === null) return help();
       const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
       return verdict(await checkTasks(dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+    }
+    case 'build-envs': {
+      const p = parseCommand(BUILD_ENVS, picked.argv);
+      if (p === null) return help();
+      await buildRepoEnvs(await loadTaskSets(dirsOr(p.positionals)), io);
+      return EXIT.OK;
+    }
+    case 'import': {
+      const [format, ...rest] = picked.argv;
+      if (format === '--help' || format === '-h') return help();
+      if (format === undefined) throw new UsageError('expected a format: swe-bench', 'tasks import');
+      if (format !== 'swe-bench') throw new UsageError(`unknown import format ${JSON.stringify(format)} (known: swe-bench)`, 'tasks import');
+      const p = parseCommand(IMPORT, rest);
+      if (p === null) return help();
+      for (const k of ['repo-source', 'out'] as const) if (p.values[k] === undefined) throw new UsageError(`--${k} is required`, IMPORT.name);
+      const source = nonEmptyValue('repo-source', p.values['repo-source'] as string, IMPORT.name);
+      const out = nonEmptyValue('out', p.values.out as string, IMPORT.name);
+      try {
+        const r = await importSweBench({ file: p.positionals[0] as string, repoSource: source, out, log: (m) => io.err(m) });
+        if (p.values.json) io.out(`${JSON.stringify(r, null, 2)}\n`);
+        else io.out(`imported ${r.tasks.length} repository task(s) into ${out}: ${r.tasks.map((t) => t.id).join(', ')}\n`);
+        return EXIT.OK;
+      } catch (e) {
+        if (!(e instanceof ImportError)) throw e;
+        if (p.values.json) io.out(`${JSON.stringify({ ok: false, error: { code: e.code, message: e.message, instance: e.instance ?? null } })}\n`);
+        io.err(`sandgym tasks import: ${e.code}: ${e.message}\nnothing was written\n`);
+        return EXIT.FAILED;
+      }
     }
     case 'stats': {
       const p = parseCommand(STATS, picked.argv);
@@ -146,6 +216,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
         tasks = tasks.filter((t) => ids.includes(t.spec.id));
       }
+      // Repository tasks run in their environment's image: build what is missing first (Docker only; cached by content).
+      if (driver !== 'local' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
       const open: OpenSandboxProvider = async (kind, opts) => {
         try {
           return await deps.openSandboxProvider(kind, opts);

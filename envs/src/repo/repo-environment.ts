@@ -1,0 +1,76 @@
+// The environment recipe of a repository task (docs/TASKS.md, "Repository tasks: the environment"): which local
+// image the repository's tests run in. Pure: validation and the content-derived image name. Building the image
+// (wheels downloaded on the host, hash-checked, unpacked into the image) is the server CLI's (server/src/cli/
+// repo-env-build.ts): envs never run host tools.
+import { createHash } from 'node:crypto';
+
+/** Images a recipe may start FROM: local images `sandgym images build` makes (no registry is reachable). */
+export const REPO_BASE_IMAGES = ['sandgym/python:1'] as const;
+/** Bumped by hand when the build steps change in a way the recipe's fields do not show. */
+export const REPO_ENV_REVISION = 1;
+/** Where the recipe's wheels are unpacked in the image (a .pth in the system site puts it on sys.path). */
+export const REPO_SITE_DIR = '/opt/sandgym/site';
+
+export interface EnvironmentRecipe {
+  base_image: string;
+  /** Directories (relative to the repository root) put first on sys.path: ["."], or ["src"] for src layouts. */
+  python_path: string[];
+  /** Pinned, hash-checked pure-Python wheels: "name==version --hash=sha256:<hex of the wheel file>". */
+  requirements: string[];
+  /** Plugin modules passed to pytest as `-p` (plugin autoload is off while grading). */
+  pytest_plugins: string[];
+  /** Extra pytest arguments (the grader's own options are refused). */
+  pytest_args: string[];
+}
+
+export const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+) --hash=sha256:([0-9a-f]{64})$/;
+const MODULE = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+/** Options the grader sets itself: a recipe may not change where config, plugins, reports or the rootdir come from. */
+const RESERVED_ARG =
+  /^(-p|-c|--rootdir|--confcutdir|--basetemp|--junit|--junitxml|--junit-xml|--result-log|--import-mode|--pyargs|--pdb|--trace|-x|--exitfirst|--maxfail|--lf|--ff|--sw|--stepwise|--co|--collect-only|--help|--version|--override-ini=.*(python_files|python_functions|python_classes|addopts).*)/;
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Validates a recipe; `fail(where, message)` throws the caller's typed error. Defaults applied. */
+export function validateRecipe(v: unknown, fail: (where: string, msg: string) => never): EnvironmentRecipe {
+  if (!isObj(v)) return fail('', 'must be an object (base_image, python_path, requirements...)');
+  for (const k of Object.keys(v))
+    if (!['base_image', 'python_path', 'requirements', 'pytest_plugins', 'pytest_args'].includes(k)) fail(`/${k}`, 'is not an allowed field');
+  const base = v.base_image ?? REPO_BASE_IMAGES[0];
+  if (typeof base !== 'string' || !(REPO_BASE_IMAGES as readonly string[]).includes(base))
+    fail('/base_image', `must be one of ${REPO_BASE_IMAGES.map((b) => JSON.stringify(b)).join(', ')} (local images only)`);
+  const list = (key: string, dflt: string[], ok: (s: string) => boolean, what: string): string[] => {
+    const x = v[key] ?? dflt;
+    if (!Array.isArray(x)) return fail(`/${key}`, 'must be an array of strings');
+    x.forEach((s, i) => {
+      if (typeof s !== 'string' || !ok(s)) fail(`/${key}/${i}`, `${what}, got ${JSON.stringify(s)}`);
+    });
+    return x as string[];
+  };
+  const python_path = list(
+    'python_path',
+    ['.'],
+    (s) => s === '.' || (!s.startsWith('/') && s.split('/').every((p) => p !== '' && p !== '.' && p !== '..') && !/[\u0000-\u001f]/.test(s)),
+    'must be "." or a relative directory without ".."',
+  );
+  const requirements = list('requirements', [], (s) => REQUIREMENT.test(s), 'must be "name==version --hash=sha256:<64 hex>" (one pinned wheel)');
+  const pytest_plugins = list('pytest_plugins', [], (s) => MODULE.test(s), 'must be a module name');
+  const pytest_args = list('pytest_args', [], (s) => !RESERVED_ARG.test(s) && s.length <= 200, 'is reserved for the grader or too long');
+  return { base_image: base as string, python_path, requirements, pytest_plugins, pytest_args };
+}
+
+/** The recipe's content identity (what the image is built from). */
+export function recipeHash(r: EnvironmentRecipe): string {
+  const input = JSON.stringify({ base: r.base_image, requirements: [...r.requirements].sort(), revision: REPO_ENV_REVISION });
+  return createHash('sha256').update(input).digest('hex').slice(0, 16);
+}
+
+/**
+ * The image a repository task runs in: the base image itself when the recipe adds nothing (nothing to build),
+ * else `sandgym/repo-env:<recipe hash>`, built once per content and shared by every task of the same environment.
+ */
+export function environmentImage(r: EnvironmentRecipe): string {
+  return r.requirements.length === 0 ? r.base_image : `sandgym/repo-env:${recipeHash(r)}`;
+}

@@ -1,0 +1,187 @@
+// `sandgym tasks validate` for repository tasks (issue 32 item 4; docs/TASKS.md, "Repository tasks: validation"). Each
+// task is played as training plays it (a fresh agent sandbox seeded with the base tree, the workspace capture, a
+// fresh grading sandbox per grading) and must show:
+//  - the reference fix scores 1.0, every FAIL_TO_PASS and PASS_TO_PASS test passing with it;
+//  - the untouched base scores 0, every FAIL_TO_PASS test failing on it and every PASS_TO_PASS test passing;
+//  - identical per-test verdicts on a rerun of both (a test whose outcome differs is FLAKY: reported by id, the task
+//    fails until the author drops it from the lists);
+//  - no copy of the fixed code reachable from the agent's sandbox: the lines the fix adds are searched for, by
+//    content, through the agent sandbox's filesystem (as the agent uid: what an agent could read).
+import type { GradeResult } from '../code/grade.js';
+import { applySolution, seedWorkspace } from '../code/agents.js';
+import type { LoadedTask } from '../code/task-types.js';
+import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import { CaptureRefused, captureWorkspace } from '../workspace/capture.js';
+import { gradeRepoSubmission, type RepoSubmission } from './repo-grade.js';
+
+export interface RepoValidationReport {
+  /** Tests whose outcome differed between two gradings of the same submission. */
+  flaky: string[];
+  /** FAIL_TO_PASS tests that passed on the untouched base. */
+  f2p_pass_on_base: string[];
+  /** PASS_TO_PASS tests that failed on the base or with the fix. */
+  p2p_broken: string[];
+  /** Paths of the agent sandbox holding a line the fix adds (a pristine copy of the fixed code). */
+  leaks: string[];
+  /** Lines searched for. */
+  leak_lines: number;
+}
+
+/** One scripted run (validate.ts AgentRun's shape; declared here so validate.ts can import this module without a cycle). */
+export interface RepoAgentRun {
+  score: number;
+  zero_reason?: string;
+  tests?: GradeResult['tests'];
+  agent_ms: number;
+  grade_ms: number;
+  grade_timings_ms: GradeResult['timings_ms'];
+  image_id?: string | null;
+}
+
+/** validate.ts TaskValidation's shape, with the repository checks. */
+export interface RepoTaskValidation {
+  id: string;
+  split: string;
+  ok: boolean;
+  problems: string[];
+  null?: RepoAgentRun;
+  reference?: RepoAgentRun;
+  repo_checks?: RepoValidationReport;
+}
+
+export interface RepoValidateOptions {
+  provider: SandboxProvider;
+  requirement?: (task: LoadedTask) => SandboxRequirement;
+}
+
+/** Directories of the agent sandbox searched for the fixed code (everything an agent reads that is not a kernel view). */
+const LEAK_ROOTS = ['/workspace', '/usr', '/opt', '/srv', '/home', '/root', '/tmp', '/var', '/etc'];
+
+/**
+ * Lines the fix adds that appear nowhere in the base tree, not even inside a longer line (the search is by substring,
+ * `grep -F`): distinctive enough that finding one in the agent's sandbox means a copy of the fixed code (at most 8).
+ */
+export function fixLines(task: LoadedTask): string[] {
+  const baseTexts = task.workspace.map((f) => Buffer.from(f.content).toString('utf8'));
+  const out: string[] = [];
+  for (const f of task.solution.files) {
+    for (const l of Buffer.from(f.content).toString('utf8').split('\n')) {
+      const t = l.trim();
+      if (t.length < 16 || /^(#|"""|''')/.test(t) || out.includes(t)) continue;
+      if (baseTexts.some((b) => b.includes(t))) continue;
+      out.push(t);
+      if (out.length === 8) return out;
+    }
+  }
+  return out;
+}
+
+async function capture(sb: Sandbox): Promise<RepoSubmission> {
+  return captureWorkspace(sb, '/workspace').catch((e: unknown) => {
+    if (e instanceof CaptureRefused) return e;
+    throw e;
+  });
+}
+
+function toRun(g: GradeResult, agentMs: number, gradeMs: number): RepoAgentRun {
+  return {
+    score: g.score.total,
+    ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}),
+    ...(g.tests ? { tests: g.tests } : {}),
+    agent_ms: agentMs,
+    grade_ms: gradeMs,
+    grade_timings_ms: g.timings_ms,
+    image_id: g.image_id ?? null,
+  };
+}
+
+/** Tests whose outcome differs between two gradings of the same submission (the flaky ones). */
+export function flakyBetween(a: Pick<GradeResult, 'repo'>, b: Pick<GradeResult, 'repo'>): string[] {
+  const x = a.repo?.outcomes ?? {};
+  const y = b.repo?.outcomes ?? {};
+  return [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((id) => x[id] !== y[id]).sort();
+}
+
+export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptions): Promise<RepoTaskValidation> {
+  const repo = task.repo;
+  const out: RepoTaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
+  if (!repo) {
+    out.problems.push('not a repository task');
+    return out;
+  }
+  const req = opts.requirement?.(task) ?? { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
+  const grade = (sub: RepoSubmission) => gradeRepoSubmission(task, sub, { provider: opts.provider, requirement: req });
+  const checks: RepoValidationReport = { flaky: [], f2p_pass_on_base: [], p2p_broken: [], leaks: [], leak_lines: 0 };
+  try {
+    // The untouched base, and the search for the fixed code, in one agent sandbox.
+    const t0 = performance.now();
+    const sb = await opts.provider.acquire(req);
+    let base: RepoSubmission;
+    try {
+      await seedWorkspace(sb, task);
+      const lines = fixLines(task);
+      checks.leak_lines = lines.length;
+      if (lines.length > 0) {
+        const r = await sb.exec({
+          argv: ['sh', '-c', 'grep -rlF -s "$@" 2>/dev/null | head -20; exit 0', 'leak-search', ...lines.flatMap((l) => ['-e', l]), ...LEAK_ROOTS],
+          timeout_ms: 120_000,
+          max_output_bytes: 65_536,
+        });
+        if (r.timed_out) out.problems.push('the search for a copy of the fixed code did not finish in 120 s');
+        checks.leaks = r.stdout.split('\n').filter((l) => l !== '');
+      }
+      base = await capture(sb);
+    } finally {
+      await opts.provider.release(sb);
+    }
+    const t1 = performance.now();
+    const n1 = await grade(base);
+    const t2 = performance.now();
+    const n2 = await grade(base);
+    out.null = toRun(n1, t1 - t0, t2 - t1);
+    // The reference: the fix's files written and its deletions made, as an agent would.
+    const r0 = performance.now();
+    const rb = await opts.provider.acquire(req);
+    let ref: RepoSubmission;
+    try {
+      await seedWorkspace(rb, task);
+      await applySolution(rb, task.solution);
+      if (repo.solution_deleted.length) await rb.exec({ argv: ['rm', '-f', '--', ...repo.solution_deleted.map((p) => `/workspace/${p}`)], timeout_ms: 30_000 });
+      ref = await capture(rb);
+    } finally {
+      await opts.provider.release(rb);
+    }
+    const r1 = performance.now();
+    const f1 = await grade(ref);
+    const r2 = performance.now();
+    const f2 = await grade(ref);
+    out.reference = toRun(f1, r1 - r0, r2 - r1);
+
+    if (f1.score.total !== 1)
+      out.problems.push(`reference scored ${f1.score.total.toFixed(3)}${f1.score.zero_reason ? ` (${f1.score.zero_reason})` : ''}, expected 1.0`);
+    if (n1.score.total !== 0) out.problems.push(`untouched base scored ${n1.score.total.toFixed(3)}, expected 0`);
+    const fo = f1.repo?.outcomes ?? {};
+    const no = n1.repo?.outcomes ?? {};
+    checks.f2p_pass_on_base = repo.fail_to_pass.filter((id) => no[id] === 'passed');
+    checks.p2p_broken = repo.pass_to_pass.filter((id) => no[id] !== 'passed' || fo[id] !== 'passed');
+    const f2pNotFixed = repo.fail_to_pass.filter((id) => fo[id] !== 'passed');
+    if (n1.repo?.report === 'ok' && checks.f2p_pass_on_base.length)
+      out.problems.push(`FAIL_TO_PASS tests pass on the untouched base: ${checks.f2p_pass_on_base.slice(0, 5).join(', ')}`);
+    if (f1.repo?.report === 'ok' && f2pNotFixed.length) out.problems.push(`FAIL_TO_PASS tests fail with the fix: ${f2pNotFixed.slice(0, 5).join(', ')}`);
+    if (f1.repo?.report === 'ok' && n1.repo?.report === 'ok' && checks.p2p_broken.length)
+      out.problems.push(`PASS_TO_PASS tests fail on the base or with the fix: ${checks.p2p_broken.slice(0, 5).join(', ')}`);
+    checks.flaky = [...new Set([...flakyBetween(f1, f2), ...flakyBetween(n1, n2)])].sort();
+    if (f1.score.total !== f2.score.total || n1.score.total !== n2.score.total)
+      out.problems.push(`verdicts differ on rerun (reference ${f1.score.total} then ${f2.score.total}, untouched ${n1.score.total} then ${n2.score.total})`);
+    if (checks.flaky.length)
+      out.problems.push(
+        `flaky tests (different outcomes on reruns of the same submission): ${checks.flaky.slice(0, 10).join(', ')}: drop them from the task's lists`,
+      );
+    if (checks.leaks.length) out.problems.push(`a copy of the fixed code is readable in the agent sandbox: ${checks.leaks.slice(0, 5).join(', ')}`);
+  } catch (err) {
+    out.problems.push(`error: ${(err as Error).message}`);
+  }
+  out.repo_checks = checks;
+  out.ok = out.problems.length === 0;
+  return out;
+}

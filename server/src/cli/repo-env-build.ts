@@ -1,0 +1,133 @@
+// Builds the image of a repository task's environment recipe (envs/src/repo/repo-environment.ts; docs/TASKS.md,
+// "Repository tasks: the environment"). No registry and no network inside builds on this machine, so the wheels are
+// fetched on the HOST from the package index (its JSON API names the file whose sha256 the requirement pins), each
+// checked against that sha256 before use, and COPYed into a build FROM the local base image, where Python's own
+// zipfile unpacks them into REPO_SITE_DIR (pure-Python wheels only: `*-none-any.whl`). The tag is the recipe's
+// content hash: an existing image is reused (built once per environment, shared by every task that has it).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { environmentImage, recipeHash, REPO_SITE_DIR, REQUIREMENT, type EnvironmentRecipe } from '#envs/repo/repo-environment.js';
+
+export const REPO_ENV_LABEL = 'sandgym.repo-env';
+
+/** An environment cannot be built: names the requirement (or image) and the step that failed. */
+export class RepoEnvBuildError extends Error {
+  override name = 'RepoEnvBuildError';
+  constructor(
+    readonly step: 'resolve' | 'download' | 'hash' | 'build' | 'base_image',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RepoEnvBuildOptions {
+  /** Package index base URL (default https://pypi.org). */
+  index?: string;
+  log?: (msg: string) => void;
+  /** Injected for tests; default the global fetch. */
+  fetch?: typeof fetch;
+}
+
+function docker(args: string[], input?: string): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const c = spawn('docker', args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    c.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    c.stderr?.on('data', (d: Buffer) => {
+      err = (err + d.toString()).slice(-4000);
+    });
+    if (input !== undefined) c.stdin?.end(input);
+    c.on('error', reject);
+    c.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+export async function imageExists(image: string): Promise<boolean> {
+  return (await docker(['image', 'inspect', '--format', '{{.Id}}', image])).code === 0;
+}
+
+/** The wheel a pinned requirement names: the index's file whose sha256 is the pinned one. */
+async function resolveWheel(req: string, index: string, f: typeof fetch): Promise<{ filename: string; url: string }> {
+  const m = REQUIREMENT.exec(req);
+  if (!m) throw new RepoEnvBuildError('resolve', `requirement ${JSON.stringify(req)} is not "name==version --hash=sha256:<hex>"`);
+  const [, name, version, sha] = m as unknown as [string, string, string, string];
+  const api = `${index.replace(/\/+$/, '')}/pypi/${encodeURIComponent(name)}/json`;
+  let doc: { releases?: Record<string, { filename: string; url: string; digests: { sha256: string } }[]> };
+  try {
+    const r = await f(api, { signal: AbortSignal.timeout(60_000) });
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    doc = (await r.json()) as typeof doc;
+  } catch (e) {
+    throw new RepoEnvBuildError('resolve', `${req}: cannot read ${api}: ${(e as Error).message}`);
+  }
+  const files = doc.releases?.[version] ?? [];
+  const file = files.find((x) => x.digests?.sha256 === sha);
+  if (!file) throw new RepoEnvBuildError('resolve', `${req}: no file of ${name} ${version} on ${index} has sha256 ${sha}`);
+  if (!/-none-any\.whl$/.test(file.filename))
+    throw new RepoEnvBuildError('resolve', `${req}: ${file.filename} is not a pure-Python wheel (*-none-any.whl): only those are supported`);
+  return { filename: file.filename, url: new URL(file.url, api).href };
+}
+
+/**
+ * Makes sure the recipe's image exists; builds it when it does not. Returns the image and whether it was built.
+ * A recipe without requirements is its base image (nothing to build; the base must exist: `sandgym images build`).
+ */
+export async function ensureRepoEnvImage(recipe: EnvironmentRecipe, opts: RepoEnvBuildOptions = {}): Promise<{ image: string; built: boolean; ms: number }> {
+  const t0 = performance.now();
+  const image = environmentImage(recipe);
+  if (await imageExists(image)) return { image, built: false, ms: performance.now() - t0 };
+  if (!(await imageExists(recipe.base_image)))
+    throw new RepoEnvBuildError('base_image', `base image ${recipe.base_image} is missing: run \`sandgym images build\` first`);
+  // The built image keeps the base image's default user (the drivers set their own; a plain `docker run` sees the base's).
+  const baseUser = (await docker(['image', 'inspect', '--format', '{{.Config.User}}', recipe.base_image])).out.trim() || '0:0';
+  const f = opts.fetch ?? fetch;
+  const index = opts.index ?? 'https://pypi.org';
+  const log = opts.log ?? (() => {});
+  const ctx = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-env-'));
+  try {
+    await mkdir(path.join(ctx, 'wheels'));
+    for (const req of [...recipe.requirements].sort()) {
+      const w = await resolveWheel(req, index, f);
+      let bytes: Uint8Array;
+      try {
+        const r = await f(w.url, { signal: AbortSignal.timeout(120_000) });
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        bytes = new Uint8Array(await r.arrayBuffer());
+      } catch (e) {
+        throw new RepoEnvBuildError('download', `${req}: cannot download ${w.url}: ${(e as Error).message}`);
+      }
+      const got = createHash('sha256').update(bytes).digest('hex');
+      const want = (REQUIREMENT.exec(req) as RegExpExecArray)[3];
+      if (got !== want) throw new RepoEnvBuildError('hash', `${req}: ${w.filename} has sha256 ${got}, not the pinned ${want}`);
+      if (!/^[\w.+-]+\.whl$/.test(w.filename)) throw new RepoEnvBuildError('resolve', `${req}: unexpected file name ${JSON.stringify(w.filename)}`);
+      await writeFile(path.join(ctx, 'wheels', w.filename), bytes);
+      log(`${req}: ${w.filename} (${bytes.byteLength} bytes, sha256 ok)\n`);
+    }
+    // The wheels are unpacked by the image's own Python (zipfile refuses nothing, but extractall keeps every member
+    // inside the target), then removed; a .pth puts the directory on sys.path for the agent's own commands too.
+    const unpack = `import glob, zipfile; [zipfile.ZipFile(w).extractall('${REPO_SITE_DIR}') for w in sorted(glob.glob('/tmp/sandgym-wheels/*.whl'))]`;
+    const dockerfile = [
+      `FROM ${recipe.base_image}`,
+      'USER 0:0',
+      'COPY wheels/ /tmp/sandgym-wheels/',
+      `RUN python3 -I -B -c ${JSON.stringify(unpack)} && rm -rf /tmp/sandgym-wheels && chmod -R a+rX,go-w ${REPO_SITE_DIR} && echo ${REPO_SITE_DIR} > /usr/lib/python3/dist-packages/sandgym-repo-site.pth`,
+      'USER 65534:65534',
+      `LABEL ${REPO_ENV_LABEL}=${recipeHash(recipe)}`,
+      '',
+    ].join('\n');
+    await writeFile(path.join(ctx, 'Dockerfile'), dockerfile.replace('USER 65534:65534', `USER ${baseUser}`));
+    log(`building ${image} FROM ${recipe.base_image} (${recipe.requirements.length} wheel(s))\n`);
+    const r = await docker(['build', '--network', 'none', '-q', '-t', image, ctx]);
+    if (r.code !== 0) throw new RepoEnvBuildError('build', `docker build of ${image} failed: ${r.err.trim().slice(-800)}`);
+    return { image, built: true, ms: performance.now() - t0 };
+  } finally {
+    await rm(ctx, { recursive: true, force: true });
+  }
+}
