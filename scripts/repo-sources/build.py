@@ -15,7 +15,8 @@ Steps (all idempotent; `all` runs them in order):
            package's test suite in `sandgym/python:1` (no network, agent-like uid) and derive
            FAIL_TO_PASS / PASS_TO_PASS; flaky or broken tests are excluded and reported
   emit     write envs/repo-sources/<pkg>/instances.jsonl and envs/repo-sources/manifest.json
-  cut      authoring aid: print a git-format diff of chosen files between two releases
+  cut      authoring aid: print a git-format diff of chosen files (or hunks) between two releases
+  renorm   authoring aid: recount a hand-trimmed patch against a base release and print it exactly
 
 Why the older release and not the newer one with the fix reverted: the older tree carries no trace of
 the fix (its changelog, version string and PKG-INFO predate it); the newer tree's changelog names it.
@@ -558,16 +559,34 @@ def cut(pkg: dict, old: str, new: str, files: list[str]) -> None:
             sys.stdout.write(file_diff(a, mid, rel))
 
 
+def renorm(pkg: dict, base: str, patch_file: str) -> None:
+    """Authoring aid for hand-trimmed hunks: apply PATCH_FILE to BASE with recounted hunk headers and
+    print the exact diff it makes (so a trimmed hunk's line counts never have to be fixed by hand)."""
+    patch = Path(patch_file).read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        a = extract_sdist(pkg, base, Path(tmp) / "a")
+        b = Path(tmp) / "b"
+        shutil.copytree(a, b)
+        r = subprocess.run(["git", "apply", "--recount", "-p1", "-"], cwd=b, input=patch.encode(), capture_output=True)
+        if r.returncode != 0:
+            raise SystemExit(f"{patch_file} does not apply to {base}: {r.stderr.decode()}")
+        for rel in patch_files(patch):
+            sys.stdout.write(file_diff(a, b, rel))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["fetch", "archive", "verify", "emit", "all", "cut"])
+    ap.add_argument("step", choices=["fetch", "archive", "verify", "emit", "all", "cut", "renorm"])
     ap.add_argument("--package", action="append", help="limit to these packages")
     ap.add_argument("--instance", action="append", help="verify: limit to these instance ids")
     ap.add_argument("--runs", type=int, default=2, help="verify: runs per state (flakiness check)")
     ap.add_argument("--update", action="store_true", help="archive: record new archive sha256s in the specs")
-    ap.add_argument("rest", nargs="*", help="cut: OLD NEW FILE...")
+    ap.add_argument("rest", nargs="*", help="cut: OLD NEW FILE[:HUNKS]...; renorm: BASE PATCH_FILE")
     args = ap.parse_intermixed_args()
     pkgs = packages(args.package)
+    if args.step == "renorm":
+        renorm(pkgs[0], args.rest[0], args.rest[1])
+        return
     if args.step == "cut":
         cut(pkgs[0], args.rest[0], args.rest[1], args.rest[2:])
         return
