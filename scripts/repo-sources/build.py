@@ -117,9 +117,17 @@ def instances(pkg: dict) -> list[dict]:
         inst = load_json(spec)
         d = spec.parent
         inst["_dir"] = d
-        inst["patch"] = (d / "patch.diff").read_text()
-        inst["test_patch"] = (d / "test_patch.diff").read_text()
-        inst["problem_statement"] = (d / "problem_statement.md").read_text()
+        if (d / "published.json").exists():
+            # A published SWE-bench instance, shipped unchanged: its own fields are the truth.
+            rec = load_json(d / "published.json")
+            inst["published"] = rec
+            inst["base_version"] = rec["base_commit"]
+            for key in ("patch", "test_patch", "problem_statement", "created_at"):
+                inst[key] = rec[key]
+        else:
+            inst["patch"] = (d / "patch.diff").read_text()
+            inst["test_patch"] = (d / "test_patch.diff").read_text()
+            inst["problem_statement"] = (d / "problem_statement.md").read_text()
         out.append(inst)
     return out
 
@@ -132,6 +140,10 @@ def sdist_path(pkg: dict, version: str) -> Path:
 
 
 def fetch(pkg: dict) -> None:
+    if pkg.get("kind") == "git":
+        for commit in pkg["releases"]:
+            subprocess.run(["git", f"--git-dir={mirror_dir(pkg)}", "cat-file", "-e", f"{commit}^{{commit}}"], check=True)
+        return
     for version, rel in pkg["releases"].items():
         dest = sdist_path(pkg, version)
         if dest.exists() and sha256_file(dest) == rel["sha256"]:
@@ -156,7 +168,26 @@ def fetch(pkg: dict) -> None:
 
 # ---------------------------------------------------------------- trees and archives
 
+def mirror_dir(pkg: dict) -> Path:
+    # The machine's way to a public repository is a mirror (a bare git directory); anywhere else,
+    # point SANDGYM_GIT_MIRRORS at a directory holding <owner>+<name>/repo clones.
+    root = Path(os.environ.get("SANDGYM_GIT_MIRRORS", "/work/.mirror"))
+    return root / pkg["git"]["repo"].replace("/", "+") / "repo"
+
+
+def extract_git(pkg: dict, commit: str, into: Path) -> Path:
+    top = into / f"{pkg['package']}-{commit[:12]}"
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", f"--git-dir={mirror_dir(pkg)}", "archive", "--format=tar",
+                              f"--prefix={top.name}/", commit], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+        tf.extractall(into, filter="data")
+    return top
+
+
 def extract_sdist(pkg: dict, version: str, into: Path) -> Path:
+    if pkg.get("kind") == "git":
+        return extract_git(pkg, version, into)
     path = sdist_path(pkg, version)
     if not path.exists() or sha256_file(path) != pkg["releases"][version]["sha256"]:
         raise SystemExit(f"{path}: missing or not the pinned file; run `build.py fetch` first")
@@ -224,8 +255,12 @@ def deterministic_targz(tree: Path, top_name: str) -> bytes:
     return out.getvalue()
 
 
+def top_name(pkg: dict, version: str) -> str:
+    return f"{pkg['package']}-{version[:12] if pkg.get('kind') == 'git' else version}"
+
+
 def archive_name(pkg: dict, version: str) -> str:
-    return f"{pkg['package']}-{version}.base.tar.gz"
+    return f"{top_name(pkg, version)}.base.tar.gz"
 
 
 def base_versions(pkg: dict) -> list[str]:
@@ -238,7 +273,7 @@ def archive(pkg: dict, update: bool) -> None:
     for version in base_versions(pkg):
         with tempfile.TemporaryDirectory() as tmp:
             tree = base_tree(pkg, version, Path(tmp))
-            data = deterministic_targz(tree, f"{pkg['package']}-{version}")
+            data = deterministic_targz(tree, top_name(pkg, version))
         digest = sha256_bytes(data)
         recorded = spec["releases"][version].get("base_archive_sha256")
         if recorded and recorded != digest and not update:
@@ -292,6 +327,11 @@ def check_upstream(pkg: dict, inst: dict, fixed_tree: Path) -> None:
             missing = [ln for ln in lines if ln not in have]
             if missing:
                 raise SystemExit(f"{inst['instance_id']}: {name} lines not in upstream {path}: {missing[:3]}")
+
+
+def as_list(value) -> list[str]:
+    """SWE-bench on the Hugging Face hub publishes test lists as JSON strings; accept both."""
+    return json.loads(value) if isinstance(value, str) else list(value)
 
 
 def is_test_path(path: str, pkg: dict) -> bool:
@@ -380,8 +420,9 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
             for path in patch_files(inst["test_patch"]):
                 if not is_test_path(path, pkg):
                     raise SystemExit(f"{iid}: test_patch touches non-test file {path}")
-            fixed = extract_sdist(pkg, inst["fixed_version"], tmp / f"{iid}-fixed")
-            check_upstream(pkg, inst, fixed)
+            if "published" not in inst:
+                fixed = extract_sdist(pkg, inst["fixed_version"], tmp / f"{iid}-fixed")
+                check_upstream(pkg, inst, fixed)
             outcomes = {"base": [], "fixed": []}
             timings = {"base": [], "fixed": []}
             for state in ("base", "fixed"):
@@ -391,7 +432,7 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                     tree.mkdir()
                     with tarfile.open(OUT / pkg["package"] / archive_name(pkg, inst["base_version"])) as tf:
                         tf.extractall(tree, filter="data")
-                    tree = tree / f"{pkg['package']}-{inst['base_version']}"
+                    tree = tree / top_name(pkg, inst["base_version"])
                     apply_patch(tree, inst["test_patch"], f"{iid} test_patch")
                     if state == "fixed":
                         apply_patch(tree, inst["patch"], f"{iid} patch")
@@ -418,6 +459,29 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                     f2p.append(name)
                 else:
                     regress.append({"test": name, "base": b, "fixed": f})
+            if "published" in inst:
+                # Shipped unchanged: every published FAIL_TO_PASS must fail then pass, every
+                # published PASS_TO_PASS must pass on both, here, on this image.
+                pub_f2p = as_list(inst["published"]["FAIL_TO_PASS"])
+                pub_p2p = as_list(inst["published"]["PASS_TO_PASS"])
+                truncated = {}
+                bad = []
+                for pub, got in ((pub_f2p, f2p), (pub_p2p, p2p)):
+                    for test in pub:
+                        if test in got:
+                            continue
+                        # SWE-bench's log parser cuts a node id at its first space, so a
+                        # parametrized id such as "test_x[a b]" is published as "test_x[a".
+                        # Such an id stands for every node id it is the space-cut prefix of;
+                        # all of them must behave.
+                        full = sorted(n for n in names if n.startswith(test + " "))
+                        if full and all(n in got for n in full):
+                            truncated[test] = full
+                        else:
+                            bad.append(test)
+                if bad:
+                    raise SystemExit(f"{iid}: published tests that do not behave here: {bad[:5]}")
+                f2p, p2p = pub_f2p, pub_p2p
             expected = set(inst.get("expect_fail_to_pass", []))
             if expected - set(f2p):
                 raise SystemExit(f"{iid}: expected FAIL_TO_PASS not observed: {sorted(expected - set(f2p))}")
@@ -431,6 +495,7 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                 "excluded_flaky": flaky,
                 "excluded_not_passing_with_fix": broken,
                 "excluded_other": regress,
+                **({"published_ids_cut_at_space": truncated} if "published" in inst and truncated else {}),
                 "seconds": timings,
                 "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
@@ -440,6 +505,35 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
 
 
 # ---------------------------------------------------------------- emit
+
+def published_sandgym(pkg: dict, inst: dict, v: dict, rel: dict) -> dict:
+    pub = pkg["published"]
+    return {
+        "language": "python",
+        "split": pkg["split"],
+        "difficulty": inst.get("difficulty", "medium"),
+        "provenance": {
+            "source": "swe-bench",
+            "package": pkg["package"],
+            "version": inst["base_version"],
+            "url": f"https://github.com/{pkg['git']['repo']}/tree/{inst['base_version']}",
+            "sha256": rel["base_archive_sha256"],
+            "licence": pkg["licence"],
+            "upstream_fix": f"published instance {inst['instance_id']} of {pub['dataset']} ({pub['split']} split), "
+                            f"all SWE-bench fields unchanged; copy read from {pub['copy']} (sha256 {pub['copy_sha256']})",
+            "base_state": f"git archive {inst['base_version']} of {pkg['git']['repo']} (no .git)",
+            "validated": f"{v['runs_per_state']} runs each of base+test_patch and base+patch+test_patch on "
+                         f"{v['image']} (no network, uid 65534, plugin autoload off), {v['verified_at']}: every "
+                         "published FAIL_TO_PASS failed then passed, every PASS_TO_PASS passed; "
+                         "scripts/repo-sources/build.py verify",
+            "notes": inst.get("notes", ""),
+        },
+        "source": {"archive": archive_name(pkg, inst["base_version"]), "sha256": rel["base_archive_sha256"],
+                   "strip_components": 1},
+        "environment": pkg["environment"],
+        "timeout_s": pkg.get("timeout_s", 120),
+    }
+
 
 def emit(pkg: dict) -> dict:
     report = load_json(OUT / pkg["package"] / "verification.json")["instances"]
@@ -452,6 +546,16 @@ def emit(pkg: dict) -> dict:
         v = report[iid]
         base = inst["base_version"]
         rel = pkg["releases"][base]
+        if "published" in inst:
+            record = dict(inst["published"])
+            record["sandgym"] = published_sandgym(pkg, inst, v, rel)
+            lines.append(json.dumps(record, ensure_ascii=False))
+            summary.append({
+                "instance_id": iid, "base_commit": base, "published": pkg["published"]["dataset"],
+                "fail_to_pass": len(v["FAIL_TO_PASS"]), "pass_to_pass": len(v["PASS_TO_PASS"]),
+                "excluded_flaky": len(v["excluded_flaky"]), "seconds": v["seconds"],
+            })
+            continue
         fixed_rel = pkg["releases"][inst["fixed_version"]]
         record = {
             "instance_id": iid,
@@ -512,9 +616,12 @@ def emit(pkg: dict) -> dict:
     archives = []
     for version in base_versions(pkg):
         path = OUT / pkg["package"] / archive_name(pkg, version)
-        archives.append({"file": f"{pkg['package']}/{path.name}", "bytes": path.stat().st_size,
-                         "sha256": sha256_file(path), "from_sdist": pkg["releases"][version]["url"],
-                         "sdist_sha256": pkg["releases"][version]["sha256"]})
+        entry = {"file": f"{pkg['package']}/{path.name}", "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+        if pkg.get("kind") == "git":
+            entry.update({"from_git": pkg["git"]["repo"], "commit": version})
+        else:
+            entry.update({"from_sdist": pkg["releases"][version]["url"], "sdist_sha256": pkg["releases"][version]["sha256"]})
+        archives.append(entry)
     return {"package": pkg["package"], "licence": pkg["licence"], "split": pkg["split"],
             "homepage": pkg.get("homepage", ""), "instances_file": f"{pkg['package']}/instances.jsonl",
             "archives": archives, "instances": summary}
