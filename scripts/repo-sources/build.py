@@ -37,18 +37,31 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).resolve().parent / "specs"
 OUT = ROOT / "envs" / "repo-sources"
-CACHE = Path(os.environ.get("SANDGYM_REPO_SOURCES_CACHE", Path.home() / ".cache" / "sandgym-repo-sources"))
+CACHE = Path(
+    os.environ.get(
+        "SANDGYM_REPO_SOURCES_CACHE", Path.home() / ".cache" / "sandgym-repo-sources"
+    )
+)
 IMAGE = "sandgym/python:1"
 # Fixed metadata for archive members: the archive's bytes must not depend on when or by whom it was built.
 MTIME = 315532800  # 1980-01-01T00:00:00Z
 # Packaging metadata dropped from the base tree: PKG-INFO/egg-info are generated, not upstream source, and
 # the issue asks for no packaging copies in the agent's tree. Caches never belong in a base state.
-DROP_NAMES = {"PKG-INFO", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".git", ".hg"}
+DROP_NAMES = {
+    "PKG-INFO",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".tox",
+    ".git",
+    ".hg",
+}
 DROP_SUFFIXES = (".egg-info", ".pyc", ".pyo", ".dist-info")
 # The importer's caps (coord/repo-format.md): refuse here first so a spec never ships an unimportable tree.
 MAX_TOTAL = 50 * 1024 * 1024
@@ -57,7 +70,7 @@ MAX_FILE = 1024 * 1024
 
 # A pytest plugin loaded with -p (plugin autoload is off, as when grading): it records each test's
 # outcome by exact node id, so results never depend on parsing the terminal report.
-REPORTER = r'''
+REPORTER = r"""
 import json, os
 _results = {}
 def pytest_runtest_logreport(report):
@@ -76,7 +89,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     with open(os.environ["SANDGYM_RESULTS"], "w") as f:
         json.dump({"exitstatus": int(exitstatus), "tests": _results}, f, sort_keys=True)
-'''
+"""
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -134,6 +147,7 @@ def instances(pkg: dict) -> list[dict]:
 
 # ---------------------------------------------------------------- fetch
 
+
 def sdist_path(pkg: dict, version: str) -> Path:
     rel = pkg["releases"][version]
     return CACHE / rel["filename"]
@@ -142,7 +156,16 @@ def sdist_path(pkg: dict, version: str) -> Path:
 def fetch(pkg: dict) -> None:
     if pkg.get("kind") == "git":
         for commit in pkg["releases"]:
-            subprocess.run(["git", f"--git-dir={mirror_dir(pkg)}", "cat-file", "-e", f"{commit}^{{commit}}"], check=True)
+            subprocess.run(
+                [
+                    "git",
+                    f"--git-dir={mirror_dir(pkg)}",
+                    "cat-file",
+                    "-e",
+                    f"{commit}^{{commit}}",
+                ],
+                check=True,
+            )
         return
     for version, rel in pkg["releases"].items():
         dest = sdist_path(pkg, version)
@@ -152,21 +175,37 @@ def fetch(pkg: dict) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             # --no-binary :all: makes pip take the sdist; --no-deps: we want this one file only.
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                 "-d", tmp, f"{pkg['package']}=={version}"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    tmp,
+                    f"{pkg['package']}=={version}",
+                ],
                 check=True,
             )
             got = Path(tmp) / rel["filename"]
             if not got.exists():
-                raise SystemExit(f"{pkg['package']} {version}: pip did not produce {rel['filename']}: {os.listdir(tmp)}")
+                raise SystemExit(
+                    f"{pkg['package']} {version}: pip did not produce {rel['filename']}: {os.listdir(tmp)}"
+                )
             digest = sha256_file(got)
             if digest != rel["sha256"]:
-                raise SystemExit(f"{rel['filename']}: sha256 {digest} != pinned {rel['sha256']}")
+                raise SystemExit(
+                    f"{rel['filename']}: sha256 {digest} != pinned {rel['sha256']}"
+                )
             shutil.move(str(got), dest)
         print(f"fetched {rel['filename']}")
 
 
 # ---------------------------------------------------------------- trees and archives
+
 
 def mirror_dir(pkg: dict) -> Path:
     # The machine's way to a public repository is a mirror (a bare git directory); anywhere else,
@@ -178,8 +217,18 @@ def mirror_dir(pkg: dict) -> Path:
 def extract_git(pkg: dict, commit: str, into: Path) -> Path:
     top = into / f"{pkg['package']}-{commit[:12]}"
     into.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", f"--git-dir={mirror_dir(pkg)}", "archive", "--format=tar",
-                              f"--prefix={top.name}/", commit], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        [
+            "git",
+            f"--git-dir={mirror_dir(pkg)}",
+            "archive",
+            "--format=tar",
+            f"--prefix={top.name}/",
+            commit,
+        ],
+        check=True,
+        capture_output=True,
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
         tf.extractall(into, filter="data")
     return top
@@ -190,12 +239,16 @@ def extract_sdist(pkg: dict, version: str, into: Path) -> Path:
         return extract_git(pkg, version, into)
     path = sdist_path(pkg, version)
     if not path.exists() or sha256_file(path) != pkg["releases"][version]["sha256"]:
-        raise SystemExit(f"{path}: missing or not the pinned file; run `build.py fetch` first")
+        raise SystemExit(
+            f"{path}: missing or not the pinned file; run `build.py fetch` first"
+        )
     with tarfile.open(path) as tf:
         tf.extractall(into, filter="data")
     tops = [p for p in into.iterdir()]
     if len(tops) != 1 or not tops[0].is_dir():
-        raise SystemExit(f"{path}: expected one top-level directory, got {[p.name for p in tops]}")
+        raise SystemExit(
+            f"{path}: expected one top-level directory, got {[p.name for p in tops]}"
+        )
     return tops[0]
 
 
@@ -209,7 +262,9 @@ def base_tree(pkg: dict, version: str, into: Path) -> Path:
     for path in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
         rel = path.relative_to(top)
         if path.is_symlink():
-            raise SystemExit(f"{pkg['package']} {version}: symlink {rel} (the importer refuses links)")
+            raise SystemExit(
+                f"{pkg['package']} {version}: symlink {rel} (the importer refuses links)"
+            )
         if dropped(rel):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
     for rel in pkg.get("drop_from_base", []):
@@ -223,6 +278,7 @@ def deterministic_targz(tree: Path, top_name: str) -> bytes:
     total = 0
     count = 0
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
+
         def add(path: Path, arcname: str) -> None:
             nonlocal total, count
             info = tarfile.TarInfo(arcname)
@@ -244,13 +300,19 @@ def deterministic_targz(tree: Path, top_name: str) -> bytes:
             tf.addfile(info, io.BytesIO(data))
 
         add(tree, top_name)
-        for path in sorted(tree.rglob("*"), key=lambda p: p.relative_to(tree).as_posix()):
+        for path in sorted(
+            tree.rglob("*"), key=lambda p: p.relative_to(tree).as_posix()
+        ):
             add(path, f"{top_name}/{path.relative_to(tree).as_posix()}")
     if total > MAX_TOTAL or count > MAX_FILES:
-        raise SystemExit(f"{top_name}: {count} files / {total} bytes exceed the importer's caps")
+        raise SystemExit(
+            f"{top_name}: {count} files / {total} bytes exceed the importer's caps"
+        )
     out = io.BytesIO()
     # mtime=0 and no file name in the gzip header: the bytes depend on the content only.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=9, mtime=0) as gz:
+    with gzip.GzipFile(
+        filename="", mode="wb", fileobj=out, compresslevel=9, mtime=0
+    ) as gz:
         gz.write(raw.getvalue())
     return out.getvalue()
 
@@ -264,7 +326,10 @@ def archive_name(pkg: dict, version: str) -> str:
 
 
 def base_versions(pkg: dict) -> list[str]:
-    return sorted({inst["base_version"] for inst in instances(pkg)}, key=lambda v: list(pkg["releases"]).index(v))
+    return sorted(
+        {inst["base_version"] for inst in instances(pkg)},
+        key=lambda v: list(pkg["releases"]).index(v),
+    )
 
 
 def archive(pkg: dict, update: bool) -> None:
@@ -277,7 +342,9 @@ def archive(pkg: dict, update: bool) -> None:
         digest = sha256_bytes(data)
         recorded = spec["releases"][version].get("base_archive_sha256")
         if recorded and recorded != digest and not update:
-            raise SystemExit(f"{archive_name(pkg, version)}: rebuilt sha256 {digest} != recorded {recorded}")
+            raise SystemExit(
+                f"{archive_name(pkg, version)}: rebuilt sha256 {digest} != recorded {recorded}"
+            )
         dest = OUT / pkg["package"] / archive_name(pkg, version)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
@@ -289,18 +356,24 @@ def archive(pkg: dict, update: bool) -> None:
 
 # ---------------------------------------------------------------- patches
 
+
 def apply_patch(tree: Path, patch: str, what: str) -> None:
     if not patch:
         return
     # git apply outside any repository: the tree is a plain directory under a temp dir.
-    r = subprocess.run(["git", "apply", "--whitespace=nowarn", "-p1", "-"], cwd=tree, input=patch.encode(),
-                       capture_output=True)
+    r = subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", "-p1", "-"],
+        check=False,
+        cwd=tree,
+        input=patch.encode(),
+        capture_output=True,
+    )
     if r.returncode != 0:
         raise SystemExit(f"{what} does not apply: {r.stderr.decode()}")
 
 
 def patch_files(patch: str) -> list[str]:
-    return sorted(set(re.findall(r"^diff --git a/(\S+) b/", patch, flags=re.M)))
+    return sorted(set(re.findall(r"^diff --git a/(\S+) b/", patch, flags=re.MULTILINE)))
 
 
 def added_lines(patch: str) -> dict[str, list[str]]:
@@ -322,11 +395,15 @@ def check_upstream(pkg: dict, inst: dict, fixed_tree: Path) -> None:
         for path, lines in added_lines(inst[name]).items():
             target = fixed_tree / path
             if not target.exists():
-                raise SystemExit(f"{inst['instance_id']}: {name} adds {path}, absent from {inst['fixed_version']}")
+                raise SystemExit(
+                    f"{inst['instance_id']}: {name} adds {path}, absent from {inst['fixed_version']}"
+                )
             have = set(target.read_text().splitlines())
             missing = [ln for ln in lines if ln not in have]
             if missing:
-                raise SystemExit(f"{inst['instance_id']}: {name} lines not in upstream {path}: {missing[:3]}")
+                raise SystemExit(
+                    f"{inst['instance_id']}: {name} lines not in upstream {path}: {missing[:3]}"
+                )
 
 
 def as_list(value) -> list[str]:
@@ -339,12 +416,15 @@ def is_test_path(path: str, pkg: dict) -> bool:
     name = parts[-1]
     return (
         any(p in ("tests", "test", "testing") for p in parts[:-1])
-        or name.startswith("test_") or name.endswith("_test.py") or name in ("conftest.py", "pytest.ini", "tox.ini")
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name in ("conftest.py", "pytest.ini", "tox.ini")
         or path in pkg.get("test_support_files", [])
     )
 
 
 # ---------------------------------------------------------------- verification in Docker
+
 
 def requirements_site(pkg: dict, work: Path) -> Path | None:
     reqs = pkg["environment"].get("requirements", [])
@@ -356,11 +436,26 @@ def requirements_site(pkg: dict, work: Path) -> Path | None:
     req_file = work / "requirements.txt"
     req_file.write_text("\n".join(reqs) + "\n")
     wheels = work / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                    "--require-hashes", "-r", str(req_file), "-d", str(wheels)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--require-hashes",
+            "-r",
+            str(req_file),
+            "-d",
+            str(wheels),
+        ],
+        check=True,
+    )
     tmp_site = work / "site"
     for whl in sorted(wheels.glob("*.whl")):
-        import zipfile
         with zipfile.ZipFile(whl) as z:
             z.extractall(tmp_site)
     site.parent.mkdir(parents=True, exist_ok=True)
@@ -368,7 +463,9 @@ def requirements_site(pkg: dict, work: Path) -> Path | None:
     return site
 
 
-def run_suite(pkg: dict, tree: Path, site: Path | None, out_dir: Path) -> tuple[dict, float]:
+def run_suite(
+    pkg: dict, tree: Path, site: Path | None, out_dir: Path
+) -> tuple[dict, float]:
     env = pkg["environment"]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sandgym_verify_report.py").write_text(REPORTER)
@@ -376,31 +473,70 @@ def run_suite(pkg: dict, tree: Path, site: Path | None, out_dir: Path) -> tuple[
     if results.exists():
         results.unlink()
     subprocess.run(["chmod", "-R", "a+rwX", str(tree), str(out_dir)], check=True)
-    pythonpath = [f"/workspace/repo/{p}".rstrip("/.") if p != "." else "/workspace/repo" for p in env["python_path"]]
+    pythonpath = [
+        f"/workspace/repo/{p}".rstrip("/.") if p != "." else "/workspace/repo"
+        for p in env["python_path"]
+    ]
     if site:
         pythonpath.append("/opt/sandgym/site")
     pythonpath.append("/sandgym-out")
     cmd = [
-        "docker", "run", "--rm", "--network", "none", "--memory", "1g", "--cpus", "1",
-        "--user", "65534:65534", "-w", "/workspace/repo",
-        "-e", "PYTHONPATH=" + ":".join(pythonpath),
-        "-e", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", "-e", "PYTHONDONTWRITEBYTECODE=1", "-e", "HOME=/tmp",
-        "-e", "SANDGYM_RESULTS=/sandgym-out/results.json",
-        "-v", f"{tree}:/workspace/repo", "-v", f"{out_dir}:/sandgym-out",
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--memory",
+        "1g",
+        "--cpus",
+        "1",
+        "--user",
+        "65534:65534",
+        "-w",
+        "/workspace/repo",
+        "-e",
+        "PYTHONPATH=" + ":".join(pythonpath),
+        "-e",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+        "-e",
+        "PYTHONDONTWRITEBYTECODE=1",
+        "-e",
+        "HOME=/tmp",
+        "-e",
+        "SANDGYM_RESULTS=/sandgym-out/results.json",
+        "-v",
+        f"{tree}:/workspace/repo",
+        "-v",
+        f"{out_dir}:/sandgym-out",
     ]
     if site:
         cmd += ["-v", f"{site}:/opt/sandgym/site:ro"]
-    cmd += [IMAGE, "python3", "-m", "pytest", "-p", "no:cacheprovider", "-p", "sandgym_verify_report",
-            "--rootdir=/workspace/repo", "-q", "--color=no"]
+    cmd += [
+        IMAGE,
+        "python3",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "sandgym_verify_report",
+        "--rootdir=/workspace/repo",
+        "-q",
+        "--color=no",
+    ]
     for plugin in env.get("pytest_plugins", []):
         cmd += ["-p", plugin]
     cmd += env.get("pytest_args", []) + pkg["test_paths"]
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, timeout=pkg.get("timeout_s", 300))
+    r = subprocess.run(
+        cmd, check=False, capture_output=True, timeout=pkg.get("timeout_s", 300)
+    )
     elapsed = time.monotonic() - t0
     (out_dir / "log.txt").write_bytes(r.stdout + r.stderr)
     if not results.exists():
-        raise SystemExit(f"pytest wrote no results (exit {r.returncode}); see {out_dir / 'log.txt'}")
+        raise SystemExit(
+            f"pytest wrote no results (exit {r.returncode}); see {out_dir / 'log.txt'}"
+        )
     return load_json(results), elapsed
 
 
@@ -430,21 +566,29 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                     # A fresh tree per run, extracted from the shipped archive: what an importer gets.
                     tree = tmp / f"{iid}-{state}-{n}"
                     tree.mkdir()
-                    with tarfile.open(OUT / pkg["package"] / archive_name(pkg, inst["base_version"])) as tf:
+                    with tarfile.open(
+                        OUT / pkg["package"] / archive_name(pkg, inst["base_version"])
+                    ) as tf:
                         tf.extractall(tree, filter="data")
                     tree = tree / top_name(pkg, inst["base_version"])
                     apply_patch(tree, inst["test_patch"], f"{iid} test_patch")
                     if state == "fixed":
                         apply_patch(tree, inst["patch"], f"{iid} patch")
-                    res, elapsed = run_suite(pkg, tree, site, tmp / f"out-{iid}-{state}-{n}")
+                    res, elapsed = run_suite(
+                        pkg, tree, site, tmp / f"out-{iid}-{state}-{n}"
+                    )
                     outcomes[state].append(res["tests"])
                     timings[state].append(round(elapsed, 2))
-                    print(f"{iid} {state} run {n + 1}: {len(res['tests'])} tests, exit {res['exitstatus']}, {elapsed:.1f}s")
+                    print(
+                        f"{iid} {state} run {n + 1}: {len(res['tests'])} tests, exit {res['exitstatus']}, {elapsed:.1f}s"
+                    )
             names = set().union(*outcomes["base"], *outcomes["fixed"])
             flaky, broken, f2p, p2p, regress = [], [], [], [], []
             # Tests whose verdict depends on the runner's process environment rather than on the
             # code under test (spec: exclude_tests, each with its reason) never become F2P/P2P.
-            excluded_env = {n: r for n, r in pkg.get("exclude_tests", {}).items() if n in names}
+            excluded_env = {
+                n: r for n, r in pkg.get("exclude_tests", {}).items() if n in names
+            }
             for name in sorted(names - set(excluded_env)):
                 b = {o.get(name, "missing") for o in outcomes["base"]}
                 f = {o.get(name, "missing") for o in outcomes["fixed"]}
@@ -483,13 +627,19 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                         else:
                             bad.append(test)
                 if bad:
-                    raise SystemExit(f"{iid}: published tests that do not behave here: {bad[:5]}")
+                    raise SystemExit(
+                        f"{iid}: published tests that do not behave here: {bad[:5]}"
+                    )
                 f2p, p2p = pub_f2p, pub_p2p
             expected = set(inst.get("expect_fail_to_pass", []))
             if expected - set(f2p):
-                raise SystemExit(f"{iid}: expected FAIL_TO_PASS not observed: {sorted(expected - set(f2p))}")
+                raise SystemExit(
+                    f"{iid}: expected FAIL_TO_PASS not observed: {sorted(expected - set(f2p))}"
+                )
             if not f2p:
-                raise SystemExit(f"{iid}: no test fails on base and passes with the fix")
+                raise SystemExit(
+                    f"{iid}: no test fails on base and passes with the fix"
+                )
             report["instances"][iid] = {
                 "image": IMAGE,
                 "runs_per_state": runs,
@@ -499,16 +649,23 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                 "excluded_not_passing_with_fix": broken,
                 "excluded_other": regress,
                 "excluded_by_spec": excluded_env,
-                **({"published_ids_cut_at_space": truncated} if "published" in inst and truncated else {}),
+                **(
+                    {"published_ids_cut_at_space": truncated}
+                    if "published" in inst and truncated
+                    else {}
+                ),
                 "seconds": timings,
                 "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
-            print(f"{iid}: F2P {len(f2p)} P2P {len(p2p)} flaky {len(flaky)} broken {len(broken)}")
+            print(
+                f"{iid}: F2P {len(f2p)} P2P {len(p2p)} flaky {len(flaky)} broken {len(broken)}"
+            )
     report["instances"] = dict(sorted(report["instances"].items()))
     dump_json(report_path, report)
 
 
 # ---------------------------------------------------------------- emit
+
 
 def published_sandgym(pkg: dict, inst: dict, v: dict, rel: dict) -> dict:
     pub = pkg["published"]
@@ -524,16 +681,19 @@ def published_sandgym(pkg: dict, inst: dict, v: dict, rel: dict) -> dict:
             "sha256": rel["base_archive_sha256"],
             "licence": pkg["licence"],
             "upstream_fix": f"published instance {inst['instance_id']} of {pub['dataset']} ({pub['split']} split), "
-                            f"all SWE-bench fields unchanged; copy read from {pub['copy']} (sha256 {pub['copy_sha256']})",
+            f"all SWE-bench fields unchanged; copy read from {pub['copy']} (sha256 {pub['copy_sha256']})",
             "base_state": f"git archive {inst['base_version']} of {pkg['git']['repo']} (no .git)",
             "validated": f"{v['runs_per_state']} runs each of base+test_patch and base+patch+test_patch on "
-                         f"{v['image']} (no network, uid 65534, plugin autoload off), {v['verified_at']}: every "
-                         "published FAIL_TO_PASS failed then passed, every PASS_TO_PASS passed; "
-                         "scripts/repo-sources/build.py verify",
+            f"{v['image']} (no network, uid 65534, plugin autoload off), {v['verified_at']}: every "
+            "published FAIL_TO_PASS failed then passed, every PASS_TO_PASS passed; "
+            "scripts/repo-sources/build.py verify",
             "notes": inst.get("notes", ""),
         },
-        "source": {"archive": archive_name(pkg, inst["base_version"]), "sha256": rel["base_archive_sha256"],
-                   "strip_components": 1},
+        "source": {
+            "archive": archive_name(pkg, inst["base_version"]),
+            "sha256": rel["base_archive_sha256"],
+            "strip_components": 1,
+        },
         "environment": pkg["environment"],
         "timeout_s": pkg.get("timeout_s", 120),
     }
@@ -554,11 +714,17 @@ def emit(pkg: dict) -> dict:
             record = dict(inst["published"])
             record["sandgym"] = published_sandgym(pkg, inst, v, rel)
             lines.append(json.dumps(record, ensure_ascii=False))
-            summary.append({
-                "instance_id": iid, "base_commit": base, "published": pkg["published"]["dataset"],
-                "fail_to_pass": len(v["FAIL_TO_PASS"]), "pass_to_pass": len(v["PASS_TO_PASS"]),
-                "excluded_flaky": len(v["excluded_flaky"]), "seconds": v["seconds"],
-            })
+            summary.append(
+                {
+                    "instance_id": iid,
+                    "base_commit": base,
+                    "published": pkg["published"]["dataset"],
+                    "fail_to_pass": len(v["FAIL_TO_PASS"]),
+                    "pass_to_pass": len(v["PASS_TO_PASS"]),
+                    "excluded_flaky": len(v["excluded_flaky"]),
+                    "seconds": v["seconds"],
+                }
+            )
             continue
         fixed_rel = pkg["releases"][inst["fixed_version"]]
         record = {
@@ -590,10 +756,10 @@ def emit(pkg: dict) -> dict:
                     "licence": pkg["licence"],
                     "upstream_fix": inst["upstream_fix"],
                     "base_state": "older release's sdist tree without PKG-INFO/*.egg-info; patch and "
-                                  "test_patch are hunks of the release-to-release diff",
+                    "test_patch are hunks of the release-to-release diff",
                     "validated": f"{v['runs_per_state']} runs each of base+test_patch and "
-                                 f"base+patch+test_patch on {v['image']} (no network, uid 65534, plugin "
-                                 f"autoload off), {v['verified_at']}; scripts/repo-sources/build.py verify",
+                    f"base+patch+test_patch on {v['image']} (no network, uid 65534, plugin "
+                    f"autoload off), {v['verified_at']}; scripts/repo-sources/build.py verify",
                     "notes": inst.get("notes", ""),
                 },
                 "source": {
@@ -606,42 +772,83 @@ def emit(pkg: dict) -> dict:
             },
         }
         lines.append(json.dumps(record, sort_keys=False, ensure_ascii=False))
-        summary.append({
-            "instance_id": iid, "base_version": base, "fixed_version": inst["fixed_version"],
-            "fail_to_pass": len(v["FAIL_TO_PASS"]), "pass_to_pass": len(v["PASS_TO_PASS"]),
-            "excluded_flaky": len(v["excluded_flaky"]), "seconds": v["seconds"],
-        })
+        summary.append(
+            {
+                "instance_id": iid,
+                "base_version": base,
+                "fixed_version": inst["fixed_version"],
+                "fail_to_pass": len(v["FAIL_TO_PASS"]),
+                "pass_to_pass": len(v["PASS_TO_PASS"]),
+                "excluded_flaky": len(v["excluded_flaky"]),
+                "seconds": v["seconds"],
+            }
+        )
     out = OUT / pkg["package"] / "instances.jsonl"
     out.write_text("\n".join(lines) + "\n")
     req = OUT / pkg["package"] / "requirements.txt"
     reqs = pkg["environment"].get("requirements", [])
-    req.write_text("# pip hash-checking mode; wheels only; empty = pytest from the base image only\n"
-                   + "".join(r + "\n" for r in reqs))
+    req.write_text(
+        "# pip hash-checking mode; wheels only; empty = pytest from the base image only\n"
+        + "".join(r + "\n" for r in reqs)
+    )
     archives = []
     for version in base_versions(pkg):
         path = OUT / pkg["package"] / archive_name(pkg, version)
-        entry = {"file": f"{pkg['package']}/{path.name}", "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+        entry = {
+            "file": f"{pkg['package']}/{path.name}",
+            "bytes": path.stat().st_size,
+            "sha256": sha256_file(path),
+        }
         if pkg.get("kind") == "git":
             entry.update({"from_git": pkg["git"]["repo"], "commit": version})
         else:
-            entry.update({"from_sdist": pkg["releases"][version]["url"], "sdist_sha256": pkg["releases"][version]["sha256"]})
+            entry.update(
+                {
+                    "from_sdist": pkg["releases"][version]["url"],
+                    "sdist_sha256": pkg["releases"][version]["sha256"],
+                }
+            )
         archives.append(entry)
-    return {"package": pkg["package"], "licence": pkg["licence"], "split": pkg["split"],
-            "homepage": pkg.get("homepage", ""), "instances_file": f"{pkg['package']}/instances.jsonl",
-            "archives": archives, "instances": summary}
+    return {
+        "package": pkg["package"],
+        "licence": pkg["licence"],
+        "split": pkg["split"],
+        "homepage": pkg.get("homepage", ""),
+        "instances_file": f"{pkg['package']}/instances.jsonl",
+        "archives": archives,
+        "instances": summary,
+    }
 
 
 # ---------------------------------------------------------------- cut (authoring aid)
+
 
 def file_diff(a: Path, b: Path, rel: str) -> str:
     pa, pb = a / rel, b / rel
     la = f"a/{rel}" if pa.exists() else "/dev/null"
     lb = f"b/{rel}" if pb.exists() else "/dev/null"
-    r = subprocess.run(["diff", "-u", "--label", la, "--label", lb, str(pa) if pa.exists() else "/dev/null",
-                        str(pb) if pb.exists() else "/dev/null"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "diff",
+            "-u",
+            "--label",
+            la,
+            "--label",
+            lb,
+            str(pa) if pa.exists() else "/dev/null",
+            str(pb) if pb.exists() else "/dev/null",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     if r.returncode == 0:
         return ""
-    mode = "" if pa.exists() and pb.exists() else ("new file mode 100644\n" if pb.exists() else "deleted file mode 100644\n")
+    mode = (
+        ""
+        if pa.exists() and pb.exists()
+        else ("new file mode 100644\n" if pb.exists() else "deleted file mode 100644\n")
+    )
     return f"diff --git a/{rel} b/{rel}\n{mode}{r.stdout}"
 
 
@@ -663,10 +870,17 @@ def cut(pkg: dict, old: str, new: str, files: list[str]) -> None:
             shutil.rmtree(mid, ignore_errors=True)
             (mid / rel).parent.mkdir(parents=True)
             shutil.copy(a / rel, mid / rel)
-            r = subprocess.run(["git", "apply", "--recount", "-p1", "-"], cwd=mid, input=chosen.encode(),
-                               capture_output=True)
+            r = subprocess.run(
+                ["git", "apply", "--recount", "-p1", "-"],
+                check=False,
+                cwd=mid,
+                input=chosen.encode(),
+                capture_output=True,
+            )
             if r.returncode != 0:
-                raise SystemExit(f"{spec}: selected hunks do not apply alone: {r.stderr.decode()}")
+                raise SystemExit(
+                    f"{spec}: selected hunks do not apply alone: {r.stderr.decode()}"
+                )
             sys.stdout.write(file_diff(a, mid, rel))
 
 
@@ -678,21 +892,43 @@ def renorm(pkg: dict, base: str, patch_file: str) -> None:
         a = extract_sdist(pkg, base, Path(tmp) / "a")
         b = Path(tmp) / "b"
         shutil.copytree(a, b)
-        r = subprocess.run(["git", "apply", "--recount", "-p1", "-"], cwd=b, input=patch.encode(), capture_output=True)
+        r = subprocess.run(
+            ["git", "apply", "--recount", "-p1", "-"],
+            check=False,
+            cwd=b,
+            input=patch.encode(),
+            capture_output=True,
+        )
         if r.returncode != 0:
-            raise SystemExit(f"{patch_file} does not apply to {base}: {r.stderr.decode()}")
+            raise SystemExit(
+                f"{patch_file} does not apply to {base}: {r.stderr.decode()}"
+            )
         for rel in patch_files(patch):
             sys.stdout.write(file_diff(a, b, rel))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["fetch", "archive", "verify", "emit", "all", "cut", "renorm"])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "step", choices=["fetch", "archive", "verify", "emit", "all", "cut", "renorm"]
+    )
     ap.add_argument("--package", action="append", help="limit to these packages")
-    ap.add_argument("--instance", action="append", help="verify: limit to these instance ids")
-    ap.add_argument("--runs", type=int, default=2, help="verify: runs per state (flakiness check)")
-    ap.add_argument("--update", action="store_true", help="archive: record new archive sha256s in the specs")
-    ap.add_argument("rest", nargs="*", help="cut: OLD NEW FILE[:HUNKS]...; renorm: BASE PATCH_FILE")
+    ap.add_argument(
+        "--instance", action="append", help="verify: limit to these instance ids"
+    )
+    ap.add_argument(
+        "--runs", type=int, default=2, help="verify: runs per state (flakiness check)"
+    )
+    ap.add_argument(
+        "--update",
+        action="store_true",
+        help="archive: record new archive sha256s in the specs",
+    )
+    ap.add_argument(
+        "rest", nargs="*", help="cut: OLD NEW FILE[:HUNKS]...; renorm: BASE PATCH_FILE"
+    )
     args = ap.parse_intermixed_args()
     pkgs = packages(args.package)
     if args.step == "renorm":
@@ -713,16 +949,24 @@ def main() -> None:
             verify(p, args.runs, args.instance)
     if args.step in ("emit", "all"):
         manifest_path = OUT / "manifest.json"
-        manifest = load_json(manifest_path) if manifest_path.exists() else {"packages": {}}
+        manifest = (
+            load_json(manifest_path) if manifest_path.exists() else {"packages": {}}
+        )
         for p in pkgs:
             manifest["packages"][p["package"]] = emit(p)
         manifest["packages"] = dict(sorted(manifest["packages"].items()))
         manifest["generated_by"] = "scripts/repo-sources/build.py"
-        manifest["format"] = "SWE-bench instances + `sandgym` object (coord repo-format v1)"
+        manifest["format"] = (
+            "SWE-bench instances + `sandgym` object (coord repo-format v1)"
+        )
         manifest["totals"] = {
             "packages": len(manifest["packages"]),
-            "instances": sum(len(p["instances"]) for p in manifest["packages"].values()),
-            "archive_bytes": sum(a["bytes"] for p in manifest["packages"].values() for a in p["archives"]),
+            "instances": sum(
+                len(p["instances"]) for p in manifest["packages"].values()
+            ),
+            "archive_bytes": sum(
+                a["bytes"] for p in manifest["packages"].values() for a in p["archives"]
+            ),
         }
         dump_json(manifest_path, manifest)
 
