@@ -153,7 +153,71 @@ def sdist_path(pkg: dict, version: str) -> Path:
     return CACHE / rel["filename"]
 
 
+def go_env() -> dict:
+    # The module cache lives beside the sdists; GOFLAGS=-modcacherw keeps it deletable.
+    return {
+        **os.environ,
+        "GOMODCACHE": str(CACHE / "gomod"),
+        "GOFLAGS": "-modcacherw",
+        "GOTOOLCHAIN": "local",
+    }
+
+
+def gomod_zip(pkg: dict, version: str) -> Path:
+    return CACHE / f"{pkg['package']}-{version}.zip"
+
+
+def fetch_gomod(pkg: dict) -> None:
+    for version, rel in pkg["releases"].items():
+        dest = gomod_zip(pkg, version)
+        if dest.exists() and sha256_file(dest) == rel["sha256"]:
+            continue
+        CACHE.mkdir(parents=True, exist_ok=True)
+        # `go mod download` checks the module against the checksum database (sum.golang.org)
+        # and prints its go.sum hash, which the spec pins as well as the zip's sha256.
+        out = subprocess.run(
+            ["go", "mod", "download", "-json", f"{pkg['module']}@{version}"],
+            check=True,
+            capture_output=True,
+            env=go_env(),
+        ).stdout
+        info = json.loads(out)
+        if info["Sum"] != rel["h1"]:
+            raise SystemExit(
+                f"{pkg['module']}@{version}: go.sum hash {info['Sum']} != pinned {rel['h1']}"
+            )
+        shutil.copy(info["Zip"], dest)
+        if sha256_file(dest) != rel["sha256"]:
+            raise SystemExit(f"{dest}: sha256 differs from the pinned one")
+        print(f"fetched {pkg['module']}@{version}")
+
+
+def extract_gomod(pkg: dict, version: str, into: Path) -> Path:
+    path = gomod_zip(pkg, version)
+    if not path.exists() or sha256_file(path) != pkg["releases"][version]["sha256"]:
+        raise SystemExit(
+            f"{path}: missing or not the pinned file; run `build.py fetch` first"
+        )
+    top = into / top_name(pkg, version)
+    prefix = f"{pkg['module_zip_prefix']}@{version}/"
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            if (
+                not name.startswith(prefix)
+                or name.endswith("/")
+                or ".." in name.split("/")
+            ):
+                raise SystemExit(f"{path}: unexpected entry {name}")
+            dest = top / name[len(prefix) :]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(z.read(name))
+    return top
+
+
 def fetch(pkg: dict) -> None:
+    if pkg.get("kind") == "gomod":
+        fetch_gomod(pkg)
+        return
     if pkg.get("kind") == "git":
         for commit in pkg["releases"]:
             subprocess.run(
@@ -237,6 +301,8 @@ def extract_git(pkg: dict, commit: str, into: Path) -> Path:
 def extract_sdist(pkg: dict, version: str, into: Path) -> Path:
     if pkg.get("kind") == "git":
         return extract_git(pkg, version, into)
+    if pkg.get("kind") == "gomod":
+        return extract_gomod(pkg, version, into)
     path = sdist_path(pkg, version)
     if not path.exists() or sha256_file(path) != pkg["releases"][version]["sha256"]:
         raise SystemExit(
@@ -417,7 +483,8 @@ def is_test_path(path: str, pkg: dict) -> bool:
     return (
         any(p in ("tests", "test", "testing") for p in parts[:-1])
         or name.startswith("test_")
-        or name.endswith("_test.py")
+        or name.endswith(("_test.py", "_test.go"))
+        or "testdata" in parts[:-1]
         or name in ("conftest.py", "pytest.ini", "tox.ini")
         or path in pkg.get("test_support_files", [])
     )
@@ -463,9 +530,102 @@ def requirements_site(pkg: dict, work: Path) -> Path | None:
     return site
 
 
+def run_go_suite(pkg: dict, tree: Path, out_dir: Path) -> tuple[dict, float]:
+    """`go test -json` in the same image, with the Go toolchain mounted read-only, no network and no
+    module proxy: the modules shipped here have no dependencies, so nothing may be downloaded."""
+    env = pkg["environment"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["chmod", "-R", "a+rwX", str(tree), str(out_dir)], check=True)
+    goroot = os.environ.get("SANDGYM_GOROOT", "/usr/local/go")
+    cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--memory",
+        "1g",
+        "--cpus",
+        "1",
+    ]
+    cmd += [
+        "--user",
+        "65534:65534",
+        "-w",
+        "/workspace/repo",
+        "-v",
+        f"{tree}:/workspace/repo",
+    ]
+    # The Go build cache is content-addressed, so sharing it between runs cannot change a verdict;
+    # without it every run recompiles the standard library (minutes on a loaded 2-core machine).
+    gocache = CACHE / "gocache"
+    gocache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["chmod", "a+rwX", str(gocache)], check=True)
+    cmd += [
+        "-v",
+        f"{out_dir}:/sandgym-out",
+        "-v",
+        f"{goroot}:/usr/local/go:ro",
+        "-v",
+        f"{gocache}:/gocache",
+    ]
+    for key, value in {
+        "PATH": "/usr/local/go/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "GOCACHE": "/gocache",
+        "GOPATH": "/tmp/gopath",
+        "GOPROXY": "off",
+        "GOFLAGS": "-mod=mod",
+        "GOTOOLCHAIN": "local",
+        "GOTELEMETRY": "off",
+        "CGO_ENABLED": "0",
+    }.items():
+        cmd += ["-e", f"{key}={value}"]
+    cmd += [
+        IMAGE,
+        "sh",
+        "-c",
+        'go test -json -count=1 "$@" > /sandgym-out/test.json',
+        "go-test",
+    ]
+    cmd += env.get("go_test_args", []) + pkg["test_paths"]
+    t0 = time.monotonic()
+    r = subprocess.run(
+        cmd, check=False, capture_output=True, timeout=pkg.get("timeout_s", 300)
+    )
+    elapsed = time.monotonic() - t0
+    (out_dir / "log.txt").write_bytes(r.stdout + r.stderr)
+    tests: dict[str, str] = {}
+    build_failed = []
+    for line in (out_dir / "test.json").read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        ev = json.loads(line)
+        action = ev.get("Action")
+        if action not in ("pass", "fail", "skip"):
+            continue
+        if "Test" in ev:
+            tests[f"{ev['Package']}::{ev['Test']}"] = {
+                "pass": "passed",
+                "fail": "failed",
+                "skip": "skipped",
+            }[action]
+        elif action == "fail" and not any(
+            k.startswith(ev["Package"] + "::") for k in tests
+        ):
+            build_failed.append(ev["Package"])
+    return {
+        "exitstatus": r.returncode,
+        "tests": tests,
+        "build_failed": build_failed,
+    }, elapsed
+
+
 def run_suite(
     pkg: dict, tree: Path, site: Path | None, out_dir: Path
 ) -> tuple[dict, float]:
+    if pkg.get("language") == "go":
+        return run_go_suite(pkg, tree, out_dir)
     env = pkg["environment"]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sandgym_verify_report.py").write_text(REPORTER)
@@ -577,6 +737,10 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                     res, elapsed = run_suite(
                         pkg, tree, site, tmp / f"out-{iid}-{state}-{n}"
                     )
+                    if res.get("build_failed"):
+                        raise SystemExit(
+                            f"{iid} {state}: packages failed to build: {res['build_failed']}"
+                        )
                     outcomes[state].append(res["tests"])
                     timings[state].append(round(elapsed, 2))
                     print(
@@ -741,11 +905,13 @@ def emit(pkg: dict) -> dict:
             "environment_setup_commit": f"sdist:{pkg['package']}-{base}",
             "created_at": inst["created_at"],
             "sandgym": {
-                "language": "python",
+                "language": pkg.get("language", "python"),
                 "split": pkg["split"],
                 "difficulty": inst.get("difficulty", "medium"),
                 "provenance": {
-                    "source": "pypi-sdist",
+                    "source": "go-module-proxy"
+                    if pkg.get("kind") == "gomod"
+                    else "pypi-sdist",
                     "package": pkg["package"],
                     "version": base,
                     "fixed_version": inst["fixed_version"],
@@ -755,11 +921,21 @@ def emit(pkg: dict) -> dict:
                     "fixed_sha256": fixed_rel["sha256"],
                     "licence": pkg["licence"],
                     "upstream_fix": inst["upstream_fix"],
-                    "base_state": "older release's sdist tree without PKG-INFO/*.egg-info; patch and "
-                    "test_patch are hunks of the release-to-release diff",
+                    "base_state": (
+                        "older release's module zip from the Go module proxy (go.sum hash checked), "
+                        "unpacked; patch and test_patch are hunks of the release-to-release diff"
+                        if pkg.get("kind") == "gomod"
+                        else "older release's sdist tree without PKG-INFO/*.egg-info; patch and "
+                        "test_patch are hunks of the release-to-release diff"
+                    ),
                     "validated": f"{v['runs_per_state']} runs each of base+test_patch and "
-                    f"base+patch+test_patch on {v['image']} (no network, uid 65534, plugin "
-                    f"autoload off), {v['verified_at']}; scripts/repo-sources/build.py verify",
+                    f"base+patch+test_patch on {v['image']} (no network, uid 65534, "
+                    + (
+                        "go test -json, GOPROXY=off"
+                        if pkg.get("kind") == "gomod"
+                        else "plugin autoload off"
+                    )
+                    + f"), {v['verified_at']}; scripts/repo-sources/build.py verify",
                     "notes": inst.get("notes", ""),
                 },
                 "source": {
