@@ -622,7 +622,7 @@ def run_go_suite(pkg: dict, tree: Path, out_dir: Path) -> tuple[dict, float]:
 
 
 def run_suite(
-    pkg: dict, tree: Path, site: Path | None, out_dir: Path
+    pkg: dict, tree: Path, site: Path | None, out_dir: Path, test_paths: list[str]
 ) -> tuple[dict, float]:
     if pkg.get("language") == "go":
         return run_go_suite(pkg, tree, out_dir)
@@ -686,7 +686,7 @@ def run_suite(
     ]
     for plugin in env.get("pytest_plugins", []):
         cmd += ["-p", plugin]
-    cmd += env.get("pytest_args", []) + pkg["test_paths"]
+    cmd += env.get("pytest_args", []) + test_paths
     t0 = time.monotonic()
     r = subprocess.run(
         cmd, check=False, capture_output=True, timeout=pkg.get("timeout_s", 300)
@@ -735,7 +735,12 @@ def verify(pkg: dict, runs: int, only: list[str] | None) -> None:
                     if state == "fixed":
                         apply_patch(tree, inst["patch"], f"{iid} patch")
                     res, elapsed = run_suite(
-                        pkg, tree, site, tmp / f"out-{iid}-{state}-{n}"
+                        pkg,
+                        tree,
+                        site,
+                        tmp / f"out-{iid}-{state}-{n}",
+                        # an old release may keep its tests elsewhere (parse 1.17: test_parse.py)
+                        inst.get("test_paths", pkg["test_paths"]),
                     )
                     if res.get("build_failed"):
                         raise SystemExit(
