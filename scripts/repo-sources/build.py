@@ -167,7 +167,36 @@ def gomod_zip(pkg: dict, version: str) -> Path:
     return CACHE / f"{pkg['package']}-{version}.zip"
 
 
+def fetch_go_toolchain(pkg: dict) -> Path:
+    """The Go toolchain is itself a module on the proxy (golang.org/toolchain, what GOTOOLCHAIN
+    switching downloads), so the recipe pins it by its go.sum hash like any dependency."""
+    tc = pkg["environment"]["toolchain"]
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{tc['module']}@{tc['version']}"],
+        check=True,
+        capture_output=True,
+        env=go_env(),
+    ).stdout
+    info = json.loads(out)
+    if info["Sum"] != tc["h1"]:
+        raise SystemExit(
+            f"{tc['module']}@{tc['version']}: go.sum hash {info['Sum']} != pinned {tc['h1']}"
+        )
+    goroot = Path(info["Dir"])
+    # Module zips carry no file modes; the go command marks a downloaded toolchain's binaries
+    # executable the same way when it switches toolchains.
+    for sub in (
+        "bin",
+        f"pkg/tool/{'_'.join(tc['version'].rsplit('.', 1)[-1].split('-'))}",
+    ):
+        for f in (goroot / sub).glob("*"):
+            if f.is_file():
+                f.chmod(0o755)
+    return goroot
+
+
 def fetch_gomod(pkg: dict) -> None:
+    fetch_go_toolchain(pkg)
     for version, rel in pkg["releases"].items():
         dest = gomod_zip(pkg, version)
         if dest.exists() and sha256_file(dest) == rel["sha256"]:
@@ -536,7 +565,7 @@ def run_go_suite(pkg: dict, tree: Path, out_dir: Path) -> tuple[dict, float]:
     env = pkg["environment"]
     out_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(["chmod", "-R", "a+rwX", str(tree), str(out_dir)], check=True)
-    goroot = os.environ.get("SANDGYM_GOROOT", "/usr/local/go")
+    goroot = fetch_go_toolchain(pkg)
     cmd = [
         "docker",
         "run",
