@@ -37,6 +37,7 @@ const DEFAULT_COMMAND: Record<TaskSpec['test']['format'], string[]> = {
   'pytest-junit': ['python3', '-m', 'pytest'],
   'node-test-junit': ['node', '--test'],
   'repo-pytest': ['python3', '-m', 'pytest'],
+  'repo-go': ['go', 'test'],
 };
 /** Flags the grader owns; a task may not set them (they would undo the isolation). */
 const RESERVED_FLAG =

@@ -3,7 +3,7 @@ import type { RepoTaskData } from '../repo/repo-types.js';
 import type { SandboxLimits } from '../sandbox-api.js';
 
 export type Split = 'train' | 'eval';
-export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell';
+export type TaskLanguage = 'python' | 'typescript' | 'javascript' | 'shell' | 'go';
 export type Difficulty = 'easy' | 'medium' | 'hard';
 export type ShapingMode = 'none' | 'on_write' | 'every_step';
 /**
@@ -11,9 +11,10 @@ export type ShapingMode = 'none' | 'on_write' | 'every_step';
  * (envs/src/code/harness/python: a worker process as the agent uid). node-harness: the same for `node --test`
  * (envs/src/code/harness/node, tests import 'sandgym-harness'). pytest-junit / node-test-junit: the old
  * in-process formats (code under test inside the test runner), accepted only with `trusted: true`. repo-pytest: a
- * repository task's own pytest suite (envs/src/repo, `"kind": "repository"`), never written in a task.json's test.
+ * repository task's own pytest suite (envs/src/repo, `"kind": "repository"`), never written in a task.json's test; repo-go:
+ * the same for a Go repository's `go test` suite.
  */
-export type TestFormat = 'pytest-harness' | 'node-harness' | 'pytest-junit' | 'node-test-junit' | 'repo-pytest';
+export type TestFormat = 'pytest-harness' | 'node-harness' | 'pytest-junit' | 'node-test-junit' | 'repo-pytest' | 'repo-go';
 /** Formats whose code under test never runs inside the judge. */
 export const HARNESS_FORMATS: readonly TestFormat[] = ['pytest-harness', 'node-harness'];
 export function isHarnessFormat(f: TestFormat): boolean {

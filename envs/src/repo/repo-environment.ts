@@ -8,6 +8,21 @@ import { createHash } from 'node:crypto';
 export const REPO_BASE_IMAGES = ['sandgym/python:1'] as const;
 /** Bumped by hand when the build steps change in a way the recipe's fields do not show. */
 export const REPO_ENV_REVISION = 1;
+/** Bumped when the Go image's build steps change (the toolchain's place, `go install std`, test2json). */
+export const REPO_GO_ENV_REVISION = 1;
+/** Where a Go recipe's toolchain is in the image (GOROOT), with the standard library installed into GOROOT/pkg. */
+export const REPO_GOROOT = '/usr/local/go';
+/**
+ * A Go toolchain pinned as the module golang.org/toolchain (what GOTOOLCHAIN switching downloads from the module proxy),
+ * by its go.sum hash: fetched on the host through the module proxy the machine reaches, checked, built into the image.
+ */
+export interface GoToolchainPin {
+  module: 'golang.org/toolchain';
+  /** e.g. "v0.0.1-go1.26.8.linux-amd64". */
+  version: string;
+  /** The go.sum hash of the module zip ("h1:<base64 sha256>"). */
+  h1: string;
+}
 /** Where the recipe's wheels are unpacked in the image (a .pth in the system site puts it on sys.path). */
 export const REPO_SITE_DIR = '/opt/sandgym/site';
 
@@ -21,6 +36,41 @@ export interface EnvironmentRecipe {
   pytest_plugins: string[];
   /** Extra pytest arguments (the grader's own options are refused). */
   pytest_args: string[];
+  /** Go tasks: the pinned toolchain (the image is base_image + this toolchain as GOROOT). */
+  toolchain?: GoToolchainPin;
+}
+
+export const GO_TOOLCHAIN_VERSION = /^v0\.0\.1-go1\.[0-9]+(\.[0-9]+)?\.linux-amd64$/;
+const H1 = /^h1:[A-Za-z0-9+/]{43}=$/;
+
+/** Validates a Go recipe (`language: "go"`): base_image, toolchain; `dependencies`/`note` texts and an empty `go_test_args` are accepted as notes. */
+export function validateGoRecipe(v: unknown, fail: (where: string, msg: string) => never): EnvironmentRecipe {
+  if (!isObj(v)) return fail('', 'must be an object (base_image, toolchain)');
+  for (const k of Object.keys(v))
+    if (!['base_image', 'toolchain', 'dependencies', 'go_test_args'].includes(k)) fail(`/${k}`, 'is not an allowed field of a Go recipe');
+  const base = v.base_image ?? REPO_BASE_IMAGES[0];
+  if (typeof base !== 'string' || !(REPO_BASE_IMAGES as readonly string[]).includes(base))
+    fail('/base_image', `must be one of ${REPO_BASE_IMAGES.map((b) => JSON.stringify(b)).join(', ')} (local images only)`);
+  if (v.dependencies !== undefined && typeof v.dependencies !== 'string') fail('/dependencies', 'must be a string (a note)');
+  if (v.go_test_args !== undefined && !(Array.isArray(v.go_test_args) && v.go_test_args.length === 0))
+    fail('/go_test_args', 'must be empty (the grader owns the test binary flags)');
+  const tc = v.toolchain;
+  if (!isObj(tc)) return fail('/toolchain', 'must be an object {module, version, h1}');
+  for (const k of Object.keys(tc)) if (!['module', 'version', 'h1', 'mounted_at', 'note'].includes(k)) fail(`/toolchain/${k}`, 'is not an allowed field');
+  if (tc.module !== 'golang.org/toolchain') fail('/toolchain/module', 'must be "golang.org/toolchain"');
+  if (typeof tc.version !== 'string' || !GO_TOOLCHAIN_VERSION.test(tc.version))
+    fail('/toolchain/version', `must match ${GO_TOOLCHAIN_VERSION.source} (a linux-amd64 toolchain module version)`);
+  if (typeof tc.h1 !== 'string' || !H1.test(tc.h1)) fail('/toolchain/h1', 'must be a go.sum hash "h1:<base64 of 32 bytes>"');
+  if (tc.mounted_at !== undefined && tc.mounted_at !== REPO_GOROOT) fail('/toolchain/mounted_at', `must be ${JSON.stringify(REPO_GOROOT)}`);
+  if (tc.note !== undefined && typeof tc.note !== 'string') fail('/toolchain/note', 'must be a string');
+  return {
+    base_image: base as string,
+    python_path: [],
+    requirements: [],
+    pytest_plugins: [],
+    pytest_args: [],
+    toolchain: { module: 'golang.org/toolchain', version: tc.version as string, h1: tc.h1 as string },
+  };
 }
 
 export const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+) --hash=sha256:([0-9a-f]{64})$/;
@@ -63,6 +113,10 @@ export function validateRecipe(v: unknown, fail: (where: string, msg: string) =>
 
 /** The recipe's content identity (what the image is built from). */
 export function recipeHash(r: EnvironmentRecipe): string {
+  if (r.toolchain) {
+    const go = JSON.stringify({ base: r.base_image, toolchain: r.toolchain, go_revision: REPO_GO_ENV_REVISION });
+    return createHash('sha256').update(go).digest('hex').slice(0, 16);
+  }
   const input = JSON.stringify({ base: r.base_image, requirements: [...r.requirements].sort(), revision: REPO_ENV_REVISION });
   return createHash('sha256').update(input).digest('hex').slice(0, 16);
 }
@@ -72,5 +126,6 @@ export function recipeHash(r: EnvironmentRecipe): string {
  * else `sandgym/repo-env:<recipe hash>`, built once per content and shared by every task of the same environment.
  */
 export function environmentImage(r: EnvironmentRecipe): string {
+  if (r.toolchain) return `sandgym/repo-env:${recipeHash(r)}`;
   return r.requirements.length === 0 ? r.base_image : `sandgym/repo-env:${recipeHash(r)}`;
 }

@@ -23,6 +23,7 @@ import { combine, GradeCache } from '../code/rubric.js';
 import { sha256Hex } from '../code/task-hash.js';
 import type { LoadedTask } from '../code/task-types.js';
 import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type WorkspaceCapture } from '../workspace/capture.js';
+import { GO_GRADE_SH } from './go-grade-sh.js';
 import { REPO_SITE_DIR } from './repo-environment.js';
 import { pathRole } from './repo-task.js';
 import { REPO_ISOLATION, type RepoTaskData } from './repo-types.js';
@@ -48,7 +49,7 @@ export interface RepoGradeOptions {
 
 export type RepoSubmission = Uint8Array | CapturedWorkspace | CaptureRefused;
 
-interface TreeFile {
+export interface TreeFile {
   content: Uint8Array;
   mode: number;
 }
@@ -70,7 +71,7 @@ export function composeGradingTree(
   for (const e of capture.entries) {
     if (e.type === 'directory') continue;
     seen.add(e.path);
-    const role = pathRole(e.path, hidden);
+    const role = pathRole(e.path, hidden, repo.language);
     const b = base.get(e.path);
     if (e.type === 'symlink') {
       if (role !== 'source') ignored.push(e.path);
@@ -89,7 +90,7 @@ export function composeGradingTree(
   }
   // Source files the agent deleted are deleted; tests and support files it deleted are the judge's again.
   for (const f of task.workspace) {
-    if (seen.has(f.path) || pathRole(f.path, hidden) !== 'source') continue;
+    if (seen.has(f.path) || pathRole(f.path, hidden, repo.language) !== 'source') continue;
     files.delete(f.path);
     changed.push(f.path);
   }
@@ -184,10 +185,10 @@ frame done
  * Identifies the repository judge: the function-task judge's version (GRADER_VERSION, unchanged by this kind) plus a
  * digest of everything that decides a repository verdict here (the runner, the always-equal scan, the grade script).
  */
-export const REPO_GRADER_VERSION = `${GRADER_VERSION}+repo1.${createHash('sha256').update([REPO_RUNNER_PY, REPO_EQ_SCAN_PY, REPO_GRADE_SH].join('\u0000')).digest('hex').slice(0, 12)}`;
+export const REPO_GRADER_VERSION = `${GRADER_VERSION}+repo1.${createHash('sha256').update([REPO_RUNNER_PY, REPO_EQ_SCAN_PY, REPO_GRADE_SH, GO_GRADE_SH].join('\u0000')).digest('hex').slice(0, 12)}`;
 
 const hex = () => randomBytes(8).toString('hex');
-const MAX_LISTED = 50;
+export const MAX_LISTED = 50;
 
 interface RunnerReport {
   token: string;
@@ -246,7 +247,7 @@ export function outcomeOf(tests: Record<string, string>, cut: Map<string, string
   return full.map((f) => tests[f] ?? 'missing').find((o) => o !== 'passed') ?? 'passed';
 }
 
-function firstFew(ids: string[]): string {
+export function firstFew(ids: string[]): string {
   return ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, ... (${ids.length} in all)` : '');
 }
 
@@ -306,6 +307,12 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
         outcomes: {},
       },
     };
+    opts.cache?.set(key, result);
+    return result;
+  }
+  if (repo.language === 'go') {
+    const { gradeGoTree } = await import('./repo-grade-go.js');
+    const result = await gradeGoTree(task, tree, { ...opts, t0, filterMs, hash });
     opts.cache?.set(key, result);
     return result;
   }

@@ -11,8 +11,8 @@ import path from 'node:path';
 import { readTree, TaskLoadError } from '../code/task-files.js';
 import { sha256Hex, taskContentHash } from '../code/task-hash.js';
 import type { LoadedTask, TaskFile } from '../code/task-types.js';
-import { environmentImage, validateRecipe } from './repo-environment.js';
-import type { RepoTaskData, RepoTaskJson } from './repo-types.js';
+import { environmentImage, validateGoRecipe, validateRecipe } from './repo-environment.js';
+import type { RepoLanguage, RepoTaskData, RepoTaskJson } from './repo-types.js';
 
 export type { RepoProvenance, RepoTaskData, RepoTaskJson } from './repo-types.js';
 
@@ -22,6 +22,11 @@ export const DEFAULT_REPO_TIMEOUT_S = 120;
 export const MAX_REPO_TIMEOUT_S = 1800;
 /** A test id: a pytest node id relative to the repository root ("tests/test_x.py::TestC::test_m[1-2]"). */
 const TEST_ID = /^[^\s:][^\n\r\0]*\.py(::[^\n\r\0]+)+$/;
+/**
+ * A Go test id, as `go test -json` reports it: "<package import path>::<TestName>" (a top-level test function; a
+ * subtest "TestName/sub" too). The import path is the module path (go.mod) or a path below it.
+ */
+export const GO_TEST_ID = /^([A-Za-z0-9][A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*)::((Test|Fuzz|Example)[A-Za-z0-9_]*)(\/[^\s\0]+)?$/;
 const TASK_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const ALLOWED_ENTRIES = new Set(['task.json', 'workspace', 'tests', 'solution', 'patch.diff', 'test_patch.diff', 'README.md']);
 
@@ -57,11 +62,29 @@ export function isPlainRelPath(p: string): boolean {
   );
 }
 
-export function testIdList(file: string, v: unknown, where: string): string[] {
-  if (!Array.isArray(v)) fail(file, where, 'must be an array of pytest node ids');
+/** A Go test id's package directory relative to the module root, or null when the package is outside the module. */
+export function goPackageDir(id: string, module: string): string | null {
+  const pkg = id.slice(0, id.indexOf('::'));
+  if (pkg === module) return '.';
+  if (!pkg.startsWith(`${module}/`)) return null;
+  const rel = pkg.slice(module.length + 1);
+  return isPlainRelPath(rel) ? rel : null;
+}
+
+/** The module path of a go.mod, or null. */
+export function goModulePath(gomod: string): string | null {
+  const m = /^\s*module\s+("?)([^\s"]+)\1\s*(\/\/.*)?$/m.exec(gomod);
+  return m ? (m[2] as string) : null;
+}
+
+export function testIdList(file: string, v: unknown, where: string, language: RepoLanguage = 'python'): string[] {
+  if (!Array.isArray(v)) fail(file, where, language === 'go' ? 'must be an array of Go test ids' : 'must be an array of pytest node ids');
   const seen = new Set<string>();
   return v.map((id, i) => {
-    if (typeof id !== 'string' || !TEST_ID.test(id) || !isPlainRelPath(id.slice(0, id.indexOf('::'))))
+    if (language === 'go') {
+      if (typeof id !== 'string' || !GO_TEST_ID.test(id) || id.length > 1024)
+        fail(file, `${where}/${i}`, `must be a Go test id "<package import path>::TestName", got ${JSON.stringify(id)}`);
+    } else if (typeof id !== 'string' || !TEST_ID.test(id) || !isPlainRelPath(id.slice(0, id.indexOf('::'))))
       fail(file, `${where}/${i}`, `must be a pytest node id relative to the repository root ("tests/test_x.py::test_y"), got ${JSON.stringify(id)}`);
     if (seen.has(id)) fail(file, `${where}/${i}`, `${JSON.stringify(id)} is listed twice`);
     seen.add(id);
@@ -93,18 +116,21 @@ export function validateRepoTaskJson(value: unknown, file: string): RepoTaskJson
   if (!TASK_ID.test(id)) fail(file, '/id', `must match ${TASK_ID.source}`);
   str(file, value, 'instruction', '', { max: 200_000 });
   if (value.split !== 'train' && value.split !== 'eval') fail(file, '/split', 'must be one of "train", "eval"');
-  if (value.language !== 'python') fail(file, '/language', 'must be "python" (the only repository language so far)');
+  if (value.language !== 'python' && value.language !== 'go') fail(file, '/language', 'must be "python" or "go"');
+  const language = value.language as RepoLanguage;
   if (!['easy', 'medium', 'hard'].includes(value.difficulty as string)) fail(file, '/difficulty', 'must be one of "easy", "medium", "hard"');
   if (value.max_steps !== undefined && (!Number.isInteger(value.max_steps) || (value.max_steps as number) < 1 || (value.max_steps as number) > 1000))
     fail(file, '/max_steps', 'must be an integer in 1..1000');
   if (value.limits !== undefined && !isObj(value.limits)) fail(file, '/limits', 'must be an object');
-  const env = validateRecipe(value.environment, (where, msg) => fail(file, `/environment${where}`, msg));
+  const envFail = (where: string, msg: string): never => fail(file, `/environment${where}`, msg);
+  const env = language === 'go' ? validateGoRecipe(value.environment, envFail) : validateRecipe(value.environment, envFail);
   if (!isObj(value.tests)) fail(file, '/tests', 'must be an object');
   const t = value.tests;
   onlyKeys(file, t, '/tests', ['framework', 'fail_to_pass', 'pass_to_pass', 'timeout_s', 'deleted']);
-  if (t.framework !== 'pytest') fail(file, '/tests/framework', 'must be "pytest"');
-  const f2p = testIdList(file, t.fail_to_pass, '/tests/fail_to_pass');
-  const p2p = testIdList(file, t.pass_to_pass, '/tests/pass_to_pass');
+  const framework = language === 'go' ? 'go-test' : 'pytest';
+  if (t.framework !== framework) fail(file, '/tests/framework', `must be "${framework}" for language "${language}"`);
+  const f2p = testIdList(file, t.fail_to_pass, '/tests/fail_to_pass', language);
+  const p2p = testIdList(file, t.pass_to_pass, '/tests/pass_to_pass', language);
   if (f2p.length === 0) fail(file, '/tests/fail_to_pass', 'must name at least one test (a task no test can tell from its base state is not a task)');
   const both = f2p.find((x) => p2p.includes(x));
   if (both) fail(file, '/tests/pass_to_pass', `${JSON.stringify(both)} is also in fail_to_pass`);
@@ -142,11 +168,29 @@ const NEVER_FILE = /(^|\/)(sitecustomize\.py|usercustomize\.py)$|\.(pth|pyc|pyo|
 export type PathRole = 'test' | 'never' | 'source';
 
 /**
+ * Go: `_test.go` files, testdata/ and go.mod/go.sum are the judge's; a workspace file (go.work, vendor/ copies of
+ * modules) that would change which code is built is never taken; prebuilt objects (.syso, .a) are never taken either.
+ */
+const GO_NEVER_DIRS = new Set(['vendor']);
+const GO_NEVER_FILE = /(^|\/)(go\.work|go\.work\.sum)$|\.(syso|a|so)$/;
+function goPathRole(p: string, hidden: ReadonlySet<string>): PathRole {
+  const segs = p.split('/');
+  const base = segs[segs.length - 1] ?? '';
+  if (segs.some((s) => NEVER_DIRS.has(s) || GO_NEVER_DIRS.has(s))) return 'never';
+  if (GO_NEVER_FILE.test(p)) return 'never';
+  if (hidden.has(p)) return 'test';
+  if (segs.slice(0, -1).includes('testdata')) return 'test';
+  if (base === 'go.mod' || base === 'go.sum' || base.endsWith('_test.go')) return 'test';
+  return 'source';
+}
+
+/**
  * Whose copy of a path the grading tree holds. 'test': the judge's (a test, a conftest, test configuration or a file
  * under a test folder: fixtures and data); 'never': the judge's too, and such a path cannot even be added (hooks
  * Python runs on its own, bytecode that can shadow source, history, installed copies); 'source': the agent's.
  */
-export function pathRole(p: string, hidden: ReadonlySet<string>): PathRole {
+export function pathRole(p: string, hidden: ReadonlySet<string>, language: RepoLanguage = 'python'): PathRole {
+  if (language === 'go') return goPathRole(p, hidden);
   const segs = p.split('/');
   const base = segs[segs.length - 1] ?? '';
   if (segs.some((s) => NEVER_DIRS.has(s) || s.endsWith('.egg-info') || s.endsWith('.dist-info'))) return 'never';
@@ -180,27 +224,42 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
   const tests = await readTree(path.join(dir, 'tests'));
   const solution = await readTree(path.join(dir, 'solution'));
   const hidden = new Set(tests.map((f) => f.path));
+  const lang = json.language;
   for (const f of workspace) {
-    if (pathRole(f.path, hidden) === 'never')
+    if (pathRole(f.path, hidden, lang) === 'never')
       throw new TaskLoadError(`${file}: workspace/${f.path} is a file the judge never grades (history, bytecode, hooks): remove it`, file);
   }
   for (const f of solution) {
-    if (pathRole(f.path, hidden) !== 'source')
+    if (pathRole(f.path, hidden, lang) !== 'source')
       throw new TaskLoadError(`${file}: solution/${f.path} is a test or test-support file: the reference fix may change source files only`, file);
   }
   const deleted = json.tests.deleted ?? [];
   // Every test id names a file of the grading tree: the base tree with test_patch applied.
   const gradingFiles = new Set([...workspace.map((f) => f.path).filter((p) => !deleted.includes(p)), ...hidden]);
-  for (const id of [...json.tests.fail_to_pass, ...json.tests.pass_to_pass]) {
-    const f = id.slice(0, id.indexOf('::'));
-    if (!gradingFiles.has(f)) fail(file, '/tests', `${JSON.stringify(id)} names ${f}, which is not a file of the repository after test_patch`);
-    if (pathRole(f, hidden) !== 'test')
-      fail(
-        file,
-        '/tests',
-        `${JSON.stringify(id)} names ${f}, which the judge would take from the agent (name test files test_*.py / *_test.py or put them under tests/)`,
-      );
-  }
+  let goModule: string | undefined;
+  if (lang === 'go') {
+    const gomod = tests.find((f) => f.path === 'go.mod') ?? workspace.find((f) => f.path === 'go.mod');
+    const mod = gomod ? goModulePath(Buffer.from(gomod.content).toString('utf8')) : null;
+    if (!mod) fail(file, '/tests', 'a Go repository task needs a go.mod with a module line at the repository root');
+    goModule = mod;
+    for (const id of [...json.tests.fail_to_pass, ...json.tests.pass_to_pass]) {
+      const d = goPackageDir(id, mod);
+      if (d === null) fail(file, '/tests', `${JSON.stringify(id)} names a package outside the module ${mod}`);
+      const prefix = d === '.' ? '' : `${d}/`;
+      const hasTest = [...gradingFiles].some((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/') && p.endsWith('_test.go'));
+      if (!hasTest) fail(file, '/tests', `${JSON.stringify(id)} names package directory ${d}, which has no _test.go file after test_patch`);
+    }
+  } else
+    for (const id of [...json.tests.fail_to_pass, ...json.tests.pass_to_pass]) {
+      const f = id.slice(0, id.indexOf('::'));
+      if (!gradingFiles.has(f)) fail(file, '/tests', `${JSON.stringify(id)} names ${f}, which is not a file of the repository after test_patch`);
+      if (pathRole(f, hidden) !== 'test')
+        fail(
+          file,
+          '/tests',
+          `${JSON.stringify(id)} names ${f}, which the judge would take from the agent (name test files test_*.py / *_test.py or put them under tests/)`,
+        );
+    }
   const image = environmentImage(json.environment);
   const hashInput = JSON.stringify({
     f2p: json.tests.fail_to_pass,
@@ -213,7 +272,7 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
     id: json.id,
     instruction: json.instruction,
     split: json.split,
-    language: 'python' as const,
+    language: lang,
     image,
     ...(json.limits ? { limits: json.limits } : {}),
     max_steps: json.max_steps ?? 50,
@@ -222,8 +281,8 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
     shaping: 'none' as const,
     trusted: false,
     test: {
-      format: 'repo-pytest' as const,
-      command: ['python3', '-m', 'pytest'],
+      format: lang === 'go' ? ('repo-go' as const) : ('repo-pytest' as const),
+      command: lang === 'go' ? ['go', 'test'] : ['python3', '-m', 'pytest'],
       expected_tests: json.tests.fail_to_pass.length + json.tests.pass_to_pass.length,
       timeout_s: json.tests.timeout_s ?? DEFAULT_REPO_TIMEOUT_S,
       call_timeout_s: 0,
@@ -231,6 +290,8 @@ export async function loadRepoTask(dir: string, setDir: string, parsed: unknown,
   };
   const data: RepoTaskData = {
     json,
+    language: lang,
+    ...(goModule !== undefined ? { go_module: goModule } : {}),
     fail_to_pass: json.tests.fail_to_pass,
     pass_to_pass: json.tests.pass_to_pass,
     timeout_s: spec.test.timeout_s,

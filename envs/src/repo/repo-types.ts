@@ -16,19 +16,23 @@ export interface RepoProvenance {
   [k: string]: unknown;
 }
 
+/** The languages of repository tasks: Python (pytest) and Go (go test, module without dependencies). */
+export type RepoLanguage = 'python' | 'go';
+
 /** task.json of a repository task, as written. */
 export interface RepoTaskJson {
   kind: 'repository';
   id: string;
   instruction: string;
   split: 'train' | 'eval';
-  language: 'python';
+  language: RepoLanguage;
   difficulty: 'easy' | 'medium' | 'hard';
   max_steps?: number;
   limits?: Partial<SandboxLimits>;
   environment: EnvironmentRecipe;
   tests: {
-    framework: 'pytest';
+    /** "pytest" (Python) or "go-test" (Go). */
+    framework: 'pytest' | 'go-test';
     fail_to_pass: string[];
     pass_to_pass: string[];
     timeout_s?: number;
@@ -46,6 +50,9 @@ export interface RepoTaskJson {
 /** What a loaded repository task carries besides the LoadedTask fields (LoadedTask.repo). */
 export interface RepoTaskData {
   json: RepoTaskJson;
+  language: RepoLanguage;
+  /** Go: the module path (go.mod of the base tree), which maps a test id's package to its directory. */
+  go_module?: string;
   fail_to_pass: string[];
   pass_to_pass: string[];
   timeout_s: number;

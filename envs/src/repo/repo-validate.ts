@@ -59,21 +59,65 @@ const LEAK_ROOTS = ['/workspace', '/usr', '/opt', '/srv', '/home', '/root', '/tm
 
 /**
  * Lines the fix adds that appear nowhere in the base tree, not even inside a longer line (the search is by substring,
- * `grep -F`): distinctive enough that finding one in the agent's sandbox means a copy of the fixed code (at most 8).
+ * `grep -F`): the candidates a copy of the fixed code would hold (at most 8).
  */
 export function fixLines(task: LoadedTask): string[] {
+  return fixRuns(task).flat().slice(0, 8);
+}
+
+/**
+ * The fix's distinctive lines (fixLines' criteria) in runs: lines that stand next to each other in a fixed file (blank
+ * lines between them ignored), in order. A generic fix line (`filename = os.fspath(filename)`) also occurs in the
+ * image's standard library, which is no copy of the fix; two such lines next to each other, as the fix has them, are
+ * evidence. A run of one line (a one-line fix) is all there is to search for.
+ */
+export function fixRuns(task: LoadedTask): string[][] {
   const baseTexts = task.workspace.map((f) => Buffer.from(f.content).toString('utf8'));
-  const out: string[] = [];
+  const runs: string[][] = [];
+  const seen = new Set<string>();
   for (const f of task.solution.files) {
+    let run: string[] = [];
     for (const l of Buffer.from(f.content).toString('utf8').split('\n')) {
       const t = l.trim();
-      if (t.length < 16 || /^(#|"""|''')/.test(t) || out.includes(t)) continue;
-      if (baseTexts.some((b) => b.includes(t))) continue;
-      out.push(t);
-      if (out.length === 8) return out;
+      if (t === '') continue;
+      const distinctive = t.length >= 16 && !/^(#|"""|\'\'\'|\/\/)/.test(t) && !seen.has(t) && !baseTexts.some((b) => b.includes(t));
+      if (!distinctive) {
+        if (run.length) runs.push(run);
+        run = [];
+        continue;
+      }
+      seen.add(t);
+      run.push(t);
+    }
+    if (run.length) runs.push(run);
+  }
+  // Longest runs first: the most distinctive evidence is searched for when the list is cut.
+  return runs.sort((a, b) => b.length - a.length).slice(0, 8);
+}
+
+/** Whether a file's text holds a copy of the fix: two lines of one run adjacent (blank lines ignored), or a one-line run. */
+export function holdsFix(text: string, runs: string[][]): boolean {
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const pairs = new Set<string>();
+  const singles = new Set<string>();
+  for (const r of runs) {
+    if (r.length === 1) singles.add(r[0] as string);
+    for (let i = 0; i + 1 < r.length; i++) pairs.add(`${r[i]}\u0000${r[i + 1]}`);
+  }
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i] as string;
+    if ([...singles].some((s) => l.includes(s))) return true;
+    if (i + 1 < lines.length) {
+      for (const p of pairs) {
+        const [a, b] = p.split('\u0000') as [string, string];
+        if (l.includes(a) && (lines[i + 1] as string).includes(b)) return true;
+      }
     }
   }
-  return out;
+  return false;
 }
 
 async function capture(sb: Sandbox): Promise<RepoSubmission> {
@@ -119,16 +163,22 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
     let base: RepoSubmission;
     try {
       await seedWorkspace(sb, task);
-      const lines = fixLines(task);
+      const runs = fixRuns(task);
+      const lines = runs.flat().slice(0, 16);
       checks.leak_lines = lines.length;
       if (lines.length > 0) {
+        // grep finds the files holding any fix line; each (at most 50) is then read as the agent and kept only if it
+        // holds the fix's lines as the fix has them (holdsFix): a generic line alone in the stdlib is no copy.
         const r = await sb.exec({
-          argv: ['sh', '-c', 'grep -rlF -s "$@" 2>/dev/null | head -20; exit 0', 'leak-search', ...lines.flatMap((l) => ['-e', l]), ...LEAK_ROOTS],
+          argv: ['sh', '-c', 'grep -rlF -s "$@" 2>/dev/null | head -50; exit 0', 'leak-search', ...lines.flatMap((l) => ['-e', l]), ...LEAK_ROOTS],
           timeout_ms: 120_000,
           max_output_bytes: 65_536,
         });
         if (r.timed_out) out.problems.push('the search for a copy of the fixed code did not finish in 120 s');
-        checks.leaks = r.stdout.split('\n').filter((l) => l !== '');
+        for (const file of r.stdout.split('\n').filter((l) => l !== '')) {
+          const c = await sb.exec({ argv: ['head', '-c', '4194304', '--', file], timeout_ms: 30_000, max_output_bytes: 4_194_304 });
+          if (holdsFix(c.stdout, runs)) checks.leaks.push(file);
+        }
       }
       base = await capture(sb);
     } finally {

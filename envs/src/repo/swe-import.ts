@@ -14,8 +14,8 @@ import { gunzipSync } from 'node:zlib';
 import { extract } from 'tar-stream';
 import { MAX_TASK_FILE_BYTES, readTree, TaskLoadError } from '../code/task-files.js';
 import type { TaskFile } from '../code/task-types.js';
-import { isPlainRelPath, loadRepoTask, pathRole, REPO_KIND } from './repo-task.js';
-import type { RepoTaskJson } from './repo-types.js';
+import { goModulePath, isPlainRelPath, loadRepoTask, pathRole, REPO_KIND } from './repo-task.js';
+import type { RepoLanguage, RepoTaskJson } from './repo-types.js';
 import { ImportError, parseInstanceFile, MAX_INSTANCE_FILE_BYTES, type SweInstance } from './swe-instance.js';
 
 export { ImportError, type ImportErrorCode } from './swe-instance.js';
@@ -154,10 +154,10 @@ export async function treeFromArchive(bytes: Uint8Array, strip: number, what: st
 }
 
 /** What an imported tree may not carry: history, bytecode, hook files (pathRole 'never'), dropped with a note. */
-function dropNever(tree: Tree): string[] {
+function dropNever(tree: Tree, language: RepoLanguage): string[] {
   const dropped: string[] = [];
   for (const p of [...tree.keys()]) {
-    if (pathRole(p, new Set()) === 'never') {
+    if (pathRole(p, new Set(), language) === 'never') {
       tree.delete(p);
       dropped.push(p);
     }
@@ -304,12 +304,15 @@ async function writeTask(
     id: inst.task_id,
     instruction: inst.problem_statement,
     split: sg.split,
-    language: 'python',
+    language: sg.language,
     difficulty: sg.difficulty,
     ...(sg.max_steps !== undefined ? { max_steps: sg.max_steps } : {}),
-    environment: sg.environment,
+    // A Go recipe is written in its own shape (no pip/pytest fields): what validateGoRecipe reads back.
+    environment: sg.environment.toolchain
+      ? ({ base_image: sg.environment.base_image, toolchain: sg.environment.toolchain } as unknown as RepoTaskJson['environment'])
+      : sg.environment,
     tests: {
-      framework: 'pytest',
+      framework: sg.language === 'go' ? 'go-test' : 'pytest',
       fail_to_pass: inst.fail_to_pass,
       pass_to_pass: inst.pass_to_pass,
       ...(sg.timeout_s !== undefined ? { timeout_s: sg.timeout_s } : {}),
@@ -328,6 +331,24 @@ async function writeTask(
     },
   };
   await writeFile(path.join(dir, 'task.json'), `${JSON.stringify(json, null, 2)}\n`);
+}
+
+/**
+ * A Go instance's go.mod (after test_patch: the judge's copy): a module line, and no `require` or `replace`
+ * directive: there is no dependency to fetch: grading runs with GOPROXY=off and an empty module cache, so v1 takes
+ * modules without dependencies (docs/TASKS.md, "Go repository tasks"); `replace` could point outside the tree.
+ */
+function goModuleChecks(id: string, gomod: TaskFile | undefined): void {
+  if (!gomod) throw new ImportError('bad_instance', `${id}: a Go instance needs go.mod at the repository root`, id);
+  const text = Buffer.from(gomod.content).toString('utf8');
+  if (!goModulePath(text)) throw new ImportError('bad_instance', `${id}: go.mod has no module line`, id);
+  const directive = /^\s*(require|replace)\b/m.exec(text);
+  if (directive)
+    throw new ImportError(
+      'bad_instance',
+      `${id}: go.mod has a ${directive[1]} directive: Go repository tasks take modules without dependencies so far (tests run with GOPROXY=off)`,
+      id,
+    );
 }
 
 /** Imports every instance of `file` into `out`, or nothing (ImportError). */
@@ -378,7 +399,8 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
     for (const inst of instances) {
       const id = inst.instance_id;
       const { tree: base, from } = await baseTree(inst, opts.repoSource, instances.length === 1, gitDir);
-      const dropped = dropNever(base);
+      const lang = inst.sandgym.language;
+      const dropped = dropNever(base, lang);
       if (dropped.length)
         log(
           `${id}: left out of the base tree (history, bytecode, hooks, installed copies): ${dropped.slice(0, 5).join(', ')}${dropped.length > 5 ? ', ...' : ''}\n`,
@@ -388,7 +410,7 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       const t = inst.test_patch.trim() === '' ? { changed: new Map() as Tree, removed: [] } : await applyDiff(work, base, inst.test_patch, 'test_patch', id);
       const hidden = new Set(t.changed.keys());
       for (const p of [...t.changed.keys(), ...t.removed]) {
-        if (pathRole(p, new Set()) === 'source')
+        if (pathRole(p, new Set(), lang) === 'source')
           throw new ImportError(
             'test_patch_touches_source',
             `${id}: test_patch changes ${p}, which is not a test or test-support file (the judge would override the agent's copy)`,
@@ -397,7 +419,7 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       }
       const s = await applyDiff(work, base, inst.patch, 'patch', id);
       for (const p of [...s.changed.keys(), ...s.removed]) {
-        if (pathRole(p, hidden) !== 'source')
+        if (pathRole(p, hidden, lang) !== 'source')
           throw new ImportError(
             'patch_touches_tests',
             `${id}: the reference patch changes ${p}, a test or test-support file (the judge never takes those from a submission)`,
@@ -406,7 +428,8 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       }
       if (s.changed.size === 0 && s.removed.length === 0) throw new ImportError('patch_failed', `${id}: the reference patch changes nothing`, id);
       const after = new Set([...[...base.keys()].filter((p) => !t.removed.includes(p)), ...hidden]);
-      for (const tid of [...inst.fail_to_pass, ...inst.pass_to_pass]) {
+      if (lang === 'go') goModuleChecks(id, t.changed.get('go.mod') ?? base.get('go.mod'));
+      for (const tid of lang === 'go' ? [] : [...inst.fail_to_pass, ...inst.pass_to_pass]) {
         const f = tid.slice(0, tid.indexOf('::'));
         if (!after.has(f)) throw new ImportError('unknown_test', `${id}: test ${JSON.stringify(tid)} names ${f}, which does not exist after test_patch`, id);
       }

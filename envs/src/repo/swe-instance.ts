@@ -2,8 +2,9 @@
 // instances"): parsing and validation of an instance file. Unknown top-level keys are ignored; the optional `sandgym`
 // object carries provenance, licence, the environment recipe and where the base tree is. Every problem is an
 // ImportError naming the line (JSONL) or index and the field.
-import { validateRecipe, type EnvironmentRecipe } from './repo-environment.js';
-import { isPlainRelPath } from './repo-task.js';
+import { validateGoRecipe, validateRecipe, type EnvironmentRecipe } from './repo-environment.js';
+import { GO_TEST_ID, isPlainRelPath } from './repo-task.js';
+import type { RepoLanguage } from './repo-types.js';
 
 export type ImportErrorCode =
   | 'bad_file'
@@ -33,7 +34,7 @@ export class ImportError extends Error {
 }
 
 export interface SandgymInstanceExtras {
-  language: 'python';
+  language: RepoLanguage;
   split: 'train' | 'eval';
   difficulty: 'easy' | 'medium' | 'hard';
   provenance: Record<string, unknown> & { source: string; licence: string };
@@ -78,19 +79,23 @@ function isObj(v: unknown): v is Record<string, unknown> {
 }
 
 /** SWE-bench on Hugging Face stores the test lists as JSON text; the papers' files as lists: both are accepted. */
-function testList(v: unknown, where: string, fail: (w: string, m: string) => never): string[] {
+function testList(v: unknown, where: string, fail: (w: string, m: string) => never, language: RepoLanguage): string[] {
+  const what = language === 'go' ? 'Go test ids ("<package import path>::TestName")' : 'pytest node ids';
   let list = v;
   if (typeof v === 'string') {
     try {
       list = JSON.parse(v);
     } catch {
-      return fail(where, 'must be a list of pytest node ids (or a JSON string of one)');
+      return fail(where, `must be a list of ${what} (or a JSON string of one)`);
     }
   }
-  if (!Array.isArray(list)) return fail(where, 'must be a list of pytest node ids (or a JSON string of one)');
+  if (!Array.isArray(list)) return fail(where, `must be a list of ${what} (or a JSON string of one)`);
   const seen = new Set<string>();
   return list.map((id, i) => {
-    if (typeof id !== 'string' || !TEST_ID.test(id) || !isPlainRelPath(id.slice(0, id.indexOf('::'))))
+    if (language === 'go') {
+      if (typeof id !== 'string' || !GO_TEST_ID.test(id) || id.length > 1024)
+        fail(`${where}/${i}`, `must be a Go test id as go test -json reports it ("<package import path>::TestName"), got ${JSON.stringify(id)}`);
+    } else if (typeof id !== 'string' || !TEST_ID.test(id) || !isPlainRelPath(id.slice(0, id.indexOf('::'))))
       fail(`${where}/${i}`, `must be a pytest node id relative to the repository root (e.g. "tests/test_x.py::test_y"), got ${JSON.stringify(id)}`);
     if (seen.has(id)) fail(`${where}/${i}`, `${JSON.stringify(id)} is listed twice`);
     seen.add(id);
@@ -123,8 +128,12 @@ export function validateInstance(v: unknown, at: string): SweInstance {
   const patch = s('patch', { max: MAX_PATCH_CHARS }) as string;
   const test_patch = s('test_patch', { empty: true, max: MAX_PATCH_CHARS }) as string;
   const problem_statement = s('problem_statement', { max: 200_000 }) as string;
-  const fail_to_pass = testList(v.FAIL_TO_PASS, '/FAIL_TO_PASS', fail);
-  const pass_to_pass = testList(v.PASS_TO_PASS ?? [], '/PASS_TO_PASS', fail);
+  const sg0 = isObj(v.sandgym) ? v.sandgym : {};
+  const language = sg0.language ?? 'python';
+  if (language !== 'python' && language !== 'go') fail('/sandgym/language', 'must be "python" or "go"');
+  const lang = language as RepoLanguage;
+  const fail_to_pass = testList(v.FAIL_TO_PASS, '/FAIL_TO_PASS', fail, lang);
+  const pass_to_pass = testList(v.PASS_TO_PASS ?? [], '/PASS_TO_PASS', fail, lang);
   if (fail_to_pass.length === 0) fail('/FAIL_TO_PASS', 'must name at least one test');
   const both = fail_to_pass.find((x) => pass_to_pass.includes(x));
   if (both) fail('/PASS_TO_PASS', `${JSON.stringify(both)} is also in FAIL_TO_PASS`);
@@ -136,8 +145,6 @@ export function validateInstance(v: unknown, at: string): SweInstance {
   for (const k of Object.keys(sg))
     if (!['language', 'split', 'difficulty', 'provenance', 'source', 'environment', 'timeout_s', 'max_steps', 'reward'].includes(k))
       fail(`/sandgym/${k}`, 'is not an allowed field');
-  const language = sg.language ?? 'python';
-  if (language !== 'python') fail('/sandgym/language', 'must be "python" (the only repository language so far)');
   const split = sg.split ?? 'train';
   if (split !== 'train' && split !== 'eval') fail('/sandgym/split', 'must be "train" or "eval"');
   const difficulty = sg.difficulty ?? 'medium';
@@ -166,7 +173,8 @@ export function validateInstance(v: unknown, at: string): SweInstance {
       ...(strip_components !== undefined ? { strip_components: strip_components as number } : {}),
     };
   }
-  const environment = validateRecipe(sg.environment ?? {}, (where, msg) => fail(`/sandgym/environment${where}`, msg));
+  const envFail = (where: string, msg: string): never => fail(`/sandgym/environment${where}`, msg);
+  const environment = lang === 'go' ? validateGoRecipe(sg.environment ?? {}, envFail) : validateRecipe(sg.environment ?? {}, envFail);
   const int = (key: 'timeout_s' | 'max_steps', max: number): number | undefined => {
     const x = sg[key];
     if (x === undefined) return undefined;
@@ -199,7 +207,7 @@ export function validateInstance(v: unknown, at: string): SweInstance {
     ...(environment_setup_commit !== undefined ? { environment_setup_commit } : {}),
     ...(created_at !== undefined ? { created_at } : {}),
     sandgym: {
-      language: 'python',
+      language: lang,
       split: split as 'train' | 'eval',
       difficulty: difficulty as 'easy' | 'medium' | 'hard',
       provenance,

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { environmentImage, recipeHash, REPO_SITE_DIR, REQUIREMENT, type EnvironmentRecipe } from '#envs/repo/repo-environment.js';
+import { environmentImage, recipeHash, REPO_GOROOT, REPO_SITE_DIR, REQUIREMENT, type EnvironmentRecipe } from '#envs/repo/repo-environment.js';
 
 export const REPO_ENV_LABEL = 'sandgym.repo-env';
 
@@ -17,7 +17,7 @@ export const REPO_ENV_LABEL = 'sandgym.repo-env';
 export class RepoEnvBuildError extends Error {
   override name = 'RepoEnvBuildError';
   constructor(
-    readonly step: 'resolve' | 'download' | 'hash' | 'build' | 'base_image',
+    readonly step: 'resolve' | 'download' | 'hash' | 'build' | 'base_image' | 'toolchain',
     message: string,
   ) {
     super(message);
@@ -75,6 +75,93 @@ async function resolveWheel(req: string, index: string, f: typeof fetch): Promis
   return { filename: file.filename, url: new URL(file.url, api).href };
 }
 
+/** The host's cache of Go modules (the toolchain): content-addressed by the module proxy's own layout and hashes. */
+export function goModCacheDir(): string {
+  return process.env.SANDGYM_GO_MODCACHE ?? path.join(os.homedir(), '.cache', 'sandgym', 'gomod');
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    let out = '';
+    let err = '';
+    c.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    c.stderr?.on('data', (d: Buffer) => {
+      err = (err + d.toString()).slice(-4000);
+    });
+    c.on('error', reject);
+    c.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+/**
+ * The pinned toolchain module, unpacked on the host: `go mod download` through the module proxy the machine is set up
+ * to reach (GOPROXY and GOSUMDB from the environment or the go command's own configuration: no registry host is named
+ * here), into a cache of our own; its go.sum hash must be the pinned one (a different toolchain is refused).
+ * The go command checks the zip against that hash (and the checksum database) itself; an already cached module is
+ * re-hashed from the cache's own record. Needs the go command on the host (Debian: golang-go).
+ */
+export async function fetchGoToolchain(tc: NonNullable<EnvironmentRecipe['toolchain']>, log: (m: string) => void): Promise<string> {
+  const env = { ...process.env, GOMODCACHE: goModCacheDir(), GOFLAGS: '-modcacherw', GOTOOLCHAIN: 'local', GO111MODULE: 'on' };
+  const t0 = performance.now();
+  let r: Awaited<ReturnType<typeof run>>;
+  try {
+    r = await run('go', ['mod', 'download', '-json', `${tc.module}@${tc.version}`], env);
+  } catch (e) {
+    throw new RepoEnvBuildError('toolchain', `the go command is needed on the host to fetch ${tc.module}@${tc.version}: ${(e as Error).message}`);
+  }
+  let info: { Dir?: string; Sum?: string; Error?: string };
+  try {
+    info = JSON.parse(r.out) as typeof info;
+  } catch {
+    throw new RepoEnvBuildError('toolchain', `go mod download ${tc.module}@${tc.version} failed: ${r.err.trim().slice(-600)}`);
+  }
+  if (r.code !== 0 || info.Error || !info.Dir || !info.Sum)
+    throw new RepoEnvBuildError('toolchain', `go mod download ${tc.module}@${tc.version} failed: ${info.Error ?? r.err.trim().slice(-600)}`);
+  if (info.Sum !== tc.h1) throw new RepoEnvBuildError('hash', `${tc.module}@${tc.version} has go.sum hash ${info.Sum}, not the pinned ${tc.h1}`);
+  log(`${tc.module}@${tc.version}: ${info.Dir} (go.sum hash ok, ${Math.round(performance.now() - t0)} ms)\n`);
+  return info.Dir;
+}
+
+/**
+ * A Go recipe's image: the base image + the pinned toolchain as GOROOT, its standard library installed into
+ * GOROOT/pkg (GODEBUG=installgoroot=all: a grading run then compiles only the repository, not the standard library,
+ * in a fresh sandbox with an empty build cache) and test2json built (the judge's reader of test output).
+ */
+async function buildGoImage(recipe: EnvironmentRecipe, image: string, baseUser: string, log: (m: string) => void): Promise<void> {
+  const tc = recipe.toolchain as NonNullable<EnvironmentRecipe['toolchain']>;
+  const goroot = await fetchGoToolchain(tc, log);
+  const ctx = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-env-go-'));
+  try {
+    const G = REPO_GOROOT;
+    const env = `GOROOT=${G} GOCACHE=/tmp/sandgym-gocache GOPATH=/tmp/sandgym-gopath GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTELEMETRY=off GOENV=off GODEBUG=installgoroot=all HOME=/tmp`;
+    const dockerfile = [
+      `FROM ${recipe.base_image}`,
+      'USER 0:0',
+      `COPY . ${G}/`,
+      // Module zips carry no modes: binaries made executable, the tree read-only to everyone but root.
+      `RUN chmod -R u+w,a+rX,go-w ${G} && chmod 755 ${G}/bin/* ${G}/pkg/tool/linux_amd64/* && ` +
+        `env -i ${env} ${G}/bin/go install std && ` +
+        `env -i ${env} ${G}/bin/go build -o ${G}/pkg/tool/linux_amd64/test2json cmd/test2json && ` +
+        `rm -rf /tmp/sandgym-gocache /tmp/sandgym-gopath && ln -sf ${G}/bin/go /usr/local/bin/go && ln -sf ${G}/bin/gofmt /usr/local/bin/gofmt && ` +
+        `${G}/pkg/tool/linux_amd64/test2json -h 2>/dev/null; test -x ${G}/pkg/tool/linux_amd64/test2json`,
+      // The agent's own `go test` in its sandbox: the same settings as grading (GOPROXY off, local toolchain).
+      `ENV GOROOT=${G} GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTELEMETRY=off GODEBUG=installgoroot=all GOCACHE=/tmp/go-build`,
+      `USER ${baseUser}`,
+      `LABEL ${REPO_ENV_LABEL}=${recipeHash(recipe)}`,
+      '',
+    ].join('\n');
+    await writeFile(path.join(ctx, 'Dockerfile'), dockerfile);
+    log(`building ${image} FROM ${recipe.base_image} with ${tc.module}@${tc.version} (once per machine: ~1-2 min)\n`);
+    const r = await docker(['build', '--network', 'none', '-q', '-f', path.join(ctx, 'Dockerfile'), '-t', image, goroot]);
+    if (r.code !== 0) throw new RepoEnvBuildError('build', `docker build of ${image} failed: ${r.err.trim().slice(-800)}`);
+  } finally {
+    await rm(ctx, { recursive: true, force: true });
+  }
+}
+
 /**
  * Makes sure the recipe's image exists; builds it when it does not. Returns the image and whether it was built.
  * A recipe without requirements is its base image (nothing to build; the base must exist: `sandgym images build`).
@@ -87,6 +174,10 @@ export async function ensureRepoEnvImage(recipe: EnvironmentRecipe, opts: RepoEn
     throw new RepoEnvBuildError('base_image', `base image ${recipe.base_image} is missing: run \`sandgym images build\` first`);
   // The built image keeps the base image's default user (the drivers set their own; a plain `docker run` sees the base's).
   const baseUser = (await docker(['image', 'inspect', '--format', '{{.Config.User}}', recipe.base_image])).out.trim() || '0:0';
+  if (recipe.toolchain) {
+    await buildGoImage(recipe, image, baseUser, opts.log ?? (() => {}));
+    return { image, built: true, ms: performance.now() - t0 };
+  }
   const f = opts.fetch ?? fetch;
   const index = opts.index ?? 'https://pypi.org';
   const log = opts.log ?? (() => {});
