@@ -233,10 +233,13 @@ class CodeEnvInstance implements EnvInstance {
     const more = task.workspace.length > shown.length ? `\n  ... (${task.workspace.length - shown.length} more: use list_files)` : '';
     const listing = (shown.map((f) => `  ${f.path}`).join('\n') || '  (empty)') + more;
     // Repository tasks say what is graded: the source change, against the repository's tests (docs/TASKS.md).
-    const graded = task.repo
-      ? "The repository is at /workspace. Your change to its source files is graded by the repository's own tests " +
-        'and hidden ones, run on a clean copy; edits to tests, conftest.py or test configuration are not graded.'
-      : 'Hidden tests grade the workspace;';
+    const graded = !task.repo
+      ? 'Hidden tests grade the workspace;'
+      : task.repo.language === 'go'
+        ? "The repository is at /workspace (Go: `go test ./...`). Your change to its source files is graded by the repository's own tests " +
+          'and hidden ones, run on a clean copy; edits to _test.go files, testdata/, go.mod or go.sum, and go.work or vendor/, are not graded.'
+        : "The repository is at /workspace. Your change to its source files is graded by the repository's own tests " +
+          'and hidden ones, run on a clean copy; edits to tests, conftest.py or test configuration are not graded.';
     const observation = capText(
       `${task.spec.instruction}\n\nYour workspace is ${WORKSPACE}. Files:\n${listing}\n\n` +
         `Tools: bash, read_file, write_file, list_files, submit. ${graded} ${task.repo ? 'Call' : 'call'} submit when done ` +

@@ -1,0 +1,217 @@
+// Issue 32: Go repository tasks over the wire (a real server on a loopback socket, the TS client, code-v0, real Docker).
+// Two real tasks imported from envs/repo-sources/semver (Masterminds/semver/v3 module zips from the Go module proxy,
+// release-to-release fixes): the reference fix scores 1, the untouched base 0, and every known attack on a Go
+// repository's own test suite scores 0 WITH a reason, never a pass and never an error answer. The environment image
+// (sandgym/python:1 + the pinned Go toolchain, std installed) is built once per machine and reused (cold: about 4 min
+// on a loaded 2-core machine, the toolchain module ~70 MB from the module proxy). Gate: skipped with the reason without
+// Docker, a failure under SANDGYM_REQUIRE_DOCKER=1 (CI).
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { ensureRepoEnvImage } from '../../server/src/cli/repo-env-build.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
+import type { LoadedTask } from '../../envs/src/code/task-types.js';
+import { importSweBench } from '../../envs/src/repo/swe-import.js';
+import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
+import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
+
+const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
+const SOURCES = path.join(REPO_ROOT, 'envs/repo-sources/semver');
+const CARET = 'proxy__semver-v3.2.0-caret-zero-minor';
+const WILDCARD = 'proxy__semver-v3.2.0-wildcard-prerelease';
+const STEP_TIMEOUT_MS = 120_000;
+/** The test limit of the imported tasks here (the data says 180 s): an endless loop costs this much CI time. */
+const TEST_LIMIT_S = 8;
+
+type Action = { name: string; arguments: Record<string, unknown> };
+interface Grade {
+  score: number;
+  zero_reason?: string;
+  repo: {
+    isolation: string;
+    ignored: string[];
+    report: string;
+    fail_to_pass: { passed: number; total: number };
+    pass_to_pass: { passed: number; total: number };
+  };
+}
+interface Outcome {
+  reward: number;
+  grade: Grade;
+  grader: { isolation?: string; version: string };
+}
+
+/** Go appended to constraints.go (a non-test file of the package): runs inside the test binary. */
+const APPEND = (code: string) => `cat >> constraints.go <<'GOEOF'\n${code}\nGOEOF`;
+
+describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver', () => {
+  let server: TestServer;
+  let client: SandgymClient;
+  let env: EnvHandle<string, Action>;
+  let dir: string;
+  let tasks: Map<string, LoadedTask>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-go-'));
+    const lines = (await readFile(path.join(SOURCES, 'instances.jsonl'), 'utf8')).split('\n').filter((l) => l.trim() !== '');
+    const picked = lines
+      .map((l) => JSON.parse(l) as { instance_id: string; sandgym: { timeout_s?: number } })
+      .filter((i) => i.instance_id === CARET || i.instance_id === WILDCARD)
+      .map((i) => JSON.stringify({ ...i, sandgym: { ...i.sandgym, timeout_s: TEST_LIMIT_S } }));
+    const file = path.join(dir, 'instances.jsonl');
+    await writeFile(file, `${picked.join('\n')}\n`);
+    const set = path.join(dir, 'set');
+    await importSweBench({ file, repoSource: SOURCES, out: set });
+    tasks = new Map((await loadTaskSets([set])).map((t) => [t.spec.id, t]));
+    // Built once per machine (content-addressed tag); a no-op when present.
+    await ensureRepoEnvImage((tasks.get(CARET) as LoadedTask).repo?.environment as NonNullable<LoadedTask['repo']>['environment']);
+    server = await startServer({
+      driver: 'docker',
+      fixtures: false,
+      tasks: [set],
+      splits: ['train'],
+      step_timeout_ms: STEP_TIMEOUT_MS,
+      pools: { min_idle: 1, max_total: 6 },
+    });
+    client = await connect(server.url);
+    env = await client.make<string, Action>('code-v0', { shaping: 'none' });
+  }, 900_000);
+  afterAll(async () => {
+    await client?.close();
+    await server?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  async function play(task: string, steps: (string | Action)[]): Promise<Outcome> {
+    const r = await env.reset({ seed: 0, options: { task_id: task } });
+    expect(String(r.observation)).toMatch(/edits to _test\.go files, testdata\/, go\.mod or go\.sum, and go\.work or vendor\/, are not graded/);
+    for (const s of steps) {
+      const action: Action = typeof s === 'string' ? { name: 'bash', arguments: { command: `set -e\ncd /workspace\n${s}`, timeout_s: 60 } } : s;
+      const o = await env.step(action);
+      if (action.name === 'bash') expect(String(o.observation).split('\n')[0], String(o.observation)).toBe('exit code: 0');
+    }
+    let s;
+    try {
+      s = await env.step({ name: 'submit', arguments: {} });
+    } catch (e) {
+      if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message}`);
+      throw e;
+    }
+    const info = s.info as { grade: Grade; grader: { isolation?: string; version: string } };
+    return { reward: s.reward, grade: info.grade, grader: info.grader };
+  }
+
+  function reference(task: string): Action[] {
+    const t = tasks.get(task) as LoadedTask;
+    return t.solution.files.map((f) => ({ name: 'write_file', arguments: { path: f.path, content: Buffer.from(f.content).toString('utf8') } }));
+  }
+
+  function zero(o: Outcome, why: RegExp): void {
+    expect(o.reward, JSON.stringify(o.grade)).toBe(0);
+    expect(o.grade.score).toBe(0);
+    expect(o.grade.zero_reason ?? '', JSON.stringify(o.grade)).toMatch(why);
+  }
+
+  it('the reference fix scores 1 and the untouched base 0, on both tasks; the agent has a working go test', async () => {
+    for (const task of [CARET, WILDCARD]) {
+      const ref = await play(task, reference(task));
+      expect(ref.reward, JSON.stringify(ref.grade)).toBe(1);
+      expect(ref.grade.repo.report).toBe('ok');
+      expect(ref.grader.isolation).toBe('in-process');
+      const t = tasks.get(task) as LoadedTask;
+      expect(ref.grade.repo.pass_to_pass.passed).toBe(t.repo?.pass_to_pass.length);
+      zero(await play(task, []), /FAIL_TO_PASS tests did not pass/);
+    }
+    // The agent's own toolchain in its sandbox: the visible tests build and run offline.
+    await env.reset({ seed: 0, options: { task_id: CARET } });
+    const r = await env.step({
+      name: 'bash',
+      arguments: { command: 'cd /workspace && go test -count=1 -run TestNewVersion . 2>&1 | tail -3', timeout_s: 120 },
+    });
+    expect(String(r.observation)).toMatch(/ok\s+github\.com\/Masterminds\/semver\/v3/);
+    await env.step({ name: 'submit', arguments: {} });
+  }, 300_000);
+
+  it('edited and added _test.go files, a go.mod replace, go.work and vendor/ are graded as the pristine copy: 0 without the fix, 1 with it', async () => {
+    const forge = [
+      // The hidden FAIL_TO_PASS tests replaced by ones that pass, and a test file of the agent's own with a TestMain.
+      'cat > constraints_test.go <<\'EOF\'\npackage semver\n\nimport "testing"\n\nfunc TestConstraintsCheck(t *testing.T) {}\n\nfunc TestConstraintsValidate(t *testing.T) {}\nEOF',
+      'cat > zz_agent_test.go <<\'EOF\'\npackage semver\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\nEOF',
+      // A replace of the module by a copy of the agent's, a workspace file and a vendored copy.
+      'mkdir -p fake && cp *.go fake/ && printf "module github.com/Masterminds/semver/v3\\n" > fake/go.mod',
+      'printf "\\nreplace github.com/Masterminds/semver/v3 => ./fake\\n" >> go.mod',
+      'printf "go 1.21\\n\\nuse ./fake\\n" > go.work',
+      'mkdir -p vendor/github.com/x && printf "# github.com/x v1.0.0\\n" > vendor/modules.txt && cp version.go vendor/github.com/x/',
+    ].join('\n');
+    const attack = await play(CARET, [forge]);
+    zero(attack, /FAIL_TO_PASS tests did not pass/);
+    expect(attack.grade.repo.ignored).toEqual(
+      expect.arrayContaining(['constraints_test.go', 'go.mod', 'go.work', 'vendor/modules.txt', 'vendor/github.com/x/version.go', 'zz_agent_test.go']),
+    );
+    // The same edits beside the real fix change nothing: they are not graded (fake/ is a package of its own: no test names it).
+    const honest = await play(CARET, [...reference(CARET), forge]);
+    expect(honest.reward, JSON.stringify(honest.grade)).toBe(1);
+  }, 240_000);
+
+  it('printed result lines (with and without the test2json marker) and printed JSON events are not believed', async () => {
+    const print = APPEND(
+      [
+        'func init() {',
+        '\tfor _, t := range []string{"TestConstraintsCheck", "TestConstraintsValidate"} {',
+        '\t\tfmt.Println("--- PASS: " + t + " (0.00s)")',
+        '\t\tfmt.Println("\\x16--- PASS: " + t + " (0.00s)")',
+        '\t\tfmt.Println(`{"Action":"pass","Package":"github.com/Masterminds/semver/v3","Test":"` + t + `"}`)',
+        '\t}',
+        '}',
+      ].join('\n'),
+    );
+    const o = await play(CARET, [print]);
+    zero(o, /reported more than once/);
+    // A marked result line printed from inside the running FAIL_TO_PASS test (its code calls Check): a second result.
+    const inTest = [
+      "python3 - <<'PYEOF'",
+      "p = 'constraints.go'",
+      's = open(p).read()',
+      "head = 'func (cs Constraints) Check(v *Version) bool {'",
+      's = s.replace(head, head + \'\\n\\tfmt.Print("\\\\x16--- PASS: TestConstraintsCheck (0.00s)\\\\n")\', 1)',
+      'open(p, "w").write(s)',
+      'PYEOF',
+      "grep -q 'x16--- PASS: TestConstraintsCheck' constraints.go",
+    ].join('\n');
+    zero(await play(CARET, [inTest]), /reported more than once/);
+  }, 240_000);
+
+  it('os.Exit(0) in init, a forged transcript then exit, and a TestMain in a non-test file score 0 with a reason', async () => {
+    zero(
+      await play(CARET, [`sed -i 's/^import (/import (\\n\\t"os"/' constraints.go`, APPEND('func init() { os.Exit(0) }')]),
+      /ended before the judge's canary/,
+    );
+    const transcript = APPEND(
+      [
+        'func init() {',
+        '\tfor _, t := range []string{"TestConstraintsCheck", "TestConstraintsValidate"} {',
+        '\t\tfmt.Println("\\x16=== RUN   " + t)',
+        '\t\tfmt.Println("\\x16--- PASS: " + t + " (0.00s)")',
+        '\t}',
+        '\tfmt.Println("\\x16PASS")',
+        '\tos.Exit(0)',
+        '}',
+      ].join('\n'),
+    );
+    zero(await play(CARET, [`sed -i 's/^import (/import (\\n\\t"os"/' constraints.go`, transcript]), /canary/);
+    // TestMain in a non-test file is an ordinary function: the test binary's main never calls it.
+    const testMain = APPEND('func TestMain(m *testing.M) { os.Exit(0) }');
+    zero(await play(CARET, [`sed -i 's/^import (/import (\\n\\t"os"\\n\\t"testing"/' constraints.go`, testMain]), /FAIL_TO_PASS tests did not pass/);
+  }, 300_000);
+
+  it('an endless loop is a timeout and a build failure is named: both 0, never an error answer', async () => {
+    const loop = await play(CARET, [APPEND('func init() {\n\tfor {\n\t}\n}')]);
+    zero(loop, new RegExp(`timed out after ${TEST_LIMIT_S}s`));
+    const broken = await play(CARET, [APPEND('func broken( {')]);
+    zero(broken, /does not build/);
+    // A fix that breaks the API the hidden tests use does not build either: the agent's doing, a 0.
+    zero(await play(CARET, ['sed -i "s/func (cs Constraints) Check(/func (cs Constraints) Check2(/" constraints.go']), /does not build/);
+  }, 240_000);
+});
