@@ -21,7 +21,7 @@ import { newGradingNonce, parseRunOutput, runLimits } from '../code/grader-plan.
 import { combine } from '../code/rubric.js';
 import type { LoadedTask } from '../code/task-types.js';
 import { GO_GRADE_SH } from './go-grade-sh.js';
-import { gradingTreeTar, MAX_LISTED, repoReward, type RepoGradeOptions, type TreeFile } from './repo-grade.js';
+import { gradingTreeTar, MAX_LISTED, repoReward, type RepoGradeOptions, type TreeFile } from './repo-grade-common.js';
 import { goPackageDir } from './repo-task.js';
 import { REPO_ISOLATION } from './repo-types.js';
 

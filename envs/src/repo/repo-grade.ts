@@ -13,10 +13,9 @@
 // limit: 0 with a zero_reason. Infrastructure (the image lacks pytest or nsenter): SandboxFailure.
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { pack } from 'tar-stream';
 import { SandboxFailure } from '../api.js';
 import { JUDGE_WORKDIR } from '../../../sandbox-contract/index.js';
-import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
+import type { Sandbox } from '../sandbox-api.js';
 import type { GradeResult } from '../code/grade.js';
 import { GRADER_VERSION, newGradingNonce, parseRunOutput, runLimits, DEFAULT_RUNNER_PATH } from '../code/grader-plan.js';
 import { combine, GradeCache } from '../code/rubric.js';
@@ -24,35 +23,20 @@ import { sha256Hex } from '../code/task-hash.js';
 import type { LoadedTask } from '../code/task-types.js';
 import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type WorkspaceCapture } from '../workspace/capture.js';
 import { GO_GRADE_SH } from './go-grade-sh.js';
+import { gradeGoTree } from './repo-grade-go.js';
+import { gradingTreeTar, MAX_LISTED, repoReward, type RepoGradeOptions, type TreeFile } from './repo-grade-common.js';
 import { REPO_SITE_DIR } from './repo-environment.js';
 import { pathRole } from './repo-task.js';
-import { REPO_ISOLATION, type RepoTaskData } from './repo-types.js';
+import { REPO_ISOLATION } from './repo-types.js';
 
 export { REPO_ISOLATION, type RepoGradeInfo } from './repo-types.js';
+export { gradingTreeTar, repoReward, type RepoGradeOptions } from './repo-grade-common.js';
 
 export const REPO_RUNNER_PY = readFileSync(new URL('./sandgym_repo_runner.py', import.meta.url), 'utf8');
 /** The judge's static always-equal check (sandgym_eq_scan.py), run as the judge before any submitted code. */
 export const REPO_EQ_SCAN_PY = readFileSync(new URL('./sandgym_eq_scan.py', import.meta.url), 'utf8');
 
-export interface RepoGradeOptions {
-  provider: SandboxProvider;
-  requirement: SandboxRequirement;
-  cache?: GradeCache<GradeResult>;
-  /** The grading run's budget inside the step deadline (grader-plan runLimits). */
-  budgetMs?: number;
-  /** PATH of the test run (default: the runner default). */
-  path?: string;
-  python?: string;
-  /** Tests only: fixed canary/token randomness is never used in production; the default draws fresh values. */
-  random?: () => string;
-}
-
 export type RepoSubmission = Uint8Array | CapturedWorkspace | CaptureRefused;
-
-export interface TreeFile {
-  content: Uint8Array;
-  mode: number;
-}
 
 /** The grading tree: base state, the agent's source changes, the hidden tests, test_patch's deletions. */
 export function composeGradingTree(
@@ -107,39 +91,6 @@ export function composeGradingTree(
   return { files, changed: changed.sort(), ignored: ignored.sort() };
 }
 
-/** The judge's tar of the grading tree: repo/ (the tree), runner/ (the runner), and an empty pytest.ini above repo/. */
-export async function gradingTreeTar(files: Map<string, TreeFile>, extra: { path: string; content: string | Uint8Array }[]): Promise<Uint8Array> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c: unknown) => chunks.push(c as Buffer));
-    p.on('end', resolve);
-    p.on('error', reject);
-  });
-  const mtime = new Date(0);
-  const dirs = new Set<string>();
-  const addDirs = (path: string) => {
-    const segs = path.split('/');
-    for (let i = 1; i < segs.length; i++) {
-      const d = segs.slice(0, i).join('/');
-      if (dirs.has(d)) continue;
-      dirs.add(d);
-      p.entry({ name: d, type: 'directory', mode: 0o755, uid: 0, gid: 0, mtime });
-    }
-  };
-  for (const f of extra) {
-    addDirs(f.path);
-    p.entry({ name: f.path, type: 'file', mode: 0o644, uid: 0, gid: 0, mtime }, Buffer.from(f.content));
-  }
-  for (const [path, f] of [...files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    addDirs(`repo/${path}`);
-    p.entry({ name: `repo/${path}`, type: 'file', mode: f.mode, uid: 0, gid: 0, mtime }, Buffer.from(f.content));
-  }
-  p.finalize();
-  await done;
-  return new Uint8Array(Buffer.concat(chunks));
-}
-
 /**
  * Run as the judge (cwd the judge's grading dir; the frame nonce on stdin). $1 judge dir, $2 test limit (s), $3 the
  * grading tree's directory (created here, by the judge: read-only to the agent uid), $4 the agent's scratch directory
@@ -188,7 +139,6 @@ frame done
 export const REPO_GRADER_VERSION = `${GRADER_VERSION}+repo1.${createHash('sha256').update([REPO_RUNNER_PY, REPO_EQ_SCAN_PY, REPO_GRADE_SH, GO_GRADE_SH].join('\u0000')).digest('hex').slice(0, 12)}`;
 
 const hex = () => randomBytes(8).toString('hex');
-export const MAX_LISTED = 50;
 
 interface RunnerReport {
   token: string;
@@ -247,28 +197,6 @@ export function outcomeOf(tests: Record<string, string>, cut: Map<string, string
   return full.map((f) => tests[f] ?? 'missing').find((o) => o !== 'passed') ?? 'passed';
 }
 
-export function firstFew(ids: string[]): string {
-  return ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, ... (${ids.length} in all)` : '');
-}
-
-/**
- * The reward from trusted per-test outcomes: 1 only when every FAIL_TO_PASS and PASS_TO_PASS test passed; with
- * `partial_fail_to_pass`, the FAIL_TO_PASS fraction, only while every PASS_TO_PASS test passed. A 0 always has a reason.
- */
-export function repoReward(
-  repo: Pick<RepoTaskData, 'fail_to_pass' | 'pass_to_pass' | 'partial_fail_to_pass'>,
-  outcomes: Record<string, string>,
-): { value: number; zero?: string } {
-  const f2pFailed = repo.fail_to_pass.filter((id) => outcomes[id] !== 'passed');
-  const p2pFailed = repo.pass_to_pass.filter((id) => outcomes[id] !== 'passed');
-  const list = (ids: string[]) => firstFew(ids.map((id) => `${id} (${outcomes[id] ?? 'missing'})`));
-  if (p2pFailed.length > 0) return { value: 0, zero: `${p2pFailed.length} of ${repo.pass_to_pass.length} PASS_TO_PASS tests did not pass: ${list(p2pFailed)}` };
-  if (f2pFailed.length === 0) return { value: 1 };
-  const f2pZero = `${f2pFailed.length} of ${repo.fail_to_pass.length} FAIL_TO_PASS tests did not pass: ${list(f2pFailed)}`;
-  if (!repo.partial_fail_to_pass || f2pFailed.length === repo.fail_to_pass.length) return { value: 0, zero: f2pZero };
-  return { value: (repo.fail_to_pass.length - f2pFailed.length) / repo.fail_to_pass.length };
-}
-
 /** Grades one submission of a repository task. Throws SandboxFailure only on an infrastructure fault. */
 export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubmission, opts: RepoGradeOptions): Promise<GradeResult> {
   const t0 = performance.now();
@@ -311,7 +239,6 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     return result;
   }
   if (repo.language === 'go') {
-    const { gradeGoTree } = await import('./repo-grade-go.js');
     const result = await gradeGoTree(task, tree, { ...opts, t0, filterMs, hash });
     opts.cache?.set(key, result);
     return result;
