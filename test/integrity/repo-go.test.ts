@@ -5,7 +5,7 @@
 // (sandgym/python:1 + the pinned Go toolchain, std installed) is built once per machine and reused (cold: about 4 min
 // on a loaded 2-core machine, the toolchain module ~70 MB from the module proxy). Gate: skipped with the reason without
 // Docker, a failure under SANDGYM_REQUIRE_DOCKER=1 (CI).
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const SOURCES = path.join(REPO_ROOT, 'envs/repo-sources/semver');
 const CARET = 'proxy__semver-v3.2.0-caret-zero-minor';
 const WILDCARD = 'proxy__semver-v3.2.0-wildcard-prerelease';
+const MULTI = 'local__multi-twice';
 const STEP_TIMEOUT_MS = 120_000;
 /** The test limit of the imported tasks here (the data says 180 s): an endless loop costs this much CI time. */
 const TEST_LIMIT_S = 8;
@@ -64,6 +65,40 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
     await writeFile(file, `${picked.join('\n')}\n`);
     const set = path.join(dir, 'set');
     await importSweBench({ file, repoSource: SOURCES, out: set });
+    // A small module of two packages (the semver data has one): the FAIL_TO_PASS test in a subpackage's EXTERNAL test
+    // package (package sub_test), a PASS_TO_PASS test at the root: one test binary and one canary file per package.
+    const tree = path.join(dir, 'multi', MULTI);
+    const files: Record<string, string> = {
+      'go.mod': 'module example.com/multi\n\ngo 1.21\n',
+      'a.go': 'package multi\n\nfunc A() int { return 1 }\n',
+      'a_test.go': 'package multi\n\nimport "testing"\n\nfunc TestA(t *testing.T) {\n\tif A() != 1 {\n\t\tt.Fatal(A())\n\t}\n}\n',
+      'sub/b.go': 'package sub\n\n// Twice doubles n.\nfunc Twice(n int) int { return n + n + 1 }\n',
+      'sub/b_test.go':
+        'package sub_test\n\nimport (\n\t"testing"\n\n\t"example.com/multi/sub"\n)\n\nfunc TestTwice(t *testing.T) {\n\tif got := sub.Twice(2); got != 4 {\n\t\tt.Fatalf("Twice(2) = %d", got)\n\t}\n}\n',
+    };
+    for (const [p, c] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(tree, p)), { recursive: true });
+      await writeFile(path.join(tree, p), c);
+    }
+    const multi = {
+      instance_id: MULTI,
+      repo: 'local/multi',
+      base_commit: 'v0',
+      patch:
+        'diff --git a/sub/b.go b/sub/b.go\n--- a/sub/b.go\n+++ b/sub/b.go\n@@ -1,4 +1,4 @@\n package sub\n \n // Twice doubles n.\n-func Twice(n int) int { return n + n + 1 }\n+func Twice(n int) int { return n + n }\n',
+      test_patch: '',
+      FAIL_TO_PASS: ['example.com/multi/sub::TestTwice'],
+      PASS_TO_PASS: ['example.com/multi::TestA'],
+      problem_statement: 'sub.Twice(2) returns 5; it must return 4.',
+      sandgym: {
+        language: 'go',
+        provenance: { source: 'test fixture (written for this test)', licence: 'MIT' },
+        environment: (JSON.parse(lines[0] as string) as { sandgym: { environment: unknown } }).sandgym.environment,
+        timeout_s: TEST_LIMIT_S,
+      },
+    };
+    await writeFile(path.join(dir, 'multi.json'), JSON.stringify(multi));
+    await importSweBench({ file: path.join(dir, 'multi.json'), repoSource: path.join(dir, 'multi'), out: set });
     tasks = new Map((await loadTaskSets([set])).map((t) => [t.spec.id, t]));
     // Built once per machine (content-addressed tag); a no-op when present.
     await ensureRepoEnvImage((tasks.get(CARET) as LoadedTask).repo?.environment as NonNullable<LoadedTask['repo']>['environment']);
@@ -133,6 +168,22 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
     expect(String(r.observation)).toMatch(/ok\s+github\.com\/Masterminds\/semver\/v3/);
     await env.step({ name: 'submit', arguments: {} });
   }, 300_000);
+
+  it('a module of two packages (external test package in a subdirectory): reference 1, untouched 0, a forged subpackage test 0', async () => {
+    const ref = await play(MULTI, reference(MULTI));
+    expect(ref.reward, JSON.stringify(ref.grade)).toBe(1);
+    expect(ref.grade.repo.pass_to_pass.passed).toBe(1);
+    zero(await play(MULTI, []), /FAIL_TO_PASS tests did not pass: example\.com\/multi\/sub::TestTwice \(failed\)/);
+    // The agent's edit of the subpackage's test file is not graded; a printed marked PASS from the root package's code
+    // does not reach the subpackage's binary's verdict (one binary and one transcript per package).
+    const forge = [
+      'printf \'package sub_test\\n\\nimport "testing"\\n\\nfunc TestTwice(t *testing.T) {}\\n\' > sub/b_test.go',
+      'printf \'\\nfunc init() { println("\\\\x16--- PASS: TestTwice (0.00s)") }\\n\' >> a.go',
+    ].join('\n');
+    const o = await play(MULTI, [forge]);
+    zero(o, /FAIL_TO_PASS tests did not pass/);
+    expect(o.grade.repo.ignored).toEqual(['sub/b_test.go']);
+  }, 180_000);
 
   it('edited and added _test.go files, a go.mod replace, go.work and vendor/ are graded as the pristine copy: 0 without the fix, 1 with it', async () => {
     const forge = [
