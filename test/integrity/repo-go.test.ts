@@ -252,6 +252,9 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
       ].join('\n'),
     );
     zero(await play(CARET, [`sed -i 's/^import (/import (\\n\\t"os"/' constraints.go`, transcript]), /canary/);
+    // Embedding the package's test files (the judge's canary among them, read by the judge's compile step): refused.
+    const embed = APPEND('//go:embed *_test.go\nvar tests embed.FS');
+    zero(await play(CARET, [`sed -i 's/^import (/import (\\n\\t"embed"/' constraints.go`, embed]), /adds \/\/go:embed directives \(constraints\.go\)/);
     // TestMain in a non-test file is an ordinary function: the test binary's main never calls it.
     const testMain = APPEND('func TestMain(m *testing.M) { os.Exit(0) }');
     zero(await play(CARET, [`sed -i 's/^import (/import (\\n\\t"os"\\n\\t"testing"/' constraints.go`, testMain]), /FAIL_TO_PASS tests did not pass/);

@@ -91,6 +91,23 @@ export function readGoRun(eventsText: string, status: string, canary: { mustFail
   return { outcomes, untrusted: null };
 }
 
+const EMBED = /^\s*\/\/go:embed\s/gm;
+
+/**
+ * Source files whose `//go:embed` directives the submission added. Compiling (as the judge) reads what they name, and a
+ * pattern can name the judge's canary file (`*_test.go`): its test names and token would be compiled into the agent's
+ * code. A fix has no need for new embedded files, so such a submission scores 0 (the base's own directives stay).
+ */
+export function addedEmbeds(task: LoadedTask, tree: { files: Map<string, TreeFile>; changed: string[] }): string[] {
+  const base = new Map(task.workspace.map((f) => [f.path, Buffer.from(f.content).toString('utf8')]));
+  return tree.changed.filter((p) => {
+    const f = tree.files.get(p);
+    if (!f || !p.endsWith('.go')) return false;
+    const now = (Buffer.from(f.content).toString('utf8').match(EMBED) ?? []).length;
+    return now > ((base.get(p) ?? '').match(EMBED) ?? []).length;
+  });
+}
+
 function section(stdout: string, nonce: string, name: string): string | null {
   const m = new RegExp(`\\n${nonce}:${name}:begin\\n([A-Za-z0-9+/=]*)\\n${nonce}:${name}:end\\n`).exec(stdout);
   return m ? Buffer.from(m[1] ?? '', 'base64').toString('utf8') : null;
@@ -107,6 +124,27 @@ export async function gradeGoTree(
   const weights = { tests: 1 };
   const base = { task_id: task.spec.id, dropped: [], restored: [], tamper: [], cached: false };
   const all = [...repo.fail_to_pass, ...repo.pass_to_pass];
+  const embeds = addedEmbeds(task, tree);
+  if (embeds.length > 0) {
+    const ms = performance.now() - opts.t0;
+    const why = `the submission adds //go:embed directives (${embeds.slice(0, 3).join(', ')}): embedded files are read by the judge's compile step, so they are not accepted`;
+    const none = (ids: string[]) => ({ passed: 0, total: ids.length, failed: ids.slice(0, MAX_LISTED) });
+    return {
+      ...base,
+      changed: tree.changed,
+      workspace_hash: opts.hash,
+      score: combine({}, weights, why),
+      timings_ms: { filter: opts.filterMs, acquire: 0, run: 0, total: ms },
+      repo: {
+        isolation: REPO_ISOLATION,
+        fail_to_pass: none(repo.fail_to_pass),
+        pass_to_pass: none(repo.pass_to_pass),
+        ignored: tree.ignored,
+        report: 'not run',
+        outcomes: {},
+      },
+    };
+  }
   // One test binary per package the ids name; only the listed top-level tests (and the canaries) run.
   const pkgs = new Map<string, { dir: string; tests: Set<string> }>();
   for (const id of all) {
