@@ -49,7 +49,8 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
   build-envs [dir...]                    build the image of every repository task's environment
                                          recipe that is missing (wheels fetched on the host,
-                                         sha256-checked; cached by content: sandgym/repo-env:HASH).
+                                         sha256-checked; a Go toolchain module via go mod download,
+                                         go.sum-hash-checked; cached by content: sandgym/repo-env:HASH).
                                          validate does this first; serve expects the images built
   import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
                                          turn SWE-bench-format instances (JSONL, a JSON array or
