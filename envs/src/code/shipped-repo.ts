@@ -1,0 +1,279 @@
+// The shipped repository tasks (issue 32, docs/TASKS.md "Shipped repository tasks"): envs/repo-sources/ holds the
+// compact, reviewable inputs (SWE-bench-format instances + base archives, 2.8 MB); the expanded task directories
+// (22 MB, 2,000+ files) are never committed. They are imported on first use into a content-addressed cache,
+// <cache>/repo-tasks/<sha256 of the sources + the importer's code>, so:
+//  - a fresh clone or an npm install works without a build step (the import runs on the first load, ~7 s);
+//  - a warm start costs one hash of the sources and one integrity check of the cached tree;
+//  - any edit to the sources or to the importer is a new key, never a stale cache;
+//  - concurrent servers never see a half-written cache: each imports into a private temp directory and renames it
+//    into place (rename is atomic on one filesystem; the loser of a race discards its copy and uses the winner's);
+//  - a cache that was tampered with or cut short (its digest of every file no longer matches) is rebuilt;
+//  - an instance that does not import is an error naming it: no shipped task is ever dropped silently.
+import { createHash, randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { importSweBench } from '../repo/swe-import.js';
+import { SHIPPED_TASKS_DIR } from './shipped.js';
+
+/** The committed inputs: <package>/instances.jsonl, base archives, manifest.json. */
+export const SHIPPED_REPO_SOURCES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../repo-sources');
+/** The importer's code: every file of envs/{src,dist}/repo/ goes into the cache key. */
+const IMPORTER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../repo');
+/** Bumped when the cache layout itself changes. */
+const CACHE_FORMAT = 1;
+const MARKER = '.sandgym-repo-tasks.json';
+
+// Go instances (semver) import once the importer accepts `language: go` (branch i32-repo-go): delete this line then.
+const SKIP_LANGUAGES: readonly string[] = ['go'];
+
+/** `tasks` entries naming the shipped sets (server config, `--tasks`, the task CLI). */
+export const SHIPPED_FUNCTIONS = '@functions';
+export const SHIPPED_REPOSITORY = '@repository';
+
+export interface ShippedRepoInfo {
+  dir: string;
+  key: string;
+  /** The cache was built by this call (false: it was already there and intact). */
+  built: boolean;
+  tasks: { id: string; instance_id: string; package: string; split: string }[];
+  skipped: { instance_id: string; package: string; reason: string }[];
+}
+
+export interface ShippedRepoOptions {
+  /** The cache root (default $SANDGYM_CACHE_DIR, else $XDG_CACHE_HOME/sandgym, else ~/.cache/sandgym). */
+  cacheDir?: string;
+  /** The sources (default envs/repo-sources). */
+  sourcesDir?: string;
+  log?: (msg: string) => void;
+}
+
+export function defaultRepoTaskCacheRoot(): string {
+  if (process.env.SANDGYM_CACHE_DIR) return path.join(process.env.SANDGYM_CACHE_DIR, 'repo-tasks');
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'sandgym', 'repo-tasks');
+}
+
+/** Every regular file under `dir`, sorted, as POSIX paths relative to it (dot-entries skipped when asked). */
+async function walk(dir: string, skipDot: boolean, rel = ''): Promise<string[]> {
+  const entries = (await readdir(path.join(dir, rel), { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const parts = await Promise.all(
+    entries
+      .filter((e) => !(skipDot && e.name.startsWith('.')))
+      .map(async (e) => {
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory()) return walk(dir, skipDot, r);
+        // Anything but a file or directory is never in a tree we wrote: it makes the digest differ.
+        return [e.isFile() ? r : `${r}\u0000not-a-file`];
+      }),
+  );
+  return parts.flat();
+}
+
+/** sha256 over (path, x bit, content hash) of every file: one number for a whole tree. Reads 32 files at a time. */
+async function treeDigest(dir: string, skipDot: boolean): Promise<string> {
+  const files = await walk(dir, skipDot);
+  const rows: string[] = new Array(files.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < files.length; i = next++) {
+      const r = files[i] as string;
+      if (r.endsWith('\u0000not-a-file')) {
+        rows[i] = r;
+        continue;
+      }
+      const p = path.join(dir, r);
+      const [st, content] = await Promise.all([stat(p), readFile(p)]);
+      rows[i] = `${r}\u0000${st.mode & 0o111 ? 'x' : '-'}${createHash('sha256').update(content).digest('hex')}`;
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, worker));
+  return createHash('sha256').update(rows.join('\n')).digest('hex');
+}
+
+/** The cache key: the sources, the importer's code and the cache format. */
+export async function shippedRepoKey(sourcesDir = SHIPPED_REPO_SOURCES_DIR): Promise<string> {
+  const [sources, importer] = await Promise.all([treeDigest(sourcesDir, true), treeDigest(IMPORTER_DIR, true)]);
+  return createHash('sha256')
+    .update(`sandgym-repo-tasks/${CACHE_FORMAT}\u0000${sources}\u0000${importer}\u0000${SKIP_LANGUAGES.join(',')}`)
+    .digest('hex');
+}
+
+interface Marker {
+  format: number;
+  key: string;
+  digest: string;
+  tasks: ShippedRepoInfo['tasks'];
+  skipped: ShippedRepoInfo['skipped'];
+}
+
+/** The marker of an intact cache dir, or null (missing, unreadable, other key, or a file changed since). */
+async function intact(dir: string, key: string): Promise<Marker | null> {
+  let m: Marker;
+  try {
+    m = JSON.parse(await readFile(path.join(dir, MARKER), 'utf8')) as Marker;
+  } catch {
+    return null;
+  }
+  if (m?.format !== CACHE_FORMAT || m.key !== key || !Array.isArray(m.tasks)) return null;
+  try {
+    return (await treeDigest(dir, true)) === m.digest ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The packages of the sources: each directory holding an instances.jsonl. */
+async function packages(sourcesDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await readdir(sourcesDir)).sort()) {
+    try {
+      if ((await stat(path.join(sourcesDir, name, 'instances.jsonl'))).isFile()) out.push(name);
+    } catch {
+      // not a package directory (README.md, manifest.json)
+    }
+  }
+  return out;
+}
+
+/** Imports every package of `sourcesDir` into `out` (which must not exist yet). Throws naming the instance. */
+async function importAll(sourcesDir: string, out: string, log: (msg: string) => void): Promise<Pick<Marker, 'tasks' | 'skipped'>> {
+  const tasks: Marker['tasks'] = [];
+  const skipped: Marker['skipped'] = [];
+  await mkdir(out);
+  for (const pkg of await packages(sourcesDir)) {
+    const file = path.join(sourcesDir, pkg, 'instances.jsonl');
+    const lines = (await readFile(file, 'utf8')).split('\n').filter((l) => l.trim() !== '');
+    const keep: string[] = [];
+    for (const [i, line] of lines.entries()) {
+      let inst: { instance_id?: unknown; sandgym?: { language?: unknown } };
+      try {
+        inst = JSON.parse(line);
+      } catch (e) {
+        throw new Error(`shipped repository tasks: ${path.relative(sourcesDir, file)}:${i + 1}: invalid JSON (${(e as Error).message})`);
+      }
+      const lang = String(inst.sandgym?.language ?? 'python');
+      if (SKIP_LANGUAGES.includes(lang)) {
+        const reason = `language ${lang}: the importer does not accept it yet`;
+        skipped.push({ instance_id: String(inst.instance_id), package: pkg, reason });
+        log(`shipped repository tasks: skipping ${String(inst.instance_id)} (${reason})\n`);
+      } else keep.push(line);
+    }
+    if (keep.length === 0) continue;
+    // Only when something was skipped does the importer read a filtered copy; the archives stay where they are.
+    const input = keep.length === lines.length ? file : path.join(out, `.${pkg}.instances.jsonl`);
+    if (input !== file) await writeFile(input, `${keep.join('\n')}\n`);
+    let result: Awaited<ReturnType<typeof importSweBench>>;
+    try {
+      result = await importSweBench({ file: input, repoSource: path.join(sourcesDir, pkg), out });
+    } catch (e) {
+      const inst = (e as { instance?: string }).instance;
+      throw new Error(
+        `shipped repository tasks: ${path.relative(sourcesDir, file)}${inst ? ` instance ${inst}` : ''} does not import: ${(e as Error).message}`,
+        { cause: e },
+      );
+    } finally {
+      if (input !== file) await rm(input, { force: true });
+    }
+    for (const t of result.tasks) {
+      const json = JSON.parse(await readFile(path.join(t.dir, 'task.json'), 'utf8')) as { split: string };
+      tasks.push({ id: t.id, instance_id: t.instance_id, package: pkg, split: json.split });
+    }
+  }
+  if (tasks.length === 0) throw new Error(`shipped repository tasks: ${sourcesDir} yielded no task`);
+  return { tasks, skipped };
+}
+
+/** Temp dirs of importers that died mid-way (older than an hour: no live import takes that long). */
+async function sweepStale(root: string): Promise<void> {
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    if (!name.startsWith('.tmp-') && !name.startsWith('.bad-')) continue;
+    const p = path.join(root, name);
+    const st = await lstat(p).catch(() => null);
+    if (st && Date.now() - st.mtimeMs > 3_600_000) await rm(p, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/**
+ * The directory of the shipped repository tasks (a task set), imported into the cache when missing or damaged.
+ * Memoised per (sources, cache) in this process.
+ */
+export async function materialiseShippedRepoTasks(opts: ShippedRepoOptions = {}): Promise<ShippedRepoInfo> {
+  const sourcesDir = path.resolve(opts.sourcesDir ?? SHIPPED_REPO_SOURCES_DIR);
+  const root = path.resolve(opts.cacheDir ?? defaultRepoTaskCacheRoot());
+  const log = opts.log ?? ((m: string) => process.stderr.write(m));
+  const key = await shippedRepoKey(sourcesDir);
+  const dir = path.join(root, key);
+  const have = await intact(dir, key);
+  if (have) return { dir, key, built: false, tasks: have.tasks, skipped: have.skipped };
+  try {
+    await mkdir(root, { recursive: true });
+  } catch (e) {
+    throw new Error(`shipped repository tasks: cannot create the cache ${root} (${(e as Error).message}); set SANDGYM_CACHE_DIR to a writable directory`);
+  }
+  await sweepStale(root);
+  // Two tries: a rebuild can race another process's rebuild; the second look sees the winner's tree.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (attempt > 0) {
+      const again = await intact(dir, key);
+      if (again) return { dir, key, built: false, tasks: again.tasks, skipped: again.skipped };
+    }
+    const tmp = path.join(root, `.tmp-${key.slice(0, 16)}-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const t0 = Date.now();
+    log(`shipped repository tasks: importing ${sourcesDir} into ${dir}\n`);
+    try {
+      const { tasks, skipped } = await importAll(sourcesDir, tmp, log);
+      const marker: Marker = { format: CACHE_FORMAT, key, digest: await treeDigest(tmp, true), tasks, skipped };
+      await writeFile(path.join(tmp, MARKER), `${JSON.stringify(marker, null, 2)}\n`);
+      // A damaged tree at the key is moved aside first (rename over a non-empty directory fails).
+      if (await lstat(dir).catch(() => null)) {
+        log(`shipped repository tasks: ${dir} is incomplete or changed since it was written: rebuilding\n`);
+        await rename(dir, path.join(root, `.bad-${key.slice(0, 16)}-${randomBytes(4).toString('hex')}`)).catch(() => {});
+      }
+      try {
+        await rename(tmp, dir);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+        continue; // another process got there first: check its tree
+      }
+      log(`shipped repository tasks: ${tasks.length} tasks imported in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+      return { dir, key, built: true, tasks, skipped };
+    } finally {
+      await rm(tmp, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+  const last = await intact(dir, key);
+  if (last) return { dir, key, built: false, tasks: last.tasks, skipped: last.skipped };
+  throw new Error(`shipped repository tasks: ${dir} could not be written intact`);
+}
+
+const memo = new Map<string, Promise<ShippedRepoInfo>>();
+
+/** materialiseShippedRepoTasks, once per process and cache root. */
+export function shippedRepoTasks(opts: ShippedRepoOptions = {}): Promise<ShippedRepoInfo> {
+  const k = `${path.resolve(opts.sourcesDir ?? SHIPPED_REPO_SOURCES_DIR)}\u0000${path.resolve(opts.cacheDir ?? defaultRepoTaskCacheRoot())}`;
+  let p = memo.get(k);
+  if (!p) {
+    p = materialiseShippedRepoTasks(opts);
+    memo.set(k, p);
+    p.catch(() => memo.delete(k));
+  }
+  return p;
+}
+
+/**
+ * Task-set entries as configured → directories: [] is everything shipped (the function tasks and the repository
+ * tasks), `@functions` / `@repository` name one shipped set, anything else is a directory.
+ */
+export async function resolveTaskDirs(entries: readonly string[] | undefined, opts: ShippedRepoOptions = {}): Promise<string[]> {
+  const list = entries && entries.length > 0 ? entries : [SHIPPED_FUNCTIONS, SHIPPED_REPOSITORY];
+  const out: string[] = [];
+  for (const e of list) {
+    if (e === SHIPPED_FUNCTIONS) out.push(SHIPPED_TASKS_DIR);
+    else if (e === SHIPPED_REPOSITORY) out.push((await shippedRepoTasks(opts)).dir);
+    else out.push(e);
+  }
+  return out;
+}
