@@ -21,12 +21,10 @@ import { SHIPPED_TASKS_DIR } from './shipped.js';
 export const SHIPPED_REPO_SOURCES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../repo-sources');
 /** The importer's code: every file of envs/{src,dist}/repo/ goes into the cache key. */
 const IMPORTER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../repo');
+const SELF = fileURLToPath(import.meta.url);
 /** Bumped when the cache layout itself changes. */
 const CACHE_FORMAT = 1;
 const MARKER = '.sandgym-repo-tasks.json';
-
-// Go instances (semver) import once the importer accepts `language: go` (branch i32-repo-go): delete this line then.
-const SKIP_LANGUAGES: readonly string[] = ['go'];
 
 /** `tasks` entries naming the shipped sets (server config, `--tasks`, the task CLI). */
 export const SHIPPED_FUNCTIONS = '@functions';
@@ -94,10 +92,10 @@ async function treeDigest(dir: string, skipDot: boolean): Promise<string> {
 
 /** The cache key: the sources, the importer's code and the cache format. */
 export async function shippedRepoKey(sourcesDir = SHIPPED_REPO_SOURCES_DIR): Promise<string> {
-  const [sources, importer] = await Promise.all([treeDigest(sourcesDir, true), treeDigest(IMPORTER_DIR, true)]);
-  return createHash('sha256')
-    .update(`sandgym-repo-tasks/${CACHE_FORMAT}\u0000${sources}\u0000${importer}\u0000${SKIP_LANGUAGES.join(',')}`)
-    .digest('hex');
+  const [sources, importer, self] = await Promise.all([treeDigest(sourcesDir, true), treeDigest(IMPORTER_DIR, true), readFile(SELF)]);
+  // This file too: what it skips decides what the cache holds.
+  const selfHash = createHash('sha256').update(self).digest('hex');
+  return createHash('sha256').update(`sandgym-repo-tasks/${CACHE_FORMAT}\u0000${sources}\u0000${importer}\u0000${selfHash}`).digest('hex');
 }
 
 interface Marker {
@@ -153,12 +151,14 @@ async function importAll(sourcesDir: string, out: string, log: (msg: string) => 
       } catch (e) {
         throw new Error(`shipped repository tasks: ${path.relative(sourcesDir, file)}:${i + 1}: invalid JSON (${(e as Error).message})`);
       }
-      const lang = String(inst.sandgym?.language ?? 'python');
-      if (SKIP_LANGUAGES.includes(lang)) {
-        const reason = `language ${lang}: the importer does not accept it yet`;
+      const skip = (reason: string): true => {
         skipped.push({ instance_id: String(inst.instance_id), package: pkg, reason });
         log(`shipped repository tasks: skipping ${String(inst.instance_id)} (${reason})\n`);
-      } else keep.push(line);
+        return true;
+      };
+      // Go (semver): delete the next line once the importer accepts `language: go` (branch i32-repo-go).
+      if (inst.sandgym?.language === 'go' && skip('language go: the importer does not accept it yet')) continue;
+      keep.push(line);
     }
     if (keep.length === 0) continue;
     // Only when something was skipped does the importer read a filtered copy; the archives stay where they are.
