@@ -16,6 +16,21 @@ import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 
+/**
+ * Shipped tasks that `tasks validate` refuses for a reason outside the task itself, each with the one problem it may
+ * show (everything else, reference 1 and untouched 0 included, is still required). An entry that no longer fails is
+ * reported so it can go.
+ */
+const KNOWN: Record<string, { problem: RegExp; why: string }> = {
+  // The leak search looks for the fix's added lines anywhere readable in the agent sandbox; this fix's lines
+  // (`filename = os.fspath(filename)`, `if isinstance(filename, bytes):`) are generic and occur in the image's own
+  // stdlib. A false positive of the heuristic (envs/src/repo/repo-validate.ts fixLines), not a leak.
+  'pypi__click-8.1.4-format-filename-invalid-bytes': {
+    problem: /^a copy of the fixed code is readable in the agent sandbox: \/usr\/lib\/python3\.11\//,
+    why: 'leak-search false positive on generic lines found in /usr/lib/python3.11',
+  },
+};
+
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
   if (v === undefined || v === '') return fallback;
@@ -66,21 +81,27 @@ test.skipIf(!HAS_DOCKER)(
     const report = JSON.parse(out.join('')) as {
       ok: boolean;
       summary: { tasks: number; failed: number; grade_ms: { p50: number; p95: number }; wall_ms: number };
-      results: { id: string; ok: boolean; problems: unknown[]; null: { score: number }; reference: { score: number } }[];
+      results: { id: string; ok: boolean; problems: string[]; null: { score: number }; reference: { score: number } }[];
     };
     process.stdout.write(
       `  ${report.summary.tasks} validated in ${(report.summary.wall_ms / 1000).toFixed(1)} s; grading p50 ${report.summary.grade_ms.p50} ms, p95 ${report.summary.grade_ms.p95} ms\n`,
     );
-    for (const r of report.results)
-      expect({ id: r.id, ok: r.ok, problems: r.problems, null: r.null.score, reference: r.reference.score }).toEqual({
+    for (const r of report.results) {
+      const known = KNOWN[r.id];
+      if (known && r.ok) process.stdout.write(`  ${r.id} now validates: remove it from KNOWN (${known.why})\n`);
+      if (known && !r.ok) process.stdout.write(`  ${r.id}: known failure (${known.why})\n`);
+      const allowed = known && !r.ok ? r.problems.filter((p) => known.problem.test(p)) : [];
+      expect({ id: r.id, problems: r.problems, null: r.null.score, reference: r.reference.score }).toEqual({
         id: r.id,
-        ok: true,
-        problems: [],
+        problems: allowed.length === 1 ? allowed : [],
         null: 0,
         reference: 1,
       });
+    }
     expect(report.results.map((r) => r.id).sort()).toEqual([...sample].sort());
-    expect({ code, ok: report.ok, stderr: err.join('').slice(-2000) }).toMatchObject({ code: 0, ok: true });
+    const unexpected = report.results.filter((r) => !r.ok && !KNOWN[r.id]);
+    expect({ unexpected: unexpected.map((r) => r.id), stderr: unexpected.length ? err.join('').slice(-2000) : '' }).toEqual({ unexpected: [], stderr: '' });
+    expect(code).toBe(report.results.every((r) => r.ok) ? 0 : 1);
   },
   240_000,
 );
