@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { codeEnvFromConfig } from '../../envs/src/code/server-env.js';
 import { SHIPPED_TASKS_DIR } from '../../envs/src/code/shipped.js';
 import { materialiseShippedRepoTasks, resolveTaskDirs, SHIPPED_REPO_SOURCES_DIR, shippedRepoKey, shippedRepoTasks } from '../../envs/src/code/shipped-repo.js';
-import { loadTaskSets } from '../../envs/src/code/task-loader.js';
+import { loadTaskSets, TaskLoadError } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 
 interface Manifest {
@@ -158,9 +158,10 @@ describe('the cache', () => {
     bad.patch = bad.patch.replace(/^-(.*)$/m, '-$1 this line is not in the base');
     lines[1] = JSON.stringify(bad);
     await writeFile(file, `${lines.join('\n')}\n`);
-    await expect(materialiseShippedRepoTasks({ sourcesDir, cacheDir, log: quiet })).rejects.toThrow(
-      new RegExp(`parse/instances.jsonl instance ${bad.instance_id} does not import`),
-    );
+    const err = await materialiseShippedRepoTasks({ sourcesDir, cacheDir, log: quiet }).catch((e: unknown) => e);
+    // A TaskLoadError: the server refuses to start, the task CLI exits 3 (a task set that cannot be loaded).
+    expect(err).toBeInstanceOf(TaskLoadError);
+    expect((err as Error).message).toMatch(new RegExp(`parse/instances.jsonl instance ${bad.instance_id} does not import: .*patch`));
     expect((await readdir(cacheDir)).filter((n) => !n.startsWith('.bad-'))).toEqual([]);
   }, 60_000);
 });

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importSweBench } from '../repo/swe-import.js';
 import { SHIPPED_TASKS_DIR } from './shipped.js';
+import { TaskLoadError } from './task-files.js';
 
 /** The committed inputs: <package>/instances.jsonl, base archives, manifest.json. */
 export const SHIPPED_REPO_SOURCES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../repo-sources');
@@ -149,7 +150,7 @@ async function importAll(sourcesDir: string, out: string, log: (msg: string) => 
       try {
         inst = JSON.parse(line);
       } catch (e) {
-        throw new Error(`shipped repository tasks: ${path.relative(sourcesDir, file)}:${i + 1}: invalid JSON (${(e as Error).message})`);
+        throw new TaskLoadError(`shipped repository tasks: ${path.relative(sourcesDir, file)}:${i + 1}: invalid JSON (${(e as Error).message})`, file);
       }
       const skip = (reason: string): true => {
         skipped.push({ instance_id: String(inst.instance_id), package: pkg, reason });
@@ -169,9 +170,10 @@ async function importAll(sourcesDir: string, out: string, log: (msg: string) => 
       result = await importSweBench({ file: input, repoSource: path.join(sourcesDir, pkg), out });
     } catch (e) {
       const inst = (e as { instance?: string }).instance;
-      throw new Error(
+      // A TaskLoadError: the CLIs report it as a task set that cannot be loaded (exit 3), the server refuses to start.
+      throw new TaskLoadError(
         `shipped repository tasks: ${path.relative(sourcesDir, file)}${inst ? ` instance ${inst}` : ''} does not import: ${(e as Error).message}`,
-        { cause: e },
+        file,
       );
     } finally {
       if (input !== file) await rm(input, { force: true });
@@ -181,7 +183,7 @@ async function importAll(sourcesDir: string, out: string, log: (msg: string) => 
       tasks.push({ id: t.id, instance_id: t.instance_id, package: pkg, split: json.split });
     }
   }
-  if (tasks.length === 0) throw new Error(`shipped repository tasks: ${sourcesDir} yielded no task`);
+  if (tasks.length === 0) throw new TaskLoadError(`shipped repository tasks: ${sourcesDir} yielded no task`, sourcesDir);
   return { tasks, skipped };
 }
 
