@@ -5,7 +5,7 @@
 //    counts); the only instances left out are the ones of a language the importer does not take yet (Go);
 //  - split by package: no package has tasks in two splits, and each package's split is the manifest's;
 //  - code-v0's default task set is the function tasks plus these;
-//  - the cache: a warm load reuses it, a damaged or half-written one is rebuilt, two builders racing end with one
+//  - the cache: a warm load reuses it, a damaged (cut short, rewritten) or half-written one is rebuilt, two builders racing end with one
 //    intact tree, and an instance that does not import is an error naming it, with nothing left in the cache.
 import { cp, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -123,6 +123,11 @@ describe('the cache', () => {
     expect(logs.join('')).toMatch(/incomplete or changed since it was written: rebuilding/);
     expect((await readFile(victim, 'utf8')).length).toBeGreaterThan(10);
     expect(await loadTaskSets([rebuilt.dir])).toHaveLength(3);
+    // Rewritten in place with the same size (an edit, a bad restore): rebuilt too.
+    const orig = await readFile(victim);
+    await writeFile(victim, Buffer.from(orig).fill(0x20, 0, 8));
+    expect((await materialiseShippedRepoTasks({ sourcesDir, cacheDir, log: quiet })).built).toBe(true);
+    expect(await readFile(victim)).toEqual(orig);
     // No marker (a tree that was never finished): rebuilt too.
     await rm(path.join(first.dir, '.sandgym-repo-tasks.json'));
     expect((await materialiseShippedRepoTasks({ sourcesDir, cacheDir, log: quiet })).built).toBe(true);
