@@ -176,7 +176,7 @@ try {
       `| warm start: loading the tasks | ${warm.map((x) => x.load_ms).join(' / ')} ms |`,
       ...images.map(
         (i) =>
-          `| image ${i.image}: cold build / warm | ${i.cold_ms === null ? '(base image, no build)' : `${(i.cold_ms / 1000).toFixed(1)} s`} / ${i.warm_ms} ms |`,
+          `| image ${i.image}: cold build / warm | ${i.cold_ms !== null ? `${(i.cold_ms / 1000).toFixed(1)} s` : i.image.startsWith('sandgym/repo-env:') ? '(present: --no-cold-image)' : '(base image, no build)'} / ${i.warm_ms} ms |`,
       ),
       `| grading, untouched base (${sample.length} tasks) p50 / p95 | ${result.grading.untouched.p50_ms} / ${result.grading.untouched.p95_ms} ms |`,
       `| grading, reference fix p50 / p95 | ${result.grading.reference.p50_ms} / ${result.grading.reference.p95_ms} ms |`,
