@@ -168,5 +168,10 @@ describe('the cache', () => {
     expect(err).toBeInstanceOf(TaskLoadError);
     expect((err as Error).message).toMatch(new RegExp(`parse/instances.jsonl instance ${bad.instance_id} does not import: .*patch`));
     expect((await readdir(cacheDir)).filter((n) => !n.startsWith('.bad-'))).toEqual([]);
+    // A cache that cannot be created (here under a regular file) names the directory and the variable that moves it.
+    await writeFile(path.join(tmp, 'a-file'), '');
+    const unwritable = await materialiseShippedRepoTasks({ sourcesDir, cacheDir: path.join(tmp, 'a-file', 'cache'), log: quiet }).catch((e: unknown) => e);
+    expect(unwritable).toBeInstanceOf(TaskLoadError);
+    expect((unwritable as Error).message).toMatch(/cannot create the cache .*a-file\/cache .*SANDGYM_CACHE_DIR/);
   }, 60_000);
 });

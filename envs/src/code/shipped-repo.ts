@@ -231,7 +231,10 @@ export async function materialiseShippedRepoTasks(opts: ShippedRepoOptions = {})
   try {
     await mkdir(root, { recursive: true });
   } catch (e) {
-    throw new Error(`shipped repository tasks: cannot create the cache ${root} (${(e as Error).message}); set SANDGYM_CACHE_DIR to a writable directory`);
+    throw new TaskLoadError(
+      `shipped repository tasks: cannot create the cache ${root} (${(e as Error).message}); set SANDGYM_CACHE_DIR to a writable directory`,
+      root,
+    );
   }
   await sweepStale(root);
   // Two tries: a rebuild can race another process's rebuild; the second look sees the winner's tree.
@@ -247,10 +250,16 @@ export async function materialiseShippedRepoTasks(opts: ShippedRepoOptions = {})
       const { tasks, skipped } = await importAll(sourcesDir, tmp, log);
       const marker: Marker = { format: CACHE_FORMAT, key, signature: await treeSignature(tmp), digest: await treeDigest(tmp, true), tasks, skipped };
       await writeFile(path.join(tmp, MARKER), `${JSON.stringify(marker, null, 2)}\n`);
-      // A damaged tree at the key is moved aside first (rename over a non-empty directory fails).
+      let bad: string | null = null;
       if (await lstat(dir).catch(() => null)) {
+        // Another process may have finished first while we imported: its tree is as good as ours, and moving it
+        // aside would pull it from under that process's loader.
+        const theirs = await intact(dir, key);
+        if (theirs) return { dir, key, built: false, tasks: theirs.tasks, skipped: theirs.skipped };
+        // A damaged tree is moved aside first (rename over a non-empty directory fails).
         log(`shipped repository tasks: ${dir} is incomplete or changed since it was written: rebuilding\n`);
-        await rename(dir, path.join(root, `.bad-${key.slice(0, 16)}-${randomBytes(4).toString('hex')}`)).catch(() => {});
+        bad = path.join(root, `.bad-${key.slice(0, 16)}-${randomBytes(4).toString('hex')}`);
+        await rename(dir, bad).catch(() => {});
       }
       try {
         await rename(tmp, dir);
@@ -258,6 +267,8 @@ export async function materialiseShippedRepoTasks(opts: ShippedRepoOptions = {})
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
         continue; // another process got there first: check its tree
+      } finally {
+        if (bad) await rm(bad, { recursive: true, force: true }).catch(() => {});
       }
       log(`shipped repository tasks: ${tasks.length} tasks imported in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
       return { dir, key, built: true, tasks, skipped };
@@ -267,7 +278,7 @@ export async function materialiseShippedRepoTasks(opts: ShippedRepoOptions = {})
   }
   const last = await intact(dir, key);
   if (last) return { dir, key, built: false, tasks: last.tasks, skipped: last.skipped };
-  throw new Error(`shipped repository tasks: ${dir} could not be written intact`);
+  throw new TaskLoadError(`shipped repository tasks: ${dir} could not be written intact`, dir);
 }
 
 const memo = new Map<string, Promise<ShippedRepoInfo>>();
