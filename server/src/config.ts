@@ -59,7 +59,7 @@ export interface ServerConfig {
   pools?: PoolsConfig;
   /** Sandbox layer options (limits, driver knobs); see SandboxConfig and docs/SANDBOX.md. */
   sandbox?: SandboxConfig;
-  /** code-v0 task-set directories; empty = the shipped envs/tasks. */
+  /** code-v0 task-set directories or `@functions` / `@repository` (shipped sets); empty = both shipped sets. */
   tasks: string[];
   /** Task splits sessions may ask for (code-v0). Default all; a session gets eval only when it asks. */
   splits: ('train' | 'eval')[];

@@ -111,13 +111,18 @@ test('a broken task set exits 3 naming file and field', async () => {
   }
 });
 
-test('without a directory, list / check / validate use the shipped set (what serve loads by default)', async () => {
+test('without a directory, list / check / validate use both shipped sets (what serve loads by default)', async () => {
   const r = await tasks(['list', '--json']);
   expect(r.code).toBe(0);
   const rows = JSON.parse(r.out) as { id: string }[];
+  // The function tasks (envs/tasks, also named @functions) then the repository tasks (@repository).
   const viaDir = JSON.parse((await tasks(['list', TASKS_DIR, '--json'])).out) as { id: string }[];
-  expect(rows.map((x) => x.id)).toEqual(viaDir.map((x) => x.id));
-  expect(rows.length).toBeGreaterThanOrEqual(30);
+  const functions = JSON.parse((await tasks(['list', '@functions', '--json'])).out) as { id: string }[];
+  const repository = JSON.parse((await tasks(['list', '@repository', '--json'])).out) as { id: string }[];
+  expect(functions.map((x) => x.id)).toEqual(viaDir.map((x) => x.id));
+  expect(rows.map((x) => x.id)).toEqual([...viaDir, ...repository].map((x) => x.id));
+  expect(viaDir.length).toBeGreaterThanOrEqual(30);
+  expect(repository.length).toBeGreaterThanOrEqual(25);
   const c = capture();
   const asked: unknown[] = [];
   await runTasks(['validate', '--only', 'py-slugify'], c.io, {

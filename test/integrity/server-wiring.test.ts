@@ -17,13 +17,14 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test('defaults: shipped tasks, both splits exposed; code-v0 registered', async () => {
+test('defaults: both shipped sets (function + repository tasks), both splits exposed; code-v0 registered', async () => {
   const cfg = resolveConfig({});
   expect(cfg.tasks).toEqual([]);
   expect(cfg.splits).toEqual(['train', 'eval']);
   const reg = await buildRegistry(cfg);
   const spec = reg.specs().find((s) => s.id === 'code-v0') as { tasks?: { splits: Record<string, number> } } | undefined;
-  expect(spec?.tasks?.splits).toEqual({ train: 22, eval: 10 });
+  // 32 function tasks (22 train, 10 eval) + 25 repository tasks (21 train, 4 eval; envs/repo-sources/manifest.json).
+  expect(spec?.tasks?.splits).toEqual({ train: 48, eval: 14 });
 });
 
 test('--tasks (repeatable) and --splits reach the config and the env', async () => {

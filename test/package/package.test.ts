@@ -133,6 +133,18 @@ describe('the packed tarball', () => {
         t,
       ).toEqual([]);
     expect(files.some((f) => /^envs\/tasks\/[^/]+\/tests\//.test(f))).toBe(true); // train tasks are shipped
+    // Repository tasks: split by package, so an eval package's sources (base tree, hidden tests, fix) stay here too.
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'envs/repo-sources/manifest.json'), 'utf8')) as {
+      packages: Record<string, { split: string }>;
+    };
+    const repoEval = Object.entries(manifest.packages).filter(([, p]) => p.split === 'eval');
+    expect(repoEval.length).toBeGreaterThan(0);
+    for (const [pkg] of repoEval)
+      expect(
+        files.filter((f) => f.startsWith(`envs/repo-sources/${pkg}/`)),
+        pkg,
+      ).toEqual([]);
+    expect(files).toContain('envs/repo-sources/sqlparse/instances.jsonl'); // train packages are shipped
   });
 
   it('declares no build tool as a dependency, exports only JavaScript and declarations, builds at prepack', () => {

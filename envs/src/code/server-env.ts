@@ -8,6 +8,7 @@ import { loadTaskSets, TaskSet } from './task-loader.js';
 import type { LoadedTask, Split } from './task-types.js';
 
 import { SHIPPED_TASKS_DIR } from './shipped.js';
+import { resolveTaskDirs } from './shipped-repo.js';
 
 export { SHIPPED_TASKS_DIR };
 export const ALL_SPLITS: readonly Split[] = ['train', 'eval'];
@@ -26,7 +27,7 @@ function load(dirs: readonly string[]): Promise<LoadedTask[]> {
 }
 
 /**
- * code-v0 over `tasks` (task-set dirs; [] = the shipped set) with `splits` exposed (default all:
+ * code-v0 over `tasks` (task-set dirs, or `@functions` / `@repository`; [] = both shipped sets) with `splits` exposed (default all:
  * a session still gets eval tasks only when it asks for the eval split). Throws TaskLoadError
  * naming the file and field when a task is invalid.
  */
@@ -34,8 +35,9 @@ export async function codeEnvFromConfig(
   config: { tasks?: readonly string[]; splits?: readonly string[] },
   extra: Omit<CodeEnvOptions, 'taskSet'> = {},
 ): Promise<EnvDefinition> {
-  const dirs = config.tasks && config.tasks.length > 0 ? config.tasks : [SHIPPED_TASKS_DIR];
   const splits = (config.splits && config.splits.length > 0 ? config.splits : ALL_SPLITS) as Split[];
   for (const s of splits) if (!ALL_SPLITS.includes(s)) throw new Error(`unknown split '${s}' (splits are ${ALL_SPLITS.join(', ')})`);
+  // The shipped repository tasks are imported into the cache on the first start (docs/TASKS.md).
+  const dirs = await resolveTaskDirs(config.tasks);
   return createCodeEnv({ ...extra, taskSet: new TaskSet(await load(dirs), splits) });
 }

@@ -7,7 +7,7 @@ import { Buffer } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { OpenSandboxProvider } from '#sandbox-contract/index.js';
 import { gradeSubmission } from '#envs/code/grade.js';
-import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
+import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
 import { loadTaskSets } from '#envs/code/task-loader.js';
 import type { LoadedTask } from '#envs/code/task-types.js';
 import { CaptureRefused, parseCapture } from '#envs/workspace/capture.js';
@@ -25,7 +25,8 @@ changed (grader drift). <archive> is an archive file (.jsonl.gz), a directory wr
 serve --archive DIR, or s3://bucket/prefix (AWS_* variables as for serve).
 
 Options:
-  --tasks <dir>          task set to grade with (repeatable; default the shipped envs/tasks)
+  --tasks <dir>          task set to grade with (repeatable; default both shipped sets:
+                         @functions and @repository)
   --driver <kind>        docker | local | auto (default auto)
   --episode <id>         re-grade only this episode (repeatable)
   --concurrency <n>      gradings at once (default 2)
@@ -127,7 +128,7 @@ export async function runRescore(argv: string[], io: CliIo, deps: RescoreDeps): 
   for (const t of values.tasks ?? []) nonEmptyValue('tasks', t, cmd);
   const json = values.json ?? false;
 
-  const taskList = await loadTaskSets(values.tasks?.length ? values.tasks : [SHIPPED_TASKS_DIR]);
+  const taskList = await loadTaskSets(await resolveTaskDirs(values.tasks));
   const tasks = new Map(taskList.map((t) => [t.spec.id, t]));
   let records = await loadArchive(source);
   if (values.episode) {

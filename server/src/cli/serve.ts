@@ -49,7 +49,8 @@ ${configKeysHelp()}
                          the Docker daemon's OCI runtime for sandboxes (config
                          sandbox.runtime), e.g. runsc for gVisor (docs/SANDBOX.md,
                          "gVisor (runsc)"); one the daemon lacks fails start-up
-  --tasks <dir>          code-v0 task set (repeatable; default: the shipped envs/tasks)
+  --tasks <dir>          code-v0 task set (repeatable; default both shipped sets:
+                         @functions, the envs/tasks, and @repository, envs/repo-sources)
   --splits <a,b>         task splits sessions may ask for: train, eval (default
                          both; a session gets eval tasks only when it asks for them)
   --insecure             allow a non-loopback host without tokens

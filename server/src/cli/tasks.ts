@@ -4,7 +4,7 @@
 import { listTasks, checkTasks, validateTaskList } from '#envs/code/tasks-cli.js';
 import { loadTaskSets } from '#envs/code/task-loader.js';
 import { MutationToolError } from '#envs/code/mutation/mutants.js';
-import { SHIPPED_TASKS_DIR } from '#envs/code/shipped.js';
+import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
 import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
 import type { LoadedTask } from '#envs/code/task-types.js';
 import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
@@ -16,7 +16,9 @@ import { runTasksStats, TASKS_STATS_OPTIONS, TASKS_STATS_USAGE } from './tasks-s
 
 export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stats> [dir...] [options]
 
-  Without a directory, the shipped task set (envs/tasks, what \`serve\` loads by default).
+  Without a directory, both shipped task sets (what \`serve\` loads by default): @functions
+  (envs/tasks) and @repository (envs/repo-sources, imported into ~/.cache/sandgym/repo-tasks on
+  first use). Either name can be given in place of a directory.
 
   list [dir...] [--json]                 list the tasks of one or more task sets
   check [dir...] [--threshold X] [--json]
@@ -66,8 +68,9 @@ ${TASKS_STATS_USAGE}
 Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
 4 no sandbox driver or mutation tool (validate), or no server answers (stats).`;
 
-const DIRS = { name: '[dir...] (task-set directories; default the shipped set)', min: 0, max: Infinity };
-const dirsOr = (dirs: string[]) => (dirs.length > 0 ? dirs : [SHIPPED_TASKS_DIR]);
+const DIRS = { name: '[dir...] (task-set directories, @functions, @repository; default both shipped sets)', min: 0, max: Infinity };
+/** [] is everything the server serves by default; @functions / @repository name one shipped set (docs/TASKS.md). */
+const dirsOr = (dirs: string[]) => resolveTaskDirs(dirs);
 
 const LIST = { name: 'tasks list', help: TASKS_HELP, options: { json: { type: 'boolean' } }, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
 const CHECK = {
@@ -142,18 +145,18 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
   switch (picked.sub) {
     case 'list': {
       const p = parseCommand(LIST, picked.argv);
-      return p === null ? help() : verdict(await listTasks(dirsOr(p.positionals), { json: p.values.json ?? false }, io));
+      return p === null ? help() : verdict(await listTasks(await dirsOr(p.positionals), { json: p.values.json ?? false }, io));
     }
     case 'check': {
       const p = parseCommand(CHECK, picked.argv);
       if (p === null) return help();
       const threshold = p.values.threshold === undefined ? undefined : numberValue('threshold', p.values.threshold, { gt: 0, max: 1 }, CHECK.name);
-      return verdict(await checkTasks(dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
+      return verdict(await checkTasks(await dirsOr(p.positionals), { json: p.values.json ?? false, ...(threshold !== undefined ? { threshold } : {}) }, io));
     }
     case 'build-envs': {
       const p = parseCommand(BUILD_ENVS, picked.argv);
       if (p === null) return help();
-      await buildRepoEnvs(await loadTaskSets(dirsOr(p.positionals)), io);
+      await buildRepoEnvs(await loadTaskSets(await dirsOr(p.positionals)), io);
       return EXIT.OK;
     }
     case 'import': {
@@ -207,7 +210,7 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         throw new UsageError('--degenerate-cache has no effect with --no-degenerate', VALIDATE.name);
       const degCache = v['degenerate-cache'] === undefined ? undefined : nonEmptyValue('degenerate-cache', v['degenerate-cache'], VALIDATE.name);
       const degenerate = v['no-degenerate'] ? (false as const) : degCache !== undefined ? { cacheDir: degCache === 'none' ? null : degCache } : {};
-      let tasks = await loadTaskSets(dirsOr(p.positionals));
+      let tasks = await loadTaskSets(await dirsOr(p.positionals));
       if (p.values.only !== undefined) {
         const ids = p.values.only
           .split(',')

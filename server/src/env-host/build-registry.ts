@@ -11,7 +11,7 @@ export async function buildRegistry(
 ): Promise<EnvRegistry> {
   const registry = new EnvRegistry();
   registry.registerAll(builtinEnvs);
-  // code-v0 over config.tasks (default: the shipped envs/tasks); a broken task refuses startup.
+  // code-v0 over config.tasks (default: both shipped sets, @functions and @repository); a broken task refuses startup.
   try {
     registry.register(await codeEnvFromConfig(config));
   } catch (e) {
