@@ -3,12 +3,13 @@
 // bubblewrap still serves the envs that need no sandbox; a missing image names the command that
 // builds it; --version; play's refused serve options and its clean exit after a refused make.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { environmentImage, validateRecipe } from '../../envs/src/repo/repo-environment.js';
 import { BIN, runCli, startCliServer, type CliResult } from './helpers/cli.js';
 import { RawClient } from './helpers/raw-client.js';
 import { dockerFacility, gate } from './sandbox/facilities.js';
@@ -207,6 +208,61 @@ describe.skipIf(!HAS_DOCKER)('a sandbox image that is not built (docker)', () =>
       expect(code, s.stderr()).toBe(0);
     }
   }, 120_000);
+});
+
+describe.skipIf(!HAS_DOCKER)('a repository task whose environment image is not built (docker)', () => {
+  it('serve builds it in the background once listening, logs it with the task, and the task resets', async () => {
+    // The parse fixture with one pinned wheel (six 1.16.0): a recipe no shipped task uses, so its image is this
+    // test's own and can be removed first without racing any other test.
+    const fixture = fileURLToPath(new URL('../../envs/test/fixtures/repo/', import.meta.url));
+    const inst = JSON.parse(readFileSync(join(fixture, 'parse-instances.jsonl'), 'utf8').split('\n')[0] as string) as {
+      sandgym: { environment: { requirements: string[] } };
+    };
+    inst.sandgym.environment.requirements = ['six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254'];
+    const file = join(dir, 'six-instance.jsonl');
+    writeFileSync(file, `${JSON.stringify(inst)}\n`);
+    const out = join(dir, 'six-tasks');
+    const imported = await runCli(['tasks', 'import', 'swe-bench', file, '--repo-source', fixture, '--out', out]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const [id] = readdirSync(out);
+    const json = JSON.parse(readFileSync(join(out, id as string, 'task.json'), 'utf8')) as { id: string; environment: unknown };
+    const spec = {
+      id: json.id,
+      image: environmentImage(
+        validateRecipe(json.environment, (where, msg) => {
+          throw new Error(`${where}: ${msg}`);
+        }),
+      ),
+    };
+    expect(spec.image).toMatch(/^sandgym\/repo-env:[0-9a-f]{16}$/);
+    await new Promise<void>((resolve) => spawn('docker', ['rmi', '-f', spec.image], { stdio: 'ignore' }).on('close', () => resolve()));
+    const s = await serve(['--driver', 'docker', '--tasks', out, '--log-level', 'info', '--log-format', 'json'], {});
+    try {
+      const deadline = Date.now() + 150_000;
+      while (!s.stderr().includes('built a repository environment image') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+      const line = s
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('built a repository environment image'));
+      expect(line, s.stderr().slice(-3000)).toBeDefined();
+      expect(JSON.parse(line as string)).toMatchObject({ image: spec.image, task: spec.id });
+      // code-v0's own image is its first task's: the server's image recheck picks the new image up (/readyz 200).
+      let ready = 0;
+      while (ready !== 200 && Date.now() < deadline) {
+        ready = (await fetch(`${s.http}/readyz`)).status;
+        if (ready !== 200) await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(ready).toBe(200);
+      const c = await RawClient.connect(s.url);
+      const session = await c.make('code-v0');
+      const r = (await c.ok('reset', { session, seed: 0, options: { task_id: spec.id } })) as { observation: unknown };
+      expect(String(r.observation)).toContain('%f');
+      await c.close();
+    } finally {
+      const code = await s.stop();
+      expect(code, s.stderr().slice(-3000)).toBe(0);
+    }
+  }, 240_000);
 });
 
 describe('sandgym play', () => {

@@ -5,6 +5,9 @@ import { CONFIG_SCHEMA, loadConfigFile, loadTokensFile, resolveConfig, tokensFro
 import { choiceListValue, choiceValue, intValue, nonEmptyValue, parseCommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { loadTaskSets } from '#envs/code/task-loader.js';
+import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
+import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
 import { ARCHIVE_HELP, ARCHIVE_OPTIONS, archiveOptionsFromValues } from './serve-archive.js';
 
 /** The config file's keys, from its schema (so the help cannot miss one), wrapped under the option column. */
@@ -164,6 +167,32 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
   return cfg;
 }
 
+/**
+ * Repository tasks run in their environment's image (sandgym/repo-env:HASH, docs/TASKS.md), built from its recipe on
+ * this machine (`sandgym tasks build-envs`). A server that serves them on Docker builds the missing ones itself, in
+ * the background once listening, one recipe at a time: until an image exists, a reset of its tasks fails with a
+ * retryable SANDBOX_ERROR naming the image (the machine is not ready yet, which is an infrastructure state); a build
+ * that fails is logged with the task and the step, and the next start tries again.
+ */
+async function buildRepoEnvsInBackground(cfg: ServerConfig, log: { info(o: object, m: string): void; error(o: object, m: string): void }): Promise<void> {
+  const tasks = await loadTaskSets(await resolveTaskDirs(cfg.tasks));
+  const seen = new Set<string>();
+  for (const t of tasks) {
+    if (!t.repo || seen.has(t.spec.image)) continue;
+    seen.add(t.spec.image);
+    try {
+      const r = await ensureRepoEnvImage(t.repo.environment);
+      if (r.built) log.info({ image: r.image, task: t.spec.id, ms: Math.round(r.ms) }, 'built a repository environment image');
+    } catch (e) {
+      const step = e instanceof RepoEnvBuildError ? e.step : 'build';
+      log.error(
+        { image: t.spec.image, task: t.spec.id, step, err: e },
+        `repository environment image ${t.spec.image} could not be built (${t.spec.id}, ${step}): its tasks cannot run here; see \`sandgym tasks build-envs\``,
+      );
+    }
+  }
+}
+
 /** Errors of listen() that mean "this address cannot be had", not a bug. */
 const LISTEN_UNAVAILABLE = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES']);
 
@@ -247,6 +276,9 @@ export async function runServe(argv: string[], io: CliIo): Promise<number> {
       `list envs: sandgym envs --url ${url}\n`,
   );
   if (!isLoopback(cfg.host) && cfg.tokens.length === 0) app.log.warn('listening on a non-loopback address WITHOUT authentication (--insecure)');
+  if (sg.core.sandbox?.ready().sandbox?.driver === 'docker') {
+    void buildRepoEnvsInBackground(cfg, app.log).catch((e: unknown) => app.log.error({ err: e }, 'repository environment images: could not list the tasks'));
+  }
 
   // Keep running until a signal arrives.
   return new Promise<number>(() => undefined);
