@@ -92,3 +92,53 @@ export async function submitStep(env: CodeEnv): Promise<StepResult<string>> {
   expect(s.terminated).toBe(true);
   return s;
 }
+
+/** info.grade of a graded repository task (envs/src/repo: repo-grade.ts, repo-grade-go.ts). */
+export interface RepoGrade {
+  score: number;
+  zero_reason?: string;
+  repo: {
+    isolation: string;
+    ignored: string[];
+    report: string;
+    fail_to_pass: { passed: number; total: number };
+    pass_to_pass: { passed: number; total: number };
+  };
+}
+export interface RepoOutcome {
+  reward: number;
+  grade: RepoGrade;
+  grader: { isolation?: string; version: string };
+  /** Wall time of the submit step (capture and grading), ms. */
+  ms: number;
+}
+
+/**
+ * One repository-task episode: reset to `task` (its observation must match `notice`, the what-is-not-graded line of
+ * its language), the steps (a string is one bash command in /workspace that must exit 0), then submit.
+ */
+export async function playRepo(env: CodeEnv, task: string, notice: RegExp, steps: (string | CodeAction)[]): Promise<RepoOutcome> {
+  const r = await env.reset({ seed: 0, options: { task_id: task } });
+  expect(String(r.observation)).toMatch(notice);
+  for (const s of steps) {
+    const action: CodeAction = typeof s === 'string' ? { name: 'bash', arguments: { command: `set -e\ncd /workspace\n${s}`, timeout_s: 60 } } : s;
+    const o = await env.step(action);
+    if (action.name === 'bash') expect(String(o.observation).split('\n')[0], String(o.observation)).toBe('exit code: 0');
+  }
+  const t0 = performance.now();
+  const s = await submitStep(env);
+  const info = s.info as { grade: RepoGrade; grader: RepoOutcome['grader'] };
+  return { reward: s.reward, grade: info.grade, grader: info.grader, ms: performance.now() - t0 };
+}
+
+/** The reference fix of a repository task as write_file steps (what an agent that found the fix would do). */
+export function referenceSteps(task: { solution: { files: readonly { path: string; content: Uint8Array }[] } }): CodeAction[] {
+  return task.solution.files.map((f) => ({ name: 'write_file', arguments: { path: f.path, content: Buffer.from(f.content).toString('utf8') } }));
+}
+
+/** Scored 0, with a reason matching `why`. */
+export function expectZero(o: { reward: number; grade: { score: number; zero_reason?: string } }, why: RegExp): void {
+  expect(o.reward, JSON.stringify(o.grade)).toBe(0);
+  expect(o.grade.score).toBe(0);
+  expect(o.grade.zero_reason ?? '', JSON.stringify(o.grade)).toMatch(why);
+}

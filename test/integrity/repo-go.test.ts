@@ -9,13 +9,13 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
 import { ensureRepoEnvImage } from '../../server/src/cli/repo-env-build.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { importSweBench } from '../../envs/src/repo/swe-import.js';
 import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
+import { type CodeAction, codeWire, expectZero, playRepo, referenceSteps, type RepoOutcome } from '../helpers/code-wire.js';
+import { REPO_ROOT } from '../helpers/server.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const SOURCES = path.join(REPO_ROOT, 'envs/repo-sources/semver');
@@ -26,31 +26,13 @@ const STEP_TIMEOUT_MS = 120_000;
 /** The test limit of the imported tasks here (the data says 180 s): an endless loop costs this much CI time. */
 const TEST_LIMIT_S = 8;
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  repo: {
-    isolation: string;
-    ignored: string[];
-    report: string;
-    fail_to_pass: { passed: number; total: number };
-    pass_to_pass: { passed: number; total: number };
-  };
-}
-interface Outcome {
-  reward: number;
-  grade: Grade;
-  grader: { isolation?: string; version: string };
-}
+type Action = CodeAction;
+type Outcome = RepoOutcome;
 
 /** Go appended to constraints.go (a non-test file of the package): runs inside the test binary. */
 const APPEND = (code: string) => `cat >> constraints.go <<'GOEOF'\n${code}\nGOEOF`;
 
 describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver', () => {
-  let server: TestServer;
-  let client: SandgymClient;
-  let env: EnvHandle<string, Action>;
   let dir: string;
   let tasks: Map<string, LoadedTask>;
 
@@ -102,52 +84,16 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
     tasks = new Map((await loadTaskSets([set])).map((t) => [t.spec.id, t]));
     // Built once per machine (content-addressed tag); a no-op when present.
     await ensureRepoEnvImage((tasks.get(CARET) as LoadedTask).repo?.environment as NonNullable<LoadedTask['repo']>['environment']);
-    server = await startServer({
-      driver: 'docker',
-      fixtures: false,
-      tasks: [set],
-      splits: ['train'],
-      step_timeout_ms: STEP_TIMEOUT_MS,
-      pools: { min_idle: 1, max_total: 6 },
-    });
-    client = await connect(server.url);
-    env = await client.make<string, Action>('code-v0', { shaping: 'none' });
   }, 900_000);
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
-  }, 60_000);
+  });
+  const wire = codeWire(() => ({ driver: 'docker', tasks: [path.join(dir, 'set')], step_timeout_ms: STEP_TIMEOUT_MS }));
 
-  async function play(task: string, steps: (string | Action)[]): Promise<Outcome> {
-    const r = await env.reset({ seed: 0, options: { task_id: task } });
-    expect(String(r.observation)).toMatch(/edits to _test\.go files, testdata\/, go\.mod or go\.sum, and go\.work or vendor\/, are not graded/);
-    for (const s of steps) {
-      const action: Action = typeof s === 'string' ? { name: 'bash', arguments: { command: `set -e\ncd /workspace\n${s}`, timeout_s: 60 } } : s;
-      const o = await env.step(action);
-      if (action.name === 'bash') expect(String(o.observation).split('\n')[0], String(o.observation)).toBe('exit code: 0');
-    }
-    let s;
-    try {
-      s = await env.step({ name: 'submit', arguments: {} });
-    } catch (e) {
-      if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message}`);
-      throw e;
-    }
-    const info = s.info as { grade: Grade; grader: { isolation?: string; version: string } };
-    return { reward: s.reward, grade: info.grade, grader: info.grader };
-  }
-
-  function reference(task: string): Action[] {
-    const t = tasks.get(task) as LoadedTask;
-    return t.solution.files.map((f) => ({ name: 'write_file', arguments: { path: f.path, content: Buffer.from(f.content).toString('utf8') } }));
-  }
-
-  function zero(o: Outcome, why: RegExp): void {
-    expect(o.reward, JSON.stringify(o.grade)).toBe(0);
-    expect(o.grade.score).toBe(0);
-    expect(o.grade.zero_reason ?? '', JSON.stringify(o.grade)).toMatch(why);
-  }
+  const play = (task: string, steps: (string | Action)[]): Promise<Outcome> =>
+    playRepo(wire.env, task, /edits to _test\.go files, testdata\/, go\.mod or go\.sum, and go\.work or vendor\/, are not graded/, steps);
+  const reference = (task: string): Action[] => referenceSteps(tasks.get(task) as LoadedTask);
+  const zero = expectZero;
 
   it('the reference fix scores 1 and the untouched base 0, on both tasks; the agent has a working go test', async () => {
     for (const task of [CARET, WILDCARD]) {
@@ -160,13 +106,13 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
       zero(await play(task, []), /FAIL_TO_PASS tests did not pass/);
     }
     // The agent's own toolchain in its sandbox: the visible tests build and run offline.
-    await env.reset({ seed: 0, options: { task_id: CARET } });
-    const r = await env.step({
+    await wire.env.reset({ seed: 0, options: { task_id: CARET } });
+    const r = await wire.env.step({
       name: 'bash',
       arguments: { command: 'cd /workspace && go test -count=1 -run TestNewVersion . 2>&1 | tail -3', timeout_s: 120 },
     });
     expect(String(r.observation)).toMatch(/ok\s+github\.com\/Masterminds\/semver\/v3/);
-    await env.step({ name: 'submit', arguments: {} });
+    await wire.env.step({ name: 'submit', arguments: {} });
   }, 300_000);
 
   it('a module of two packages (external test package in a subdirectory): reference 1, untouched 0, a forged subpackage test 0', async () => {

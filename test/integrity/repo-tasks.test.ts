@@ -8,12 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, SandgymError, type EnvHandle, type SandgymClient } from '../../clients/ts/src/index.js';
+import { connect, SandgymError } from '../../clients/ts/src/index.js';
 import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { importSweBench } from '../../envs/src/repo/swe-import.js';
 import { bwrapFacility, dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
-import { REPO_ROOT, startServer, type TestServer } from '../helpers/server.js';
+import { type CodeAction, codeWire, expectZero, playRepo, referenceSteps, type RepoOutcome } from '../helpers/code-wire.js';
+import { REPO_ROOT, startServer } from '../helpers/server.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const HAS_BWRAP = gate('bwrap', await bwrapFacility());
@@ -22,32 +23,13 @@ const SUBSECOND = 'pypi__parse-1.20.0-to-1.20.1-subsecond';
 const HYPHEN = 'pypi__parse-1.20.1-to-1.20.2-hyphen';
 const STEP_TIMEOUT_MS = 120_000;
 
-type Action = { name: string; arguments: Record<string, unknown> };
-interface Grade {
-  score: number;
-  zero_reason?: string;
-  repo: {
-    isolation: string;
-    ignored: string[];
-    report: string;
-    fail_to_pass: { passed: number; total: number };
-    pass_to_pass: { passed: number; total: number };
-  };
-}
-interface Outcome {
-  reward: number;
-  grade: Grade;
-  grader: { isolation?: string; version: string };
-  ms: number;
-}
+type Action = CodeAction;
+type Outcome = RepoOutcome;
 
 /** Python appended to parse.py: runs when the tests import the package (collection), inside the test process. */
 const AT_IMPORT = (code: string) => `cat >> parse.py <<'PYEOF'\n${code}\nPYEOF`;
 
 describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', () => {
-  let server: TestServer;
-  let client: SandgymClient;
-  let env: EnvHandle<string, Action>;
   let dir: string;
   let tasks: Map<string, LoadedTask>;
 
@@ -55,56 +37,17 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
     dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-tasks-'));
     await importSweBench({ file: path.join(FIXTURES, 'parse-instances.jsonl'), repoSource: FIXTURES, out: dir });
     tasks = new Map((await loadTaskSets([dir])).map((t) => [t.spec.id, t]));
-    server = await startServer({
-      driver: 'docker',
-      fixtures: false,
-      tasks: [dir],
-      splits: ['train'],
-      step_timeout_ms: STEP_TIMEOUT_MS,
-      pools: { min_idle: 1, max_total: 6 },
-    });
-    client = await connect(server.url);
-    env = await client.make<string, Action>('code-v0', { shaping: 'none' });
   }, 120_000);
   afterAll(async () => {
-    await client?.close();
-    await server?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
-  }, 60_000);
+  });
+  const wire = codeWire(() => ({ driver: 'docker', tasks: [dir], step_timeout_ms: STEP_TIMEOUT_MS }));
 
   /** reset, the given steps (a string is one bash command in /workspace), submit. An error answer fails the test. */
-  async function play(task: string, steps: (string | Action)[]): Promise<Outcome> {
-    const r = await env.reset({ seed: 0, options: { task_id: task } });
-    expect(String(r.observation)).toMatch(/edits to tests, conftest\.py or test configuration are not graded/);
-    for (const s of steps) {
-      const action: Action = typeof s === 'string' ? { name: 'bash', arguments: { command: `set -e\ncd /workspace\n${s}`, timeout_s: 60 } } : s;
-      const r = await env.step(action);
-      if (action.name === 'bash') expect(String(r.observation).split('\n')[0], String(r.observation)).toBe('exit code: 0');
-    }
-    const t0 = performance.now();
-    let s;
-    try {
-      s = await env.step({ name: 'submit', arguments: {} });
-    } catch (e) {
-      if (e instanceof SandgymError) throw new Error(`submit answered ${e.code} (retryable ${String(e.retryable)}): ${e.message}`);
-      throw e;
-    }
-    const info = s.info as { grade: Grade; grader: { isolation?: string; version: string } };
-    return { reward: s.reward, grade: info.grade, grader: info.grader, ms: performance.now() - t0 };
-  }
-
-  /** The reference fix as write_file steps (what an agent that found the fix would do). */
-  function reference(task: string): Action[] {
-    const t = tasks.get(task) as LoadedTask;
-    return t.solution.files.map((f) => ({ name: 'write_file', arguments: { path: f.path, content: Buffer.from(f.content).toString('utf8') } }));
-  }
-
-  /** Scores 0, with a reason matching `why`. */
-  function zero(o: Outcome, why: RegExp): void {
-    expect(o.reward).toBe(0);
-    expect(o.grade.score).toBe(0);
-    expect(o.grade.zero_reason ?? '', JSON.stringify(o.grade)).toMatch(why);
-  }
+  const play = (task: string, steps: (string | Action)[]): Promise<Outcome> =>
+    playRepo(wire.env, task, /edits to tests, conftest\.py or test configuration are not graded/, steps);
+  const reference = (task: string): Action[] => referenceSteps(tasks.get(task) as LoadedTask);
+  const zero = expectZero;
 
   it('the reference fix scores 1 and the untouched base 0, on both tasks; info.grader says in-process', async () => {
     for (const task of [SUBSECOND, HYPHEN]) {
@@ -122,8 +65,8 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
   }, 240_000);
 
   it('no history and no copy of the fixed code in the agent sandbox (searched by content)', async () => {
-    await env.reset({ seed: 0, options: { task_id: SUBSECOND } });
-    const r = await env.step({
+    await wire.env.reset({ seed: 0, options: { task_id: SUBSECOND } });
+    const r = await wire.env.step({
       name: 'bash',
       arguments: {
         command:
@@ -132,7 +75,7 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
       },
     });
     expect(String(r.observation)).toMatch(/^exit code: 0\n(stdout:\n)?---\nend\n?$/);
-    await env.step({ name: 'submit', arguments: {} });
+    await wire.env.step({ name: 'submit', arguments: {} });
   }, 120_000);
 
   it('test edits, a conftest.py, pytest.ini, sitecustomize.py and a .pth are graded as the pristine copy: 0 without the fix, 1 with it', async () => {

@@ -32,21 +32,9 @@ export interface RepoEnvBuildOptions {
   fetch?: typeof fetch;
 }
 
-function docker(args: string[], input?: string): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const c = spawn('docker', args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    c.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    c.stderr?.on('data', (d: Buffer) => {
-      err = (err + d.toString()).slice(-4000);
-    });
-    if (input !== undefined) c.stdin?.end(input);
-    c.on('error', reject);
-    c.on('close', (code) => resolve({ code, out, err }));
-  });
+/** The docker CLI (the daemon the sandbox driver uses), through `run` below. */
+function docker(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return run('docker', args, process.env);
 }
 
 export async function imageExists(image: string): Promise<boolean> {
