@@ -9,8 +9,9 @@ export interface TarFile {
   type?: 'file' | 'directory';
 }
 
-/** Packs files (and directories) into an uncompressed tar. */
+/** Packs files (and directories) into an uncompressed tar, owned by root with mtime 0 (same input, same bytes). */
 export async function writeTar(files: readonly TarFile[]): Promise<Uint8Array> {
+  const mtime = new Date(0);
   const p = pack();
   const chunks: Buffer[] = [];
   const done = new Promise<void>((resolve, reject) => {
@@ -19,8 +20,8 @@ export async function writeTar(files: readonly TarFile[]): Promise<Uint8Array> {
     p.on('error', reject);
   });
   for (const f of files) {
-    if (f.type === 'directory') p.entry({ name: f.path, type: 'directory', mode: f.mode ?? 0o755 });
-    else p.entry({ name: f.path, type: 'file', mode: f.mode ?? 0o644 }, Buffer.from(f.content ?? new Uint8Array()));
+    if (f.type === 'directory') p.entry({ name: f.path, type: 'directory', mode: f.mode ?? 0o755, uid: 0, gid: 0, mtime });
+    else p.entry({ name: f.path, type: 'file', mode: f.mode ?? 0o644, uid: 0, gid: 0, mtime }, Buffer.from(f.content ?? new Uint8Array()));
   }
   p.finalize();
   await done;

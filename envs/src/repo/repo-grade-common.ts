@@ -1,6 +1,6 @@
 // What both repository graders (Python: repo-grade.ts, Go: repo-grade-go.ts) share: options, the grading tree's tar
 // and the reward from trusted per-test outcomes. A module of its own so that neither grader imports the other's.
-import { pack } from 'tar-stream';
+import { type TarFile, writeTar } from '../code/workspace-tar.js';
 import type { GradeResult } from '../code/grade.js';
 import type { GradeCache } from '../code/rubric.js';
 import type { SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
@@ -25,36 +25,21 @@ export interface TreeFile {
 }
 
 /** The judge's tar of the grading tree: repo/ (the tree), runner/ (the runner), and an empty pytest.ini above repo/. */
-export async function gradingTreeTar(files: Map<string, TreeFile>, extra: { path: string; content: string | Uint8Array }[]): Promise<Uint8Array> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    p.on('data', (c: unknown) => chunks.push(c as Buffer));
-    p.on('end', resolve);
-    p.on('error', reject);
-  });
-  const mtime = new Date(0);
+export function gradingTreeTar(files: Map<string, TreeFile>, extra: { path: string; content: string | Uint8Array }[]): Promise<Uint8Array> {
+  const entries: TarFile[] = [];
   const dirs = new Set<string>();
-  const addDirs = (path: string) => {
+  const add = (path: string, content: Uint8Array, mode: number) => {
     const segs = path.split('/');
     for (let i = 1; i < segs.length; i++) {
       const d = segs.slice(0, i).join('/');
-      if (dirs.has(d)) continue;
+      if (!dirs.has(d)) entries.push({ path: d, type: 'directory', mode: 0o755 });
       dirs.add(d);
-      p.entry({ name: d, type: 'directory', mode: 0o755, uid: 0, gid: 0, mtime });
     }
+    entries.push({ path, content, mode });
   };
-  for (const f of extra) {
-    addDirs(f.path);
-    p.entry({ name: f.path, type: 'file', mode: 0o644, uid: 0, gid: 0, mtime }, Buffer.from(f.content));
-  }
-  for (const [path, f] of [...files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    addDirs(`repo/${path}`);
-    p.entry({ name: `repo/${path}`, type: 'file', mode: f.mode, uid: 0, gid: 0, mtime }, Buffer.from(f.content));
-  }
-  p.finalize();
-  await done;
-  return new Uint8Array(Buffer.concat(chunks));
+  for (const f of extra) add(f.path, typeof f.content === 'string' ? Buffer.from(f.content) : f.content, 0o644);
+  for (const [path, f] of [...files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) add(`repo/${path}`, f.content, f.mode);
+  return writeTar(entries);
 }
 
 export const MAX_LISTED = 50;
