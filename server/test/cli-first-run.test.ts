@@ -18,7 +18,16 @@ const HAS_DOCKER = gate('docker', await dockerFacility());
 const VERSION = (JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string }).version;
 const dir = mkdtempSync(join(tmpdir(), 'sandgym-first-run-'));
 
-/** A PATH with node and nothing else (no bwrap, no docker CLI) and a Docker socket that does not exist. */
+/**
+ * A cache of its own for the shipped repository tasks, empty when the file starts: the first start on a fresh machine
+ * imports them (and prints its progress), which a warm cache would hide; CI once failed on a fresh clone only.
+ */
+const coldCache = join(dir, 'cache');
+
+/**
+ * A PATH with node and nothing else (no bwrap, no docker CLI, no git) and a Docker socket that does not exist; a cold
+ * cache, so the repository tasks' import runs (and finds no git).
+ */
 function noSandboxEnv(): NodeJS.ProcessEnv {
   const bin = join(dir, 'bin');
   mkdirSync(bin, { recursive: true });
@@ -27,7 +36,7 @@ function noSandboxEnv(): NodeJS.ProcessEnv {
   } catch {
     /* made by an earlier call */
   }
-  return { PATH: bin, DOCKER_HOST: `unix://${join(dir, 'no-docker.sock')}` };
+  return { PATH: bin, DOCKER_HOST: `unix://${join(dir, 'no-docker.sock')}`, SANDGYM_CACHE_DIR: join(dir, 'cache-no-git') };
 }
 
 const STACK_FRAME = /^\s+at /m;
@@ -96,6 +105,11 @@ describe('no sandbox driver on the machine (no Docker daemon, no bubblewrap)', (
       expect(s.stderr()).toMatch(
         /no sandbox driver available.*serving the envs that need no sandbox.*shell-v0, code-v0 answer UNSUPPORTED.*npx sandgym images build.*bubblewrap/,
       );
+      // No git either: the default task set leaves the repository tasks out with one warning naming the fix,
+      // instead of refusing to start (`--tasks @repository` would refuse: shipped-repo-tasks.test.ts).
+      expect(humanLines(s.stderr()).filter((l) => l.startsWith('shipped repository tasks'))).toEqual([
+        expect.stringMatching(/^shipped repository tasks left out: git is not installed .*install git .*--tasks @functions/),
+      ]);
       const c = await RawClient.connect(s.url);
       for (const id of ['math-v0', 'wordle-v0', 'calculator-tools-v0']) {
         const session = await c.make(id);
@@ -140,9 +154,12 @@ describe('serve on a port in use', () => {
       // --driver none and auto: with a driver, pools start filling before listen() fails; they used
       // to keep the process alive forever.
       for (const driver of ['none', 'auto']) {
-        const r = await runCli(['serve', '--port', port, '--driver', driver, '--log-level', 'silent'], {}, 90_000);
+        // A cold cache on the first round: the import's progress lines are info, not shown at --log-level silent.
+        const r = await runCli(['serve', '--port', port, '--driver', driver, '--log-level', 'silent'], { SANDGYM_CACHE_DIR: coldCache }, 90_000);
         expectOneLineError(r, 4, new RegExp(`^sandgym serve: cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\)$`));
       }
+      // The first round did import (the cold path ran, silently), the second found the cache.
+      expect(readdirSync(join(coldCache, 'repo-tasks')).filter((n) => !n.startsWith('.'))).toHaveLength(1);
     } finally {
       blocker.close();
     }

@@ -71,6 +71,20 @@ test('import swe-bench: a refused import exits 1 naming the code, and writes not
   await expect(readFile(path.join(dir, 'never'))).rejects.toThrow(/ENOENT/);
 });
 
+test('import swe-bench without git on PATH: exit 4 naming git (a missing facility, not a bad instance), nothing written', async () => {
+  const src = path.join(fileURLToPath(new URL('../../envs/repo-sources/parse', import.meta.url)));
+  const saved = process.env.PATH;
+  process.env.PATH = path.join(dir, 'no-such-bin');
+  try {
+    const r = await tasks(['import', 'swe-bench', path.join(src, 'instances.jsonl'), '--repo-source', src, '--out', path.join(dir, 'never-git')]);
+    expect(r.code).toBe(4);
+    expect(r.err).toMatch(/^sandgym tasks import: git_missing: git is not installed \(or not on PATH\): .*git apply`\nnothing was written\n$/);
+  } finally {
+    process.env.PATH = saved;
+  }
+  await expect(readFile(path.join(dir, 'never-git'))).rejects.toThrow(/ENOENT/);
+});
+
 test.each([
   [['frobnicate'], 'tasks', /unknown subcommand 'frobnicate' \(expected list, check, validate, import, build-envs, stats\)/],
   [['--json'], 'tasks', /expected a subcommand/],

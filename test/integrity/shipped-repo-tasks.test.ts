@@ -170,4 +170,36 @@ describe('the cache', () => {
     expect(unwritable).toBeInstanceOf(TaskLoadError);
     expect((unwritable as Error).message).toMatch(/cannot create the cache .*a-file\/cache .*SANDGYM_CACHE_DIR/);
   }, 60_000);
+
+  test('no git on the machine: @repository fails naming git; the default set leaves them out with one warning', async () => {
+    const sourcesDir = await smallSources('src-d');
+    const cacheDir = path.join(tmp, 'cache-d');
+    const saved = process.env.PATH;
+    // A PATH with no git (the importer runs git by name, from PATH, as it does in a distroless image).
+    process.env.PATH = path.join(tmp, 'empty-bin');
+    try {
+      const err = await resolveTaskDirs(['@repository'], { sourcesDir, cacheDir, log: quiet }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TaskLoadError);
+      expect((err as Error).message).toMatch(/does not import: git is not installed \(or not on PATH\): .*git apply/);
+      const warnings: string[] = [];
+      const opts = { sourcesDir, cacheDir, log: quiet, warn: (m: string) => void warnings.push(m) };
+      expect(await resolveTaskDirs([], opts)).toEqual([SHIPPED_TASKS_DIR]);
+      expect(await resolveTaskDirs(undefined, opts)).toEqual([SHIPPED_TASKS_DIR]);
+      // Once per process, however often the set is resolved (the server resolves it twice at start).
+      expect(warnings).toEqual([expect.stringMatching(/^shipped repository tasks left out: git is not installed.*install git.*--tasks @functions/)]);
+    } finally {
+      process.env.PATH = saved;
+    }
+    // With git, the same default set has them; and a bad instance fails the default set too (only a missing git is forgiven).
+    expect(await resolveTaskDirs([], { sourcesDir, cacheDir, log: quiet })).toHaveLength(2);
+    const file = path.join(sourcesDir, 'parse', 'instances.jsonl');
+    const lines = (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+    const inst = JSON.parse(lines[0] as string) as { patch: string };
+    inst.patch = inst.patch.replace(/^-(.*)$/m, '-$1 this line is not in the base');
+    lines[0] = JSON.stringify(inst);
+    await writeFile(file, `${lines.join('\n')}\n`);
+    // (another cache root: the set is resolved once per process and root, as a server does)
+    const bad = await resolveTaskDirs([], { sourcesDir, cacheDir: `${cacheDir}-2`, log: quiet, warn: quiet }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(TaskLoadError);
+  }, 60_000);
 });

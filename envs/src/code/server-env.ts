@@ -8,7 +8,7 @@ import { loadTaskSets, TaskSet } from './task-loader.js';
 import type { LoadedTask, Split } from './task-types.js';
 
 import { SHIPPED_TASKS_DIR } from './shipped.js';
-import { resolveTaskDirs } from './shipped-repo.js';
+import { resolveTaskDirs, type ShippedRepoOptions } from './shipped-repo.js';
 
 export { SHIPPED_TASKS_DIR };
 export const ALL_SPLITS: readonly Split[] = ['train', 'eval'];
@@ -34,10 +34,11 @@ function load(dirs: readonly string[]): Promise<LoadedTask[]> {
 export async function codeEnvFromConfig(
   config: { tasks?: readonly string[]; splits?: readonly string[] },
   extra: Omit<CodeEnvOptions, 'taskSet'> = {},
+  shipped: ShippedRepoOptions = {},
 ): Promise<EnvDefinition> {
   const splits = (config.splits && config.splits.length > 0 ? config.splits : ALL_SPLITS) as Split[];
   for (const s of splits) if (!ALL_SPLITS.includes(s)) throw new Error(`unknown split '${s}' (splits are ${ALL_SPLITS.join(', ')})`);
   // The shipped repository tasks are imported into the cache on the first start (docs/TASKS.md).
-  const dirs = await resolveTaskDirs(config.tasks);
+  const dirs = await resolveTaskDirs(config.tasks, shipped);
   return createCodeEnv({ ...extra, taskSet: new TaskSet(await load(dirs), splits) });
 }

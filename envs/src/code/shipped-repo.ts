@@ -47,7 +47,10 @@ export interface ShippedRepoOptions {
   cacheDir?: string;
   /** The sources (default envs/repo-sources). */
   sourcesDir?: string;
+  /** Progress of a first import (default: stderr). */
   log?: (msg: string) => void;
+  /** Why the default task set leaves the repository tasks out on this machine (default: stderr). */
+  warn?: (msg: string) => void;
 }
 
 export function defaultRepoTaskCacheRoot(): string {
@@ -165,9 +168,12 @@ async function importAll(sourcesDir: string, out: string): Promise<Pick<Marker, 
     } catch (e) {
       const inst = (e as { instance?: string }).instance;
       // A TaskLoadError: the CLIs report it as a task set that cannot be loaded (exit 3), the server refuses to start.
-      throw new TaskLoadError(
-        `shipped repository tasks: ${path.relative(sourcesDir, file)}${inst ? ` instance ${inst}` : ''} does not import: ${(e as Error).message}`,
-        file,
+      throw Object.assign(
+        new TaskLoadError(
+          `shipped repository tasks: ${path.relative(sourcesDir, file)}${inst ? ` instance ${inst}` : ''} does not import: ${(e as Error).message}`,
+          file,
+        ),
+        { cause: e },
       );
     }
     for (const t of result.tasks) {
@@ -268,17 +274,43 @@ export function shippedRepoTasks(opts: ShippedRepoOptions = {}): Promise<Shipped
   return p;
 }
 
+/** The import failed because git is missing (a host facility), not because an instance is bad. */
+export function isGitMissing(e: unknown): boolean {
+  return (e as { cause?: { code?: unknown } } | null)?.cause?.code === 'git_missing';
+}
+
+/** Default task sets that went without the repository tasks, per (sources, cache): warned about once per process. */
+const warnedNoGit = new Set<string>();
+
 /**
  * Task-set entries as configured → directories: [] is everything shipped (the function tasks and the repository
  * tasks), `@functions` / `@repository` name one shipped set, anything else is a directory.
+ *
+ * On a machine without git (a distroless image, a minimal container) the repository tasks cannot be imported. Asked
+ * for by name (`@repository`), that fails the load; as part of the default it leaves them out with one warning naming
+ * why and the fix, so `npm start` still serves the function tasks there. Any other import failure (a bad instance, an
+ * unwritable cache) fails the load either way: a shipped task is never dropped for a reason that is our bug.
  */
 export async function resolveTaskDirs(entries: readonly string[] | undefined, opts: ShippedRepoOptions = {}): Promise<string[]> {
-  const list = entries && entries.length > 0 ? entries : [SHIPPED_FUNCTIONS, SHIPPED_REPOSITORY];
+  const byDefault = !entries || entries.length === 0;
+  const list = byDefault ? [SHIPPED_FUNCTIONS, SHIPPED_REPOSITORY] : entries;
   const out: string[] = [];
   for (const e of list) {
     if (e === SHIPPED_FUNCTIONS) out.push(SHIPPED_TASKS_DIR);
-    else if (e === SHIPPED_REPOSITORY) out.push((await shippedRepoTasks(opts)).dir);
-    else out.push(e);
+    else if (e === SHIPPED_REPOSITORY) {
+      try {
+        out.push((await shippedRepoTasks(opts)).dir);
+      } catch (err) {
+        if (!byDefault || !isGitMissing(err)) throw err;
+        const k = `${path.resolve(opts.sourcesDir ?? SHIPPED_REPO_SOURCES_DIR)}\u0000${path.resolve(opts.cacheDir ?? defaultRepoTaskCacheRoot())}`;
+        if (!warnedNoGit.has(k)) {
+          warnedNoGit.add(k);
+          (opts.warn ?? ((m: string) => process.stderr.write(m)))(
+            'shipped repository tasks left out: git is not installed (or not on PATH), and importing them applies their patches with `git apply`; install git to serve them, or pass --tasks @functions to serve the function tasks without this warning\n',
+          );
+        }
+      }
+    } else out.push(e);
   }
   return out;
 }

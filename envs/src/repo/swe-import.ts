@@ -68,6 +68,11 @@ function run(cmd: string, args: string[], opts: { cwd?: string; maxBuffer?: numb
         },
       },
       (err, stdout, stderr) => {
+        // No git at all is a missing facility, not a bad instance: say so (the caller's message would end in an empty stderr).
+        if (err && (err as NodeJS.ErrnoException).code === 'ENOENT' && cmd === 'git') {
+          reject(new ImportError('git_missing', 'git is not installed (or not on PATH): importing repository tasks applies their patches with `git apply`'));
+          return;
+        }
         if (err) reject(Object.assign(err, { stderr: Buffer.from(stderr).toString('utf8') }));
         else resolve({ stdout: stdout as Buffer, stderr: Buffer.from(stderr).toString('utf8') });
       },
@@ -217,6 +222,7 @@ async function baseTree(inst: SweInstance, source: string, single: boolean, gitD
     try {
       out = (await run('git', ['-C', gitDir, 'archive', '--format=tar', inst.base_commit], { maxBuffer: MAX_ARCHIVE_BYTES })).stdout;
     } catch (e) {
+      if (e instanceof ImportError) throw e; // git_missing
       throw new ImportError(
         'git_failed',
         `${source}: git archive ${inst.base_commit} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message)
@@ -260,6 +266,7 @@ async function applyDiff(tmp: string, base: Tree, diff: string, label: string, i
   try {
     await run('git', ['apply', '--whitespace=nowarn', patchFile], { cwd: dir });
   } catch (e) {
+    if (e instanceof ImportError) throw e; // git_missing
     throw new ImportError(
       'patch_failed',
       `${id}: ${label} does not apply to the base tree: ${String((e as { stderr?: string }).stderr ?? '')
@@ -384,6 +391,7 @@ export async function importSweBench(opts: ImportOptions): Promise<ImportResult>
       try {
         await run('git', ['clone', '--quiet', '--no-checkout', '--', opts.repoSource, gitDir], { maxBuffer: 64 * 1024 * 1024 });
       } catch (e) {
+        if (e instanceof ImportError) throw e; // git_missing
         throw new ImportError(
           'git_failed',
           `git clone ${opts.repoSource} failed: ${String((e as { stderr?: string }).stderr ?? (e as Error).message)

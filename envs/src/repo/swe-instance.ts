@@ -19,6 +19,7 @@ export type ImportErrorCode =
   | 'test_patch_touches_source'
   | 'unknown_test'
   | 'git_failed'
+  | 'git_missing'
   | 'out_exists';
 
 /** Why an import was refused. Nothing is written when one is thrown. */

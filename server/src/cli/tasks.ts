@@ -66,7 +66,7 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          error naming it and the code, and nothing is written
 ${TASKS_STATS_USAGE}
 Exit codes: 0 ok, 1 check/validation failed, 2 usage error, 3 a task set cannot be loaded,
-4 no sandbox driver or mutation tool (validate), or no server answers (stats).`;
+4 no sandbox driver or mutation tool (validate), no git (import), or no server answers (stats).`;
 
 const DIRS = { name: '[dir...] (task-set directories, @functions, @repository; default both shipped sets)', min: 0, max: Infinity };
 /** [] is everything the server serves by default; @functions / @repository name one shipped set (docs/TASKS.md). */
@@ -178,7 +178,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         if (!(e instanceof ImportError)) throw e;
         if (p.values.json) io.out(`${JSON.stringify({ ok: false, error: { code: e.code, message: e.message, instance: e.instance ?? null } })}\n`);
         io.err(`sandgym tasks import: ${e.code}: ${e.message}\nnothing was written\n`);
-        return EXIT.FAILED;
+        // No git is this machine's missing facility, not a bad instance.
+        return e.code === 'git_missing' ? EXIT.UNAVAILABLE : EXIT.FAILED;
       }
     }
     case 'stats': {
