@@ -19,7 +19,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { shippedRepoTasks } from '../../envs/src/code/shipped-repo.js';
 import { main } from '../../server/src/cli/run.js';
 import { gate, kubernetesFacility } from '../../server/test/sandbox/facilities.js';
-import { createTestNamespace, deleteTestNamespace, loadKc, podNames } from '../../server/test/sandbox/kubernetes-helpers.js';
+import { createTestNamespace, deleteTestNamespace, loadKc, podNames, testDriver } from '../../server/test/sandbox/kubernetes-helpers.js';
 import { envInt, sampleWindow } from '../helpers/repo-sample.js';
 
 const facility = await kubernetesFacility();
@@ -99,4 +99,29 @@ test.skipIf(!k8sOk)(
     expect(await podNames(kc, ns)).toEqual([]);
   },
   600_000,
+);
+
+test.skipIf(!k8sOk)(
+  'an environment image the nodes lack: the pod creation fails at once naming the image and the reason, not after a timeout',
+  async () => {
+    const driver = testDriver(kc, ns);
+    await driver.start();
+    const missing = 'sandgym/repo-env:0000000000000000';
+    const t0 = performance.now();
+    try {
+      const err = await driver.create({ image: missing }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      const ms = performance.now() - t0;
+      expect(err?.message).toMatch(/ErrImageNeverPull/);
+      expect(err?.message).toContain(missing);
+      // The driver's start timeout is 120 s: failing well within it means it read the reason, it did not wait it out.
+      process.stdout.write(`missing image: creation failed after ${Math.round(ms)} ms: ${err?.message ?? ''}\n`);
+      expect(ms).toBeLessThan(60_000);
+    } finally {
+      await driver.close();
+    }
+  },
+  120_000,
 );
