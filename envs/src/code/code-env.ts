@@ -10,7 +10,16 @@
 import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
-import { InvalidArgument, SandboxFailure, Unsupported, type EnvContext, type EpisodeArtifacts, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
+import {
+  InvalidArgument,
+  SandboxFailure,
+  Unsupported,
+  type EnvContext,
+  type EpisodeArtifacts,
+  type EnvDefinition,
+  type EnvInstance,
+  type StepResult,
+} from '../api.js';
 import { refuseUnknownOptions } from '../options.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';

@@ -193,7 +193,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     case 'validate': {
       const p = parseCommand(VALIDATE, picked.argv);
       if (p === null) return help();
-      const driver = p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'kubernetes', 'auto'] as const, VALIDATE.name);
+      const driver =
+        p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'kubernetes', 'auto'] as const, VALIDATE.name);
       const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, VALIDATE.name);
       const v = p.values;
       const mutationFlags = (['mutation-threshold', 'mutation-cache', 'mutation-python'] as const).filter((k) => v[k] !== undefined);

@@ -635,7 +635,10 @@ export class PoolSet implements IdleBudget {
   private shed(victim: SandboxPool, n: number, forPool: SandboxPool | null): number {
     const k = victim.shedIdle(n);
     this.budgetShed += k;
-    this.log.debug({ pool: victim.key, shed: k, for_pool: forPool?.key ?? null, max_idle_total: this.maxIdleTotal }, 'idle budget: shed idle sandboxes of a cold pool');
+    this.log.debug(
+      { pool: victim.key, shed: k, for_pool: forPool?.key ?? null, max_idle_total: this.maxIdleTotal },
+      'idle budget: shed idle sandboxes of a cold pool',
+    );
     return k;
   }
 
