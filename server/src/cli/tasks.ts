@@ -224,16 +224,32 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
         tasks = tasks.filter((t) => ids.includes(t.spec.id));
       }
+      // Repository tasks run in their environment's image, which bubblewrap cannot run (it runs the host's tools): refused
+      // before any work (their gradings would each fail after the whole null/reference run), as the machine's missing
+      // facility (exit 4), naming them and the way out. `auto` is checked once it has picked a driver (below).
+      const repoIds = tasks.filter((t) => t.repo).map((t) => t.spec.id);
+      const noImages = (d: string) =>
+        new UnavailableError(
+          `--driver ${d} (bubblewrap) cannot validate repository tasks: they run in their environment image, and bubblewrap runs the host's tools, not an image's root filesystem ` +
+            `(${repoIds.length} of them: ${repoIds.slice(0, 3).join(', ')}${repoIds.length > 3 ? ', ...' : ''}); use --driver docker or --driver kubernetes, or leave them out (@functions, --only)`,
+        );
+      if (driver === 'local' && repoIds.length > 0) throw noImages('local');
       // Repository tasks run in their environment's image: build what is missing first (Docker only; cached by content).
       // Kubernetes pulls from its nodes' runtime: the images must be there or in a registry they pull from (this machine
       // builds into Docker, which no cluster node reads; docs/DEPLOY.md "Repository tasks on Kubernetes").
       if (driver !== 'local' && driver !== 'kubernetes' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
       const open: OpenSandboxProvider = async (kind, opts) => {
+        let handle: Awaited<ReturnType<OpenSandboxProvider>>;
         try {
-          return await deps.openSandboxProvider(kind, opts);
+          handle = await deps.openSandboxProvider(kind, opts);
         } catch (e) {
           throw new UnavailableError(`cannot open a sandbox driver (--driver ${kind}): ${(e as Error).message}`, { cause: e });
         }
+        if (handle.driver === 'local' && repoIds.length > 0) {
+          await handle.close();
+          throw noImages(`${kind}, which picked local`);
+        }
+        return handle;
       };
       try {
         return verdict(
