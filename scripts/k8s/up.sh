@@ -284,8 +284,10 @@ images=("$PAUSE_IMAGE")
 # so they carry its label too) are imported as well: the cluster stage validates repository tasks on pods
 # (test/kubernetes/repo-validate.test.ts). An image is imported once per Docker id (import-image.sh's markers survive
 # down.sh), so only a new or rebuilt environment costs an import (the Go one is 850 MB: ~20 s once per machine).
+# sandgym/* only: another name of the same image (a test's `docker tag`, e.g. test/sandbox-e2e/many-images.test.ts's
+# 50 tags of sandgym/python:1) carries the label too, and each name would be imported again.
 for img in $(docker images --filter label=sandgym.recipe --filter dangling=false --format '{{.Repository}}:{{.Tag}}'); do
-  images+=("$img")
+  case "$img" in sandgym/*) images+=("$img") ;; esac
 done
 bash "$here/import-image.sh" "${images[@]}"
 
