@@ -15,6 +15,8 @@
 // net draws, acquires less wiped returns, within one creation latency: the draws no creation can answer
 // in time) with a slow decay (burstMemoryMs), and keeps that many idle: the batch after the first is
 // served from the pool. Bursts below BURST_MIN_DRAWS are left to the rate.
+// Many keys (one image per repository environment): PoolSet is an IdleBudget shared by its pools, so the idle
+// sandboxes of all of them stay within maxIdleTotal; room goes to the pools acquired from most recently.
 // Over 500 lines on purpose: one pool's counts (idle, creating, wiping, waiting) and its demand sizing share
 // invariants that hold only if one object changes them.
 import { createHash } from 'node:crypto';
