@@ -11,16 +11,18 @@
 // runs on the host (it imports the shipped tasks with git, which the server image lacks), and the pods pull nothing
 // (their images are present: IfNotPresent). Skipped with the reason without a cluster; a failure under
 // SANDGYM_REQUIRE_KUBERNETES=1 (CI).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, loadYaml, type V1DaemonSet } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { shippedRepoTasks } from '../../envs/src/code/shipped-repo.js';
+import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import { main } from '../../server/src/cli/run.js';
 import { gate, kubernetesFacility } from '../../server/test/sandbox/facilities.js';
 import { createTestNamespace, deleteTestNamespace, loadKc, podNames, testDriver } from '../../server/test/sandbox/kubernetes-helpers.js';
 import { envInt, sampleWindow } from '../helpers/repo-sample.js';
+import { REPO_ROOT } from '../helpers/server.js';
 
 const facility = await kubernetesFacility();
 const k8sOk = gate('kubernetes', facility);
@@ -124,4 +126,45 @@ test.skipIf(!k8sOk)(
     }
   },
   120_000,
+);
+
+test.skipIf(!k8sOk)(
+  'deploy/kubernetes/prepull.yaml.example with every shipped environment image: its pod on the node runs each image (all init containers exit 0)',
+  async () => {
+    const images = [...new Set((await loadTaskSets([(await shippedRepoTasks()).dir])).map((t) => t.spec.image))].sort();
+    expect(images.length).toBeGreaterThan(0);
+    const ds = loadYaml<V1DaemonSet>(await readFile(join(REPO_ROOT, 'deploy/kubernetes/prepull.yaml.example'), 'utf8'));
+    const spec = ds.spec?.template.spec;
+    const entry = spec?.initContainers?.[0];
+    if (!spec || !entry) throw new Error('prepull.yaml.example has no init container to copy');
+    // As an operator fills it in: one init container per image, in our namespace (the local cluster has them imported).
+    spec.initContainers = images.map((image, i) => ({ ...entry, name: `env-${String(i)}`, image }));
+    ds.metadata = { ...ds.metadata, namespace: ns };
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const t0 = performance.now();
+    await apps.createNamespacedDaemonSet({ namespace: ns, body: ds });
+    try {
+      const selector = 'app.kubernetes.io/name=sandgym-prepull';
+      let ready = false;
+      let last = '';
+      while (!ready && performance.now() - t0 < 120_000) {
+        const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: selector })).items;
+        const pod = pods[0];
+        last = JSON.stringify(pod?.status?.initContainerStatuses?.map((c) => ({ name: c.name, state: c.state })) ?? pod?.status ?? 'no pod');
+        ready = pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        if (ready && pod) {
+          const done = (pod.status?.initContainerStatuses ?? []).map((c) => ({ image: c.image, exit: c.state?.terminated?.exitCode }));
+          expect(done).toHaveLength(images.length);
+          for (const d of done) expect(d.exit, d.image).toBe(0);
+        }
+        if (!ready) await new Promise((r) => setTimeout(r, 500));
+      }
+      process.stdout.write(`prepull: ${String(images.length)} environment images on the node, pod ready in ${Math.round(performance.now() - t0)} ms\n`);
+      expect(ready, last).toBe(true);
+    } finally {
+      await apps.deleteNamespacedDaemonSet({ name: 'sandgym-prepull', namespace: ns });
+    }
+  },
+  180_000,
 );
