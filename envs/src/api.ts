@@ -121,6 +121,18 @@ export class SandboxFailure extends Error {
   }
 }
 
+/**
+ * What this server cannot serve, for a reason no retry changes (its configuration: e.g. a repository task on a driver
+ * that runs host tools, not images): reported as UNSUPPORTED (not retryable, scope request: the session stays usable).
+ * The message says why and what serves it.
+ */
+export class Unsupported extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'Unsupported';
+  }
+}
+
 /** Bad make kwargs / reset options detected by the env: reported as INVALID_ARGUMENT. */
 export class InvalidArgument extends Error {
   constructor(

@@ -280,11 +280,14 @@ if ! docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1; then
 fi
 images=("$PAUSE_IMAGE")
 # Tagged images only: a rebuilt recipe leaves its old image untagged (<none>:<none>, still labelled), which no pod names.
-# Repository task environments (sandgym/repo-env:*, built FROM sandgym/python:1 so they carry its label; the Go one is
-# 850 MB) are left out: no test of the cluster stage runs repository tasks yet (issue 32 item 5).
+# Repository task environments (sandgym/repo-env:<recipe hash>, `sandgym tasks build-envs`; built FROM sandgym/python:1
+# so they carry its label too) are imported as well: the cluster stage validates repository tasks on pods
+# (test/kubernetes/repo-validate.test.ts). An image is imported once per Docker id (import-image.sh's markers survive
+# down.sh), so only a new or rebuilt environment costs an import (the Go one is 850 MB: ~20 s once per machine).
+# sandgym/* only: another name of the same image (a test's `docker tag`, e.g. test/sandbox-e2e/many-images.test.ts's
+# 50 tags of sandgym/python:1) carries the label too, and each name would be imported again.
 for img in $(docker images --filter label=sandgym.recipe --filter dangling=false --format '{{.Repository}}:{{.Tag}}'); do
-  case "$img" in sandgym/repo-env:*) continue ;; esac
-  images+=("$img")
+  case "$img" in sandgym/*) images+=("$img") ;; esac
 done
 bash "$here/import-image.sh" "${images[@]}"
 

@@ -201,6 +201,8 @@ export interface PoolsConfig {
   demand_window_ms?: number;
   /** How long a pool remembers a burst of resets (time constant, ms, default 300,000; 0: off). */
   burst_memory_ms?: number;
+  /** Idle sandboxes across all pools at most (default 64; docs/SANDBOX.md "Many images"). */
+  max_idle_total?: number;
 }
 
 export interface SandboxConfig {
@@ -384,6 +386,7 @@ export const CONFIG_SCHEMA = {
         autosize: { type: 'boolean' },
         demand_window_ms: posInt,
         burst_memory_ms: { type: 'integer', minimum: 0 },
+        max_idle_total: { type: 'integer', minimum: 0 },
       },
     },
     sandbox: {

@@ -1,7 +1,7 @@
 // The server's side of the error registry: the one mapping of a failed env call to its wire error,
 // and the errors more than one place builds. Errors themselves are the protocol's ProtocolError.
 import { clipPath, ProtocolError, protocolError as err } from '#protocol/index.js';
-import { InvalidArgument, SandboxFailure } from '#envs/api.js';
+import { InvalidArgument, SandboxFailure, Unsupported } from '#envs/api.js';
 import { DeadlineExceeded } from './session/deadline.js';
 
 export { ProtocolError };
@@ -14,6 +14,10 @@ export function sessionClosed(session: string): ProtocolError {
 // Env modules may bundle their own copy of envs/src/api.ts, so match by name as well as class.
 export function isSandboxFailure(e: unknown): e is Error {
   return e instanceof SandboxFailure || (e instanceof Error && e.name === 'SandboxFailure');
+}
+
+export function isUnsupported(e: unknown): e is Unsupported {
+  return e instanceof Unsupported || (e instanceof Error && e.name === 'Unsupported');
 }
 
 export function isInvalidArgument(e: unknown): e is InvalidArgument {
@@ -74,6 +78,7 @@ export function mapEnvError(e: unknown, op: EnvOp): ProtocolError {
     return invalidInput(op === 'step' ? 'INVALID_ACTION' : 'INVALID_ARGUMENT', path, String(e.message), '/');
   }
   const reason = reasonOf(e);
+  if (isUnsupported(e)) return err('UNSUPPORTED', { reason }, { reason });
   if (isSandboxFailure(e)) return err('SANDBOX_ERROR', { reason }, { reason });
   return err('ENV_ERROR', { reason }, { reason });
 }

@@ -96,7 +96,7 @@ test.each([
   [['check', TASKS_DIR, '--threshold'], 'tasks check', /option '--threshold' needs a value/],
   [['check', TASKS_DIR, '--threshold', '2'], 'tasks check', /--threshold must be a number in \(0, 1\], got '2'/],
   [['check', TASKS_DIR, '--json=yes'], 'tasks check', /option '--json' takes no value/],
-  [['validate', TASKS_DIR, '--driver', 'vm'], 'tasks validate', /--driver must be one of docker, local, auto, got 'vm'/],
+  [['validate', TASKS_DIR, '--driver', 'vm'], 'tasks validate', /--driver must be one of docker, local, kubernetes, auto, got 'vm'/],
   [['validate', TASKS_DIR, '--concurrency', '0'], 'tasks validate', /--concurrency must be an integer in 1\.\.64/],
   [['validate', TASKS_DIR, '--only', 'nope'], 'tasks validate', /--only: unknown task id\(s\) nope/],
   [['validate', '--mutation-cache', '/tmp/x'], 'tasks validate', /--mutation-cache needs --mutants/],
@@ -175,6 +175,42 @@ test('help: tasks --help and each subcommand exit 0; no subcommand prints the he
   expect(none.code).toBe(2);
   expect(none.out).toMatch(/^Usage: sandgym tasks/);
 });
+
+test('validate refuses repository tasks on bubblewrap at once (exit 4, naming them and the fix): asked by name, or picked by auto', async () => {
+  const asked: unknown[] = [];
+  let closed = 0;
+  const deps = {
+    openSandboxProvider: async (kind: string) => {
+      asked.push(kind);
+      // What auto gives on a machine without Docker: a bubblewrap provider (never used: refused before any sandbox).
+      return {
+        driver: 'local',
+        provider: null as never,
+        close: async () => {
+          closed += 1;
+        },
+      };
+    },
+  };
+  for (const d of ['local', 'auto']) {
+    const c = capture();
+    const t0 = performance.now();
+    const error = await runTasks(['validate', '@repository', '--driver', d, '--only', 'proxy__semver-v3.2.1-range-rewrite'], c.io, deps).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(report(error, 'tasks', c.io)).toBe(EXIT.UNAVAILABLE);
+    expect(c.err()).toMatch(
+      new RegExp(
+        `--driver ${d}${d === 'auto' ? ', which picked local' : ''} \\(bubblewrap\\) cannot validate repository tasks: .*not an image's root filesystem \\(1 of them: proxy__semver-v3\\.2\\.1-range-rewrite\\); use --driver docker or --driver kubernetes`,
+      ),
+    );
+    expect(performance.now() - t0).toBeLessThan(30_000);
+  }
+  // local is refused before a provider is opened; auto's is closed again.
+  expect(asked).toEqual(['auto']);
+  expect(closed).toBe(1);
+}, 120_000);
 
 test('validate opens sandboxes only through the injected provider; a driver that cannot start is exit 4', async () => {
   const asked: unknown[] = [];

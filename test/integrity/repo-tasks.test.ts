@@ -202,7 +202,7 @@ describe.skipIf(!HAS_DOCKER)('repository tasks over the wire: docker driver', ()
 });
 
 describe.skipIf(!HAS_BWRAP)('repository tasks on the bubblewrap driver', () => {
-  it('are refused at reset with the reason (bubblewrap runs host tools, not the environment image): no episode starts', async () => {
+  it('are refused at reset with UNSUPPORTED, not retryable, naming why (bubblewrap runs host tools, not the environment image) and the fix', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-bwrap-'));
     await importSweBench({ file: path.join(FIXTURES, 'parse-instances.jsonl'), repoSource: FIXTURES, out: dir });
     const again = await startServer({ driver: 'local', fixtures: false, tasks: [dir], splits: ['train'], step_timeout_ms: STEP_TIMEOUT_MS });
@@ -214,7 +214,16 @@ describe.skipIf(!HAS_BWRAP)('repository tasks on the bubblewrap driver', () => {
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(SandgymError);
-      expect((err as SandgymError).message).toMatch(/repository task.*bubblewrap/);
+      const e = err as SandgymError;
+      // The server's configuration, not a fault: a retryable SANDBOX_ERROR would have a trainer retry it forever.
+      expect({ code: e.code, retryable: e.retryable }).toEqual({ code: 'UNSUPPORTED', retryable: false });
+      expect(e.message).toMatch(/repository task.*bubblewrap runs host tools.*--driver docker or --driver kubernetes/);
+      // Scope request: the session is not failed, the same refusal comes again (no sandbox is held meanwhile).
+      const second = await env.reset({ seed: 0, options: { task_id: SUBSECOND } }).then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect((second as SandgymError).code).toBe('UNSUPPORTED');
     } finally {
       await client.close();
       await again.close();

@@ -236,6 +236,8 @@ describe.skipIf(!k8sOk)('deploy/kubernetes on the local cluster', () => {
     expect(k).toContain('deployment.apps/sandgym-server');
     // The example Secret is valid too (it is not applied by -f <dir>: no .yaml extension).
     expect(await kubectl('apply --dry-run=server --validate=strict -f deploy/kubernetes/secret.yaml.example')).toContain('secret/sandgym-tokens');
+    // So is the pre-pull DaemonSet of repository environment images (test/kubernetes/repo-validate.test.ts runs it).
+    expect(await kubectl('apply --dry-run=server --validate=strict -f deploy/kubernetes/prepull.yaml.example')).toContain('daemonset.apps/sandgym-prepull');
     // The dry run checks: an unknown field and a wrong type are refused.
     const deployment = readFileSync(join(REPO_ROOT, 'deploy/kubernetes/30-deployment.yaml'), 'utf8');
     for (const broken of [

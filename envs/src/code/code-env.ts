@@ -10,7 +10,16 @@
 import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import type { Space } from '../../../protocol/src/index.js';
-import { InvalidArgument, SandboxFailure, type EnvContext, type EpisodeArtifacts, type EnvDefinition, type EnvInstance, type StepResult } from '../api.js';
+import {
+  InvalidArgument,
+  SandboxFailure,
+  Unsupported,
+  type EnvContext,
+  type EpisodeArtifacts,
+  type EnvDefinition,
+  type EnvInstance,
+  type StepResult,
+} from '../api.js';
 import { refuseUnknownOptions } from '../options.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { bashTimeoutS, bashTool, capText, formatBashResult } from '../tools/bash-tool.js';
@@ -220,11 +229,12 @@ class CodeEnvInstance implements EnvInstance {
     this.potentials = {};
     this.lastGrade = null;
     this.sb = await this.provider.acquire(requirementOf(task));
-    // Repository tasks need their environment's image; a driver that runs the host's tools (bubblewrap) has none.
+    // Repository tasks need their environment's image; a driver that runs the host's tools (bubblewrap) has none. This
+    // server's configuration, not a fault: UNSUPPORTED, not retryable (a retryable SANDBOX_ERROR would be retried forever).
     if (task.repo && (this.sb.image_id ?? null) === null) {
       await this.releaseAgent();
-      throw new SandboxFailure(
-        `${task.spec.id} is a repository task: it runs in its environment image (${task.spec.image}), which this server's sandbox driver cannot run (bubblewrap runs host tools); serve it with --driver docker`,
+      throw new Unsupported(
+        `${task.spec.id} is a repository task: it runs in its environment image (${task.spec.image}), which this server's sandbox driver cannot run (bubblewrap runs host tools, not an image's root filesystem); serve it with --driver docker or --driver kubernetes`,
       );
     }
     await seedWorkspace(this.sb, task);

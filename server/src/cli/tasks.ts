@@ -26,7 +26,7 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          train and eval by id or content, or near-duplicates
                                          straddle the splits on test code or instruction
                                          (per-channel thresholds; --threshold X sets all three)
-  validate [dir...] [--driver docker|local|auto] [--concurrency N] [--only id,...] [--json]
+  validate [dir...] [--driver docker|local|kubernetes|auto] [--concurrency N] [--only id,...] [--json]
            [--no-degenerate | --degenerate-cache DIR|none]
            [--mutants [--mutation-threshold X] [--mutation-cache DIR|none] [--mutation-python PATH]]
                                          run the null agent, the reference and every known-wrong
@@ -53,7 +53,9 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          recipe that is missing (wheels fetched on the host,
                                          sha256-checked; a Go toolchain module via go mod download,
                                          go.sum-hash-checked; cached by content: sandgym/repo-env:HASH).
-                                         validate does this first; serve expects the images built
+                                         validate does this first (not with --driver kubernetes:
+                                         the nodes need the images, docs/DEPLOY.md); serve
+                                         expects the images built
   import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
                                          turn SWE-bench-format instances (JSONL, a JSON array or
                                          one object: instance_id, repo, base_commit, patch,
@@ -191,7 +193,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     case 'validate': {
       const p = parseCommand(VALIDATE, picked.argv);
       if (p === null) return help();
-      const driver = p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'auto'] as const, VALIDATE.name);
+      const driver =
+        p.values.driver === undefined ? 'auto' : choiceValue('driver', p.values.driver, ['docker', 'local', 'kubernetes', 'auto'] as const, VALIDATE.name);
       const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, VALIDATE.name);
       const v = p.values;
       const mutationFlags = (['mutation-threshold', 'mutation-cache', 'mutation-python'] as const).filter((k) => v[k] !== undefined);
@@ -221,14 +224,32 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         if (ids.length === 0 || unknown.length) throw new UsageError(`--only: unknown task id(s) ${unknown.join(', ') || `'${p.values.only}'`}`, VALIDATE.name);
         tasks = tasks.filter((t) => ids.includes(t.spec.id));
       }
+      // Repository tasks run in their environment's image, which bubblewrap cannot run (it runs the host's tools): refused
+      // before any work (their gradings would each fail after the whole null/reference run), as the machine's missing
+      // facility (exit 4), naming them and the way out. `auto` is checked once it has picked a driver (below).
+      const repoIds = tasks.filter((t) => t.repo).map((t) => t.spec.id);
+      const noImages = (d: string) =>
+        new UnavailableError(
+          `--driver ${d} (bubblewrap) cannot validate repository tasks: they run in their environment image, and bubblewrap runs the host's tools, not an image's root filesystem ` +
+            `(${repoIds.length} of them: ${repoIds.slice(0, 3).join(', ')}${repoIds.length > 3 ? ', ...' : ''}); use --driver docker or --driver kubernetes, or leave them out (@functions, --only)`,
+        );
+      if (driver === 'local' && repoIds.length > 0) throw noImages('local');
       // Repository tasks run in their environment's image: build what is missing first (Docker only; cached by content).
-      if (driver !== 'local' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
+      // Kubernetes pulls from its nodes' runtime: the images must be there or in a registry they pull from (this machine
+      // builds into Docker, which no cluster node reads; docs/DEPLOY.md "Repository tasks on Kubernetes").
+      if (driver !== 'local' && driver !== 'kubernetes' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
       const open: OpenSandboxProvider = async (kind, opts) => {
+        let handle: Awaited<ReturnType<OpenSandboxProvider>>;
         try {
-          return await deps.openSandboxProvider(kind, opts);
+          handle = await deps.openSandboxProvider(kind, opts);
         } catch (e) {
           throw new UnavailableError(`cannot open a sandbox driver (--driver ${kind}): ${(e as Error).message}`, { cause: e });
         }
+        if (handle.driver === 'local' && repoIds.length > 0) {
+          await handle.close();
+          throw noImages(`${kind}, which picked local`);
+        }
+        return handle;
       };
       try {
         return verdict(

@@ -54,6 +54,8 @@ export interface SandboxState {
   /** Images the registered sandboxed envs need that the driver cannot find (build: `npx sandgym images build`). */
   missing_images: string[];
   pools: PoolStats[];
+  /** The idle cap across pools (pools.max_idle_total; null: none), the idle sandboxes of all pools, and how many the cap shed. */
+  idle_budget?: { max_idle_total: number | null; idle: number; shed: number };
 }
 
 export type Readiness = { ready: true; sandbox?: SandboxState } | { ready: false; reason: string; sandbox?: SandboxState };
@@ -64,6 +66,11 @@ export const ENABLE_SANDBOXES_HINT =
 
 /** The pools' max_total when the config sets none (pool.ts's default): the admission queue's capacity. */
 const DEFAULT_POOL_MAX_TOTAL = 64;
+/**
+ * Idle sandboxes across every pool when the config sets no pools.max_idle_total: one image per repository environment
+ * makes a pool key per repository, and min_idle (2) per key would hold idle containers for every key ever used.
+ */
+const DEFAULT_MAX_IDLE_TOTAL = 64;
 
 /** How often a missing image is looked for again, so building it while the server runs is enough. */
 const IMAGE_RECHECK_MS = 10_000;
@@ -392,7 +399,13 @@ export class PooledSandboxService implements SandboxService {
 
   state(): SandboxState {
     const runtime = this.driver.capabilities.runtime;
-    return { driver: this.driver.kind, ...(runtime ? { runtime } : {}), missing_images: [...this.missing.keys()], pools: this.pools.stats() };
+    return {
+      driver: this.driver.kind,
+      ...(runtime ? { runtime } : {}),
+      missing_images: [...this.missing.keys()],
+      pools: this.pools.stats(),
+      idle_budget: this.pools.idleBudgetStats(),
+    };
   }
 
   ready(): Readiness {
@@ -559,6 +572,7 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
     autosize: p.autosize,
     demandWindowMs: p.demand_window_ms,
     burstMemoryMs: p.burst_memory_ms,
+    maxIdleTotal: p.max_idle_total ?? DEFAULT_MAX_IDLE_TOTAL,
     defaults: limits.defaults,
     maxima: limits.maxima,
     limitPolicy: sc.limit_policy,
@@ -591,7 +605,9 @@ export async function createSandboxService(config: ServerConfig, log: FastifyBas
  */
 export const openSandboxProvider: OpenSandboxProvider = async (kind, opts = {}): Promise<SandboxProviderHandle> => {
   const driver = await createDriver(kind);
-  const pools = new PoolSet(driver, { minIdle: opts.minIdle ?? 2, maxTotal: opts.maxTotal ?? 8, statsLogIntervalMs: 0 });
+  // Validation walks tasks of many images (one per repository environment): idle sandboxes stay within one pool's cap.
+  const maxTotal = opts.maxTotal ?? 8;
+  const pools = new PoolSet(driver, { minIdle: opts.minIdle ?? 2, maxTotal, maxIdleTotal: maxTotal, statsLogIntervalMs: 0 });
   const service = new PooledSandboxService(driver, pools);
   const abort = new AbortController();
   // A sandbox dying outside a call shows up as SandboxFailure on its next use; nothing else to close.

@@ -15,6 +15,8 @@
 // net draws, acquires less wiped returns, within one creation latency: the draws no creation can answer
 // in time) with a slow decay (burstMemoryMs), and keeps that many idle: the batch after the first is
 // served from the pool. Bursts below BURST_MIN_DRAWS are left to the rate.
+// Many keys (one image per repository environment): PoolSet is an IdleBudget shared by its pools, so the idle
+// sandboxes of all of them stay within maxIdleTotal; room goes to the pools acquired from most recently.
 // Over 500 lines on purpose: one pool's counts (idle, creating, wiping, waiting) and its demand sizing share
 // invariants that hold only if one object changes them.
 import { createHash } from 'node:crypto';
@@ -42,6 +44,21 @@ export interface PoolOptions {
   initialCreateMs?: number;
   /** Time constant of the remembered burst (ms, default 300,000; 0 turns burst sizing off). */
   burstMemoryMs?: number;
+  /** The idle budget shared by the pools of one PoolSet (PoolSet passes itself; absent: this pool alone decides). */
+  idleBudget?: IdleBudget;
+}
+
+/**
+ * A cap on idle sandboxes across pools (PoolSetOptions.maxIdleTotal). With one image per repository environment a
+ * server may serve hundreds of pool keys; min_idle and burst targets per key would hold idle sandboxes (memory) for
+ * every key ever used. A pool asks before creating a sandbox meant to wait idle (never before one a waiter needs), and
+ * tells the budget when one joins its idle list.
+ */
+export interface IdleBudget {
+  /** May `p` create one more sandbox to keep idle? May free room by destroying an idle one of a colder pool. */
+  reserve(p: SandboxPool): boolean;
+  /** A sandbox joined `p`'s idle list: if the idle sandboxes of all pools exceed the cap, the coldest are shed now. */
+  settle(p: SandboxPool): void;
 }
 
 /** Idle sandboxes kept per (arrival rate x creation latency): covers Poisson bursts above the mean. */
@@ -137,6 +154,8 @@ export class SandboxPool {
   /** Since when idle has been above the target (0: it is not). */
   private surplusSince = 0;
   private sizingTimer: NodeJS.Timeout | null = null;
+  /** When this pool was last acquired from (or made): the budget sheds the idle sandboxes of the coldest pool first. */
+  lastUsed = performance.now();
 
   constructor(
     private readonly driver: SandboxDriver,
@@ -259,6 +278,26 @@ export class SandboxPool {
     if (extra.length > 0) this.log.info({ pool: this.key, shed: extra.length, target_idle: target }, 'sandbox pool shrank to demand');
   }
 
+  /** Idle sandboxes now. */
+  idleCount(): number {
+    return this.idle.length;
+  }
+
+  /**
+   * What this pool holds or will hold idle: idle, creating and being wiped, less what its waiters will take. The idle
+   * budget counts these, so creations in flight cannot together overshoot the cap.
+   */
+  idleClaim(): number {
+    return Math.max(0, this.idle.length + this.creating + this.resetting - this.waiters.length);
+  }
+
+  /** Destroys up to n idle sandboxes, oldest first (the budget reclaiming them for a hotter pool); returns how many. */
+  shedIdle(n: number): number {
+    const out = this.idle.splice(0, Math.max(0, n));
+    for (const sb of out) this.destroyLater(sb);
+    return out.length;
+  }
+
   private total(): number {
     // A sandbox being wiped in place still exists: counting it keeps max_total a hard cap.
     return this.idle.length + this.creating + this.inUse.size + this.resetting;
@@ -268,6 +307,7 @@ export class SandboxPool {
   acquire(signal?: AbortSignal): Promise<DriverSandbox> {
     if (this.closed) return Promise.reject(new SandboxPoolClosedError(this.key));
     if (signal?.aborted) return Promise.reject(new SandboxAcquireAborted());
+    this.lastUsed = performance.now();
     this.noteArrival();
     // Only hand out a sandbox if no one queued before us (FIFO) and it is still alive.
     while (this.waiters.length === 0 && this.idle.length > 0) {
@@ -384,6 +424,8 @@ export class SandboxPool {
       return;
     }
     this.idle.push(sb);
+    this.opts.idleBudget?.settle(this);
+    if (!this.idle.includes(sb)) return; // shed at once: the budget was full and this pool is the coldest
     // A sandbox that dies while idle leaves the pool at once.
     const off = sb.onDied(() => {
       off();
@@ -401,6 +443,9 @@ export class SandboxPool {
     const want = target + this.waiters.length;
     const slots = this.creationSlots(target);
     while (this.creating < slots && this.idle.length + this.creating + this.resetting < want && this.total() < this.maxTotal) {
+      // A sandbox a waiter will take is never held back; one that would wait idle needs room in the shared budget.
+      const forWaiter = this.idle.length + this.creating + this.resetting < this.waiters.length;
+      if (!forWaiter && this.opts.idleBudget && !this.opts.idleBudget.reserve(this)) break;
       this.creating += 1;
       void this.createOne();
     }
@@ -489,24 +534,34 @@ export interface PoolSetOptions extends PoolOptions {
   limitPolicy?: LimitPolicy;
   /** Log pool stats this often (ms); 0 disables. */
   statsLogIntervalMs?: number;
+  /**
+   * Idle sandboxes across all pools at most (default: unbounded). Over it, the idle sandboxes of the least recently
+   * acquired pools are destroyed first, and a pool in demand takes room from colder ones (IdleBudget).
+   */
+  maxIdleTotal?: number;
 }
 
 /** Listeners of the creations of every pool of a PoolSet (PoolSet.onCreate). */
 type CreationListener = (e: SandboxCreation) => void;
 
-/** Routes specs to pools keyed by image + limits profile (+ workspace and env). */
-export class PoolSet {
+/** Routes specs to pools keyed by image + limits profile (+ workspace and env); shares one idle budget among them. */
+export class PoolSet implements IdleBudget {
   private readonly pools = new Map<string, SandboxPool>();
   private readonly owner = new Map<DriverSandbox, SandboxPool>();
   private readonly statsTimer: NodeJS.Timeout | null;
   private readonly log: SandboxLogger;
   private creationListeners: CreationListener[] = [];
+  /** The idle cap across pools (Infinity: none). */
+  readonly maxIdleTotal: number;
+  /** Idle sandboxes the budget destroyed to stay under the cap or to make room for a hotter pool. */
+  private budgetShed = 0;
 
   constructor(
     readonly driver: SandboxDriver,
     private readonly opts: PoolSetOptions = {},
   ) {
     this.log = opts.logger ?? silentLogger;
+    this.maxIdleTotal = opts.maxIdleTotal === undefined ? Number.POSITIVE_INFINITY : Math.max(0, opts.maxIdleTotal);
     const every = opts.statsLogIntervalMs ?? 60_000;
     this.statsTimer = every > 0 ? setInterval(() => this.logStats(), every) : null;
     this.statsTimer?.unref();
@@ -534,13 +589,66 @@ export class PoolSet {
     const { key, limits } = this.keyOf(spec);
     let p = this.pools.get(key);
     if (!p) {
-      const opts: PoolOptions = { ...this.opts, onCreate: (e) => this.created(e) };
+      const opts: PoolOptions = { ...this.opts, onCreate: (e) => this.created(e), idleBudget: this };
       p = new SandboxPool(this.driver, { ...spec, limits, pool: spec.pool ?? key }, opts, key);
       this.pools.set(key, p);
       p.start();
       this.log.info({ pool: key }, 'sandbox pool created');
     }
     return p;
+  }
+
+  /**
+   * IdleBudget: room for one more sandbox meant to wait idle in `p`. When the pools' claims (idle, creating, wiping,
+   * less their waiters) fill the cap, one idle sandbox of the least recently acquired pool that is colder than `p` is
+   * destroyed to make room: warm-up goes to the keys in demand, and a cold key never takes room from a hotter one.
+   * O(pools), run on acquire/release/creation and the 1 s sizing tick, never per step.
+   */
+  reserve(p: SandboxPool): boolean {
+    if (this.maxIdleTotal === Number.POSITIVE_INFINITY) return true;
+    let claimed = 0;
+    for (const q of this.pools.values()) claimed += q.idleClaim();
+    if (claimed < this.maxIdleTotal) return true;
+    const victim = this.coldest((q) => q !== p && q.lastUsed < p.lastUsed);
+    if (!victim) return false;
+    this.shed(victim, 1, p);
+    return true;
+  }
+
+  /** IdleBudget: over the cap (a wiped sandbox back, a creation whose waiter left), the coldest pools' idle go first. */
+  settle(_p: SandboxPool): void {
+    if (this.maxIdleTotal === Number.POSITIVE_INFINITY) return;
+    let idle = 0;
+    for (const q of this.pools.values()) idle += q.idleCount();
+    while (idle > this.maxIdleTotal) {
+      const victim = this.coldest(() => true);
+      if (!victim) return;
+      idle -= this.shed(victim, idle - this.maxIdleTotal, null);
+    }
+  }
+
+  /** The least recently acquired pool with an idle sandbox among those `ok` admits. */
+  private coldest(ok: (q: SandboxPool) => boolean): SandboxPool | null {
+    let best: SandboxPool | null = null;
+    for (const q of this.pools.values()) if (q.idleCount() > 0 && ok(q) && (!best || q.lastUsed < best.lastUsed)) best = q;
+    return best;
+  }
+
+  private shed(victim: SandboxPool, n: number, forPool: SandboxPool | null): number {
+    const k = victim.shedIdle(n);
+    this.budgetShed += k;
+    this.log.debug(
+      { pool: victim.key, shed: k, for_pool: forPool?.key ?? null, max_idle_total: this.maxIdleTotal },
+      'idle budget: shed idle sandboxes of a cold pool',
+    );
+    return k;
+  }
+
+  /** The idle budget now: the cap, the idle sandboxes of all pools, and how many the budget has shed so far. */
+  idleBudgetStats(): { max_idle_total: number | null; idle: number; shed: number } {
+    let idle = 0;
+    for (const q of this.pools.values()) idle += q.idleCount();
+    return { max_idle_total: Number.isFinite(this.maxIdleTotal) ? this.maxIdleTotal : null, idle, shed: this.budgetShed };
   }
 
   /** Listens for the creation attempts of every pool (creation latency); returns the function that stops it. */

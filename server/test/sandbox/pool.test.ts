@@ -263,4 +263,39 @@ describe.skipIf(!dockerOk)('sandbox pool (docker)', () => {
     for (const sb of [b, plain, c]) await set.release(sb);
     await set.close();
   }, 120_000);
+
+  it('max_idle_total caps idle across pools: the cap holds through warm-up and a wiped return, and the pool last acquired from keeps its idle', async () => {
+    // Three pool keys (one image, three envs: three pools), each wanting 2 idle; the budget allows 3 in all.
+    const set = new PoolSet(driver, { minIdle: 2, maxTotal: 3, autosize: false, maxIdleTotal: 3, statsLogIntervalMs: 0 });
+    const spec = (k: string) => ({ image: TEST_IMAGE, env: { POOL_KEY: k } });
+    let peak = 0;
+    const idleNow = () => set.stats().reduce((a, p) => a + p.idle, 0);
+    const watch = setInterval(() => (peak = Math.max(peak, idleNow())), 5);
+    try {
+      for (const k of ['a', 'b', 'c']) set.warm(spec(k));
+      await until(
+        () => idleNow() === 3 && set.stats().every((p) => p.creating === 0),
+        30_000,
+        () => JSON.stringify(set.stats()),
+      );
+      expect(set.idleBudgetStats()).toMatchObject({ max_idle_total: 3, idle: 3 });
+      // c is in demand: its acquire takes an idle one (or waits), and its refill takes room from colder pools.
+      const sb = await set.acquire(spec('c'));
+      await until(
+        () => set.stats().find((p) => p.key.includes('POOL_KEY","c'))?.idle === 2 && set.stats().every((p) => p.creating === 0),
+        30_000,
+        () => JSON.stringify(set.stats()),
+      );
+      expect(idleNow()).toBe(3);
+      // A wiped return lands over the cap (c would hold 3): the coldest pool's idle is shed in the same turn.
+      await set.release(sb, { reset: true });
+      expect(idleNow()).toBeLessThanOrEqual(3);
+      expect(set.stats().find((p) => p.key.includes('POOL_KEY","c'))?.idle).toBeGreaterThanOrEqual(2);
+      expect(set.idleBudgetStats().shed).toBeGreaterThan(0);
+    } finally {
+      clearInterval(watch);
+      await set.close();
+    }
+    expect(peak).toBeLessThanOrEqual(3);
+  }, 120_000);
 });
