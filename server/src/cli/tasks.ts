@@ -296,8 +296,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     case 'build-envs': {
       const p = parseCommand(BUILD_ENVS, picked.argv);
       if (p === null) return help();
-      const tasks = await loadTaskSets(await dirsOr(p.positionals));
       const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, BUILD_ENVS.name);
+      const tasks = await loadTaskSets(await dirsOr(p.positionals));
       await buildRepoEnvs(tasks, io);
       return verdict(await revalidateNew(tasks, io, deps, { validate: !p.values['no-validate'], concurrency }));
     }
@@ -353,6 +353,7 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
         throw new UsageError('--degenerate-cache has no effect with --no-degenerate', VALIDATE.name);
       const degCache = v['degenerate-cache'] === undefined ? undefined : nonEmptyValue('degenerate-cache', v['degenerate-cache'], VALIDATE.name);
       const degenerate = v['no-degenerate'] ? (false as const) : degCache !== undefined ? { cacheDir: degCache === 'none' ? null : degCache } : {};
+      const reruns = v.reruns === undefined ? undefined : intValue('reruns', v.reruns, 2, MAX_REPO_RERUNS, VALIDATE.name);
       let tasks = await loadTaskSets(await dirsOr(p.positionals));
       if (p.values.only !== undefined) {
         const ids = p.values.only
@@ -366,7 +367,6 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       // Repository tasks run in their environment's image: build what is missing first (Docker only; cached by content).
       if (driver !== 'local' && tasks.some((t) => t.repo)) await buildRepoEnvs(tasks, io);
       const open = openOrUnavailable(deps);
-      const reruns = v.reruns === undefined ? undefined : intValue('reruns', v.reruns, 2, MAX_REPO_RERUNS, VALIDATE.name);
       const ledger = new ValidationLedger();
       const results = new Map<string, TaskValidation>();
       const record = ledgerRecorder(tasks, ledger, io);
