@@ -186,26 +186,12 @@ async function buildRepoEnvsInBackground(
   log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void },
 ): Promise<void> {
   const tasks = await loadTaskSets(await resolveTaskDirs(cfg.tasks));
-  const seen = new Set<string>();
   const ledger = new ValidationLedger();
-  for (const t of tasks) {
-    if (!t.repo || seen.has(t.spec.image)) continue;
-    seen.add(t.spec.image);
-    try {
-      const r = await ensureRepoEnvImage(t.repo.environment);
-      if (r.built) log.info({ image: r.image, task: t.spec.id, ms: Math.round(r.ms) }, 'built a repository environment image');
-    } catch (e) {
-      const step = e instanceof RepoEnvBuildError ? e.step : 'build';
-      log.error(
-        { image: t.spec.image, task: t.spec.id, step, err: e },
-        `repository environment image ${t.spec.image} could not be built (${t.spec.id}, ${step}): its tasks cannot run here; see \`sandgym tasks build-envs\``,
-      );
-      continue;
-    }
-    const id = await imageId(t.spec.image);
-    if (id === null) continue;
+  const images = [...new Set(tasks.filter((t) => t.repo).map((t) => t.spec.image))];
+  /** The ledger's verdicts for the tasks of one image, as it is now. */
+  const check = async (image: string, id: string) => {
     const unknown: string[] = [];
-    for (const u of tasks.filter((x) => x.repo && x.spec.image === t.spec.image)) {
+    for (const u of tasks.filter((x) => x.repo && x.spec.image === image)) {
       const rec = await ledger.get(ledgerTaskDigest(u), id);
       if (rec === null) unknown.push(u.spec.id);
       else if (!rec.ok) {
@@ -219,9 +205,33 @@ async function buildRepoEnvsInBackground(
     }
     if (unknown.length)
       log.warn(
-        { image: t.spec.image, image_id: id, tasks: unknown },
-        `${unknown.length} repository task(s) are served without a validation record for image ${t.spec.image} as it is now (${id}): \`sandgym tasks validate --only ${unknown.join(',')}\` (or \`sandgym tasks build-envs\`) validates them`,
+        { image, image_id: id, tasks: unknown },
+        `${unknown.length} repository task(s) are served without a validation record for image ${image} as it is now (${id}): \`sandgym tasks validate --only ${unknown.join(',')}\` (or \`sandgym tasks build-envs\`) validates them`,
       );
+  };
+  // The images already here first (an inspect each): a FAILED task is withheld within moments of the start, not
+  // after the builds of other images (a Go toolchain image takes minutes).
+  const missing: string[] = [];
+  for (const image of images) {
+    const id = await imageId(image);
+    if (id === null) missing.push(image);
+    else await check(image, id);
+  }
+  for (const image of missing) {
+    const t = tasks.find((x) => x.repo && x.spec.image === image) as (typeof tasks)[number];
+    try {
+      const r = await ensureRepoEnvImage(t.repo?.environment as NonNullable<typeof t.repo>['environment']);
+      if (r.built) log.info({ image: r.image, task: t.spec.id, ms: Math.round(r.ms) }, 'built a repository environment image');
+    } catch (e) {
+      const step = e instanceof RepoEnvBuildError ? e.step : 'build';
+      log.error(
+        { image: t.spec.image, task: t.spec.id, step, err: e },
+        `repository environment image ${t.spec.image} could not be built (${t.spec.id}, ${step}): its tasks cannot run here; see \`sandgym tasks build-envs\``,
+      );
+      continue;
+    }
+    const id = await imageId(image);
+    if (id !== null) await check(image, id);
   }
 }
 
