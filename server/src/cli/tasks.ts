@@ -198,7 +198,7 @@ interface FlakyDrop {
  * from its lists, recorded under tests.excluded_flaky). Refuses a task whose FAIL_TO_PASS would be left empty, and the
  * shipped tasks (their task.json is a cache rebuilt from envs/repo-sources: the instance is what to edit).
  */
-async function dropFlaky(tasks: readonly LoadedTask[], results: ReadonlyMap<string, TaskValidation>, reruns: number): Promise<FlakyDrop> {
+export async function dropFlaky(tasks: readonly LoadedTask[], results: ReadonlyMap<string, TaskValidation>, reruns: number): Promise<FlakyDrop> {
   const out: FlakyDrop = { dropped: [], refused: [] };
   for (const t of tasks) {
     const seen = results.get(t.spec.id)?.repo_checks?.flaky_seen ?? [];
