@@ -100,6 +100,10 @@ test.each([
   [['validate', TASKS_DIR, '--concurrency', '0'], 'tasks validate', /--concurrency must be an integer in 1\.\.64/],
   [['validate', TASKS_DIR, '--only', 'nope'], 'tasks validate', /--only: unknown task id\(s\) nope/],
   [['validate', '--mutation-cache', '/tmp/x'], 'tasks validate', /--mutation-cache needs --mutants/],
+  [['validate', TASKS_DIR, '--reruns', '1'], 'tasks validate', /--reruns must be an integer in 2\.\.20/],
+  [['validate', TASKS_DIR, '--reruns', 'many'], 'tasks validate', /--reruns must be an integer in 2\.\.20/],
+  [['build-envs', TASKS_DIR, '--concurrency', '0'], 'tasks build-envs', /--concurrency must be an integer in 1\.\.64/],
+  [['build-envs', TASKS_DIR, '--bogus'], 'tasks build-envs', /unknown option '--bogus'/],
   [['validate', '--no-degenerate', '--degenerate-cache', '/tmp/x'], 'tasks validate', /--degenerate-cache has no effect with --no-degenerate/],
   [['validate', '--degenerate-cache', ''], 'tasks validate', /--degenerate-cache/],
   [['validate', '--mutants', '--mutation-threshold', '0'], 'tasks validate', /--mutation-threshold must be a number in \(0, 1\], got '0'/],
@@ -132,7 +136,10 @@ test('without a directory, list / check / validate use both shipped sets (what s
   // The function tasks (envs/tasks, also named @functions) then the repository tasks (@repository).
   const viaDir = JSON.parse((await tasks(['list', TASKS_DIR, '--json'])).out) as { id: string }[];
   const functions = JSON.parse((await tasks(['list', '@functions', '--json'])).out) as { id: string }[];
-  const repository = JSON.parse((await tasks(['list', '@repository', '--json'])).out) as { id: string }[];
+  const repository = JSON.parse((await tasks(['list', '@repository', '--json'])).out) as { id: string; validated?: unknown }[];
+  // Repository rows say whether the task is validated in its image as it is now (the ledger: true, false, "unknown").
+  for (const row of repository) expect([true, false, 'unknown'], row.id).toContain(row.validated);
+  expect(functions.every((x) => !('validated' in x))).toBe(true);
   expect(functions.map((x) => x.id)).toEqual(viaDir.map((x) => x.id));
   expect(rows.map((x) => x.id)).toEqual([...viaDir, ...repository].map((x) => x.id));
   expect(viaDir.length).toBeGreaterThanOrEqual(30);

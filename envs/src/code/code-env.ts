@@ -27,6 +27,7 @@ import { seedWorkspace } from './agents.js';
 import { CaptureRefused, captureWorkspace, type CapturedWorkspace } from '../workspace/capture.js';
 import { componentNames, gradeSubmission, type GradeResult } from './grade.js';
 import { gradeRepoSubmission, REPO_GRADER_VERSION, REPO_ISOLATION } from '../repo/repo-grade.js';
+import { withheldReason } from '../repo/validation-ledger.js';
 import { GRADER_VERSION, RUN_OVERHEAD_S, type RunnerOptions } from './grader-plan.js';
 
 /** Step time kept outside the grading run: acquiring the grading sandbox, copying the workspace out and in. */
@@ -193,10 +194,19 @@ class CodeEnvInstance implements EnvInstance {
     if (!this.opts.taskSet.exposedSplits.includes(s)) throw new InvalidArgument(`split ${JSON.stringify(s)} is not exposed by this server`, '/split');
     try {
       this.picked = null;
-      if (id !== undefined) return this.opts.taskSet.get(id, s);
+      if (id !== undefined) {
+        const t = this.opts.taskSet.get(id, s);
+        // A repository task whose validation in its image failed (serve's background builder: validation-ledger.ts).
+        const why = withheldReason(t);
+        if (why !== undefined) throw new InvalidArgument(`task ${JSON.stringify(id)} is withheld by this server: ${why}`, '/task_id');
+        return t;
+      }
       if (!this.opts.taskSet.exposedSplits.includes(s)) throw new TaskAccessError(`split ${JSON.stringify(s)} is not exposed by this server`, '/split');
       // Sorted by id (TaskSet keeps each split sorted), so a seed picks the same task whatever the listing order.
-      const tasks = this.opts.taskSet.list(s).map((t) => ({ id: t.spec.id, t }));
+      const tasks = this.opts.taskSet
+        .list(s)
+        .filter((t) => withheldReason(t) === undefined)
+        .map((t) => ({ id: t.spec.id, t }));
       const { task, ...about } = this.sampler.pick(tasks, s, seed ?? randomInt(2 ** 47), cursor as number | undefined);
       if (this.sampler.mode !== 'uniform') this.picked = { ...about };
       return task.t;

@@ -11,6 +11,7 @@ import { defaultDegenerateCacheDir, DEGENERATE_MARGIN } from './degenerate.js';
 import { defaultCacheDir, DEFAULT_MUTATION_THRESHOLD } from './mutation/gate.js';
 import { preflightTools, type ToolInfo } from './mutation/mutants.js';
 import { formatValidation, validateTasks, type TaskValidation } from './validate.js';
+import type { ValidatedState } from '../repo/validation-ledger.js';
 
 /** Where a command writes: results to out, progress to err. */
 export interface TasksIo {
@@ -18,8 +19,15 @@ export interface TasksIo {
   err(text: string): void;
 }
 
-export async function listTasks(dirs: readonly string[], opts: { json: boolean }, io: TasksIo): Promise<boolean> {
+/**
+ * `validated` of repository tasks (the server CLI reads the validation ledger against each image's current id:
+ * envs/src/repo/validation-ledger.ts); function tasks have no such column.
+ */
+export type ValidatedLookup = (tasks: readonly LoadedTask[]) => Promise<ReadonlyMap<string, ValidatedState>>;
+
+export async function listTasks(dirs: readonly string[], opts: { json: boolean; validated?: ValidatedLookup }, io: TasksIo): Promise<boolean> {
   const tasks = await loadTaskSets(dirs);
+  const states = opts.validated && tasks.some((t) => t.repo) ? await opts.validated(tasks) : new Map<string, ValidatedState>();
   const rows = tasks.map((t) => ({
     id: t.spec.id,
     split: t.spec.split,
@@ -28,11 +36,16 @@ export async function listTasks(dirs: readonly string[], opts: { json: boolean }
     tests: t.spec.test.expected_tests,
     max_steps: t.spec.max_steps,
     shaping: t.spec.shaping,
+    ...(t.repo && states.has(t.spec.id) ? { validated: states.get(t.spec.id) as ValidatedState } : {}),
   }));
   if (opts.json) io.out(JSON.stringify(rows, null, 2) + '\n');
   else {
+    const v = (x: ValidatedState | undefined) =>
+      x === undefined ? '' : x === true ? '  validated' : x === false ? '  VALIDATION FAILED' : '  not validated in this image';
     for (const r of rows)
-      io.out(`${r.id.padEnd(28)} ${r.split.padEnd(5)} ${r.difficulty.padEnd(6)} ${r.language.padEnd(10)} ${String(r.tests).padStart(3)} tests\n`);
+      io.out(
+        `${r.id.padEnd(28)} ${r.split.padEnd(5)} ${r.difficulty.padEnd(6)} ${r.language.padEnd(10)} ${String(r.tests).padStart(3)} tests${v('validated' in r ? r.validated : undefined)}\n`,
+      );
     const by = (s: string) => rows.filter((r) => r.split === s).length;
     io.out(`${rows.length} tasks (train ${by('train')}, eval ${by('eval')})\n`);
   }
@@ -82,6 +95,10 @@ export interface ValidateCommandOptions {
    * default (~/.cache/sandgym/degenerate).
    */
   degenerate?: false | { cacheDir?: string | null };
+  /** Repository tasks: gradings of the base and of the reference each, for the flaky check (default 2). */
+  repoReruns?: number;
+  /** Each task's result as it finishes (the server CLI records repository verdicts in the validation ledger). */
+  onResult?: (r: TaskValidation) => void | Promise<void>;
 }
 
 export function degenerateSummary(results: readonly TaskValidation[]) {
@@ -147,12 +164,14 @@ export async function validateTaskList(
   // With the gate, each task's mutant gradings run beside the next tasks' own runs.
   const handle = await openSandboxProvider(opts.driver, { maxTotal: (opts.mutants ? 2 : 1) * opts.concurrency + 2 });
   let res: Awaited<ReturnType<typeof validateTasks>>;
+  const pending: Promise<void>[] = [];
   try {
     res = await validateTasks(tasks, {
       provider: handle.provider,
       concurrency: opts.concurrency,
       killStragglers: true,
       driver: handle.driver,
+      ...(opts.repoReruns !== undefined ? { repoReruns: opts.repoReruns } : {}),
       ...(opts.mutants
         ? {
             mutation: {
@@ -167,6 +186,7 @@ export async function validateTaskList(
         ? { degenerate: { cacheDir: opts.degenerate?.cacheDir === undefined ? defaultDegenerateCacheDir() : opts.degenerate.cacheDir } }
         : {}),
       onResult: (r) => {
+        if (opts.onResult) pending.push(Promise.resolve(opts.onResult(r)));
         if (opts.json) return;
         const m = r.mutation
           ? `, mutants ${r.mutation.killed}/${r.mutation.mutants - r.mutation.equivalent} killed${r.mutation.score !== null ? ` (${(r.mutation.score * 100).toFixed(1)}%)` : ''}`
@@ -183,6 +203,7 @@ export async function validateTaskList(
   } finally {
     await handle.close();
   }
+  await Promise.all(pending);
   const wall = Math.round(performance.now() - t0);
   const mutation = mutationSummary(res.results);
   const degenerate = degenerateSummary(res.results);

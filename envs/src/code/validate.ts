@@ -77,6 +77,8 @@ export interface ValidateOptions extends Omit<GradeOptions, 'provider' | 'requir
   degenerate?: ValidateDegenerateOptions;
   /** Driver name, part of the mutation cache key (verdicts of one driver are not reused for another). */
   driver?: string;
+  /** Repository tasks: gradings of the base and of the reference each, for the flaky check (default 2). */
+  repoReruns?: number;
 }
 
 export function taskRequirement(task: LoadedTask): SandboxRequirement {
@@ -103,7 +105,7 @@ async function agentWorkspace(task: LoadedTask, agent: ScriptedAgent | TaskSolut
 }
 
 async function grade(task: LoadedTask, tar: Submission, opts: ValidateOptions, reuse?: 'wipe'): Promise<GradeResult> {
-  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, degenerate: _g, ...gradeOpts } = opts;
+  const { concurrency: _c, onResult: _o, requirement: _r, mutation: _m, driver: _d, degenerate: _g, repoReruns: _rr, ...gradeOpts } = opts;
   const req = (opts.requirement ?? taskRequirement)(task);
   return gradeSubmission(task, tar, { ...gradeOpts, requirement: reuse ? { ...req, reuse } : req });
 }
@@ -199,7 +201,12 @@ export function mutantClock(task: LoadedTask): LoadedTask {
 
 export async function validateTask(task: LoadedTask, opts: ValidateOptions): Promise<TaskValidation> {
   // Repository tasks have checks of their own (F2P/P2P on base and fix, reruns, flaky tests, the leak search).
-  if (task.repo) return validateRepoTask(task, { provider: opts.provider, ...(opts.requirement ? { requirement: opts.requirement } : {}) });
+  if (task.repo)
+    return validateRepoTask(task, {
+      provider: opts.provider,
+      ...(opts.requirement ? { requirement: opts.requirement } : {}),
+      ...(opts.repoReruns !== undefined ? { reruns: opts.repoReruns } : {}),
+    });
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [...exceptionDeclarationProblems(task)] };
   try {
     const { tar: refTar, gates_unmatched: unmatched, ...refRun } = await runAgent(task, 'reference', opts);

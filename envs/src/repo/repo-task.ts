@@ -92,6 +92,31 @@ export function testIdList(file: string, v: unknown, where: string, language: Re
   });
 }
 
+/**
+ * tests.excluded_flaky (written by `tasks validate --drop-flaky`): the provenance of each test dropped as flaky. A test
+ * listed there and still in a list would be graded after all: refused.
+ */
+function excludedFlaky(file: string, v: unknown, language: RepoLanguage, listed: readonly string[]): void {
+  const where = '/tests/excluded_flaky';
+  if (!Array.isArray(v)) fail(file, where, 'must be an array of {id, from, seen, reruns, detected}');
+  v.forEach((e, i) => {
+    const w = `${where}/${i}`;
+    if (!isObj(e)) fail(file, w, 'must be an object {id, from, seen, reruns, detected}');
+    onlyKeys(file, e, w, ['id', 'from', 'seen', 'reruns', 'detected']);
+    const [id] = testIdList(file, [e.id], `${w}/id`, language);
+    if (listed.includes(id as string)) fail(file, `${w}/id`, `${JSON.stringify(id)} is excluded as flaky but still listed in fail_to_pass or pass_to_pass`);
+    if (e.from !== 'fail_to_pass' && e.from !== 'pass_to_pass') fail(file, `${w}/from`, 'must be "fail_to_pass" or "pass_to_pass"');
+    const seen = e.seen;
+    if (
+      !isObj(seen) ||
+      !['base', 'reference'].every((k) => Array.isArray(seen[k]) && (seen[k] as unknown[]).every((o) => typeof o === 'string' && o.length <= 32))
+    )
+      fail(file, `${w}/seen`, 'must be {base: [outcome...], reference: [outcome...]}');
+    if (!Number.isInteger(e.reruns) || (e.reruns as number) < 2) fail(file, `${w}/reruns`, 'must be an integer >= 2');
+    if (typeof e.detected !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(e.detected)) fail(file, `${w}/detected`, 'must be an ISO 8601 date');
+  });
+}
+
 /** Validates a parsed repository task.json (kind "repository"). */
 export function validateRepoTaskJson(value: unknown, file: string): RepoTaskJson {
   if (!isObj(value)) fail(file, '/', 'must be an object');
@@ -126,7 +151,7 @@ export function validateRepoTaskJson(value: unknown, file: string): RepoTaskJson
   const env = language === 'go' ? validateGoRecipe(value.environment, envFail) : validateRecipe(value.environment, envFail);
   if (!isObj(value.tests)) fail(file, '/tests', 'must be an object');
   const t = value.tests;
-  onlyKeys(file, t, '/tests', ['framework', 'fail_to_pass', 'pass_to_pass', 'timeout_s', 'deleted']);
+  onlyKeys(file, t, '/tests', ['framework', 'fail_to_pass', 'pass_to_pass', 'timeout_s', 'deleted', 'excluded_flaky']);
   const framework = language === 'go' ? 'go-test' : 'pytest';
   if (t.framework !== framework) fail(file, '/tests/framework', `must be "${framework}" for language "${language}"`);
   const f2p = testIdList(file, t.fail_to_pass, '/tests/fail_to_pass', language);
@@ -134,6 +159,7 @@ export function validateRepoTaskJson(value: unknown, file: string): RepoTaskJson
   if (f2p.length === 0) fail(file, '/tests/fail_to_pass', 'must name at least one test (a task no test can tell from its base state is not a task)');
   const both = f2p.find((x) => p2p.includes(x));
   if (both) fail(file, '/tests/pass_to_pass', `${JSON.stringify(both)} is also in fail_to_pass`);
+  if (t.excluded_flaky !== undefined) excludedFlaky(file, t.excluded_flaky, language, [...f2p, ...p2p]);
   if (t.timeout_s !== undefined && (!Number.isInteger(t.timeout_s) || (t.timeout_s as number) < 1 || (t.timeout_s as number) > MAX_REPO_TIMEOUT_S))
     fail(file, '/tests/timeout_s', `must be an integer in 1..${MAX_REPO_TIMEOUT_S}`);
   for (const [key, v] of [

@@ -16,6 +16,19 @@ export interface RepoProvenance {
   [k: string]: unknown;
 }
 
+/** One entry of tests.excluded_flaky: a test dropped from a list because validation saw it flip. */
+export interface ExcludedFlaky {
+  id: string;
+  /** The list it was dropped from. */
+  from: 'fail_to_pass' | 'pass_to_pass';
+  /** Outcomes per grading that showed it flaky (base: the untouched repository; reference: with the fix). */
+  seen: { base: string[]; reference: string[] };
+  /** Gradings of each submission compared. */
+  reruns: number;
+  /** When (ISO 8601 date). */
+  detected: string;
+}
+
 /** The languages of repository tasks: Python (pytest) and Go (go test, module without dependencies). */
 export type RepoLanguage = 'python' | 'go';
 
@@ -38,6 +51,8 @@ export interface RepoTaskJson {
     timeout_s?: number;
     /** Files test_patch deletes (the judge removes them from the grading tree). */
     deleted?: string[];
+    /** Tests dropped from the lists because validation saw their outcome flip (`tasks validate --drop-flaky`): provenance. */
+    excluded_flaky?: ExcludedFlaky[];
   };
   /** Files the reference fix deletes. */
   solution_deleted?: string[];

@@ -3,8 +3,9 @@
 // fresh grading sandbox per grading) and must show:
 //  - the reference fix scores 1.0, every FAIL_TO_PASS and PASS_TO_PASS test passing with it;
 //  - the untouched base scores 0, every FAIL_TO_PASS test failing on it and every PASS_TO_PASS test passing;
-//  - identical per-test verdicts on a rerun of both (a test whose outcome differs is FLAKY: reported by id, the task
-//    fails until the author drops it from the lists);
+//  - identical per-test verdicts on reruns of both (each graded `reruns` times, default 2; a test whose outcome differs
+//    is FLAKY: reported by id with the outcomes seen, the task fails until it is dropped from the lists, which
+//    `tasks validate --drop-flaky` does through dropFlakyTests below, recording it under tests.excluded_flaky);
 //  - no copy of the fixed code reachable from the agent's sandbox: the lines the fix adds are searched for, by
 //    content, through the agent sandbox's filesystem (as the agent uid: what an agent could read).
 import type { GradeResult } from '../code/grade.js';
@@ -13,10 +14,17 @@ import type { LoadedTask } from '../code/task-types.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { CaptureRefused, captureWorkspace } from '../workspace/capture.js';
 import { gradeRepoSubmission, type RepoSubmission } from './repo-grade.js';
+import type { ExcludedFlaky, RepoTaskJson } from './repo-types.js';
+
+export type { ExcludedFlaky } from './repo-types.js';
 
 export interface RepoValidationReport {
-  /** Tests whose outcome differed between two gradings of the same submission. */
+  /** Tests whose outcome differed between gradings of the same submission. */
   flaky: string[];
+  /** The outcomes each flaky test had, per submission, in grading order. */
+  flaky_seen: FlakySeen[];
+  /** Gradings of each submission compared. */
+  reruns: number;
   /** FAIL_TO_PASS tests that passed on the untouched base. */
   f2p_pass_on_base: string[];
   /** PASS_TO_PASS tests that failed on the base or with the fix. */
@@ -52,6 +60,19 @@ export interface RepoTaskValidation {
 export interface RepoValidateOptions {
   provider: SandboxProvider;
   requirement?: (task: LoadedTask) => SandboxRequirement;
+  /** Gradings of the untouched base and of the reference each (default DEFAULT_REPO_RERUNS, at least 2). */
+  reruns?: number;
+}
+
+/** How often validation grades each submission when not told: twice (a rerun). */
+export const DEFAULT_REPO_RERUNS = 2;
+export const MAX_REPO_RERUNS = 20;
+
+/** A flaky test and what it did: its outcomes on the untouched base and with the reference, one per grading. */
+export interface FlakySeen {
+  id: string;
+  base: string[];
+  reference: string[];
 }
 
 /** Directories of the agent sandbox searched for the fixed code (everything an agent reads that is not a kernel view). */
@@ -146,6 +167,63 @@ export function flakyBetween(a: Pick<GradeResult, 'repo'>, b: Pick<GradeResult, 
   return [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((id) => x[id] !== y[id]).sort();
 }
 
+/**
+ * The flaky tests over any number of gradings of the base and of the reference: a test whose outcome is not the same in
+ * every grading of one submission. Only gradings whose report the judge trusted count (an untrusted run has no
+ * per-test outcomes worth comparing: it is a problem of its own).
+ */
+export function flakyAcross(base: readonly Pick<GradeResult, 'repo'>[], reference: readonly Pick<GradeResult, 'repo'>[]): FlakySeen[] {
+  const ok = (gs: readonly Pick<GradeResult, 'repo'>[]) => gs.filter((g) => g.repo?.report === 'ok');
+  const b = ok(base);
+  const r = ok(reference);
+  const ids = new Set<string>();
+  for (const list of [b, r])
+    for (let i = 1; i < list.length; i++)
+      for (const id of flakyBetween(list[0] as Pick<GradeResult, 'repo'>, list[i] as Pick<GradeResult, 'repo'>)) ids.add(id);
+  const seen = (gs: Pick<GradeResult, 'repo'>[], id: string) => gs.map((g) => g.repo?.outcomes[id] ?? 'missing');
+  return [...ids].sort().map((id) => ({ id, base: seen(b, id), reference: seen(r, id) }));
+}
+
+/** Dropping the flaky tests would leave no FAIL_TO_PASS test: the task cannot tell a fix from the base, it is invalid. */
+export class FlakyDropRefused extends Error {
+  override name = 'FlakyDropRefused';
+}
+
+/**
+ * task.json with the flaky tests removed from fail_to_pass / pass_to_pass and recorded under tests.excluded_flaky (the
+ * provenance of the exclusion: which test, which list, what was seen). Pure: the caller writes it. Refuses when no
+ * FAIL_TO_PASS test would be left. Flaky ids in neither list (none are expected: outcomes cover the lists) are ignored.
+ */
+export function dropFlakyTests(
+  json: RepoTaskJson,
+  flaky: readonly FlakySeen[],
+  reruns: number,
+  now = new Date(),
+): { json: RepoTaskJson; excluded: ExcludedFlaky[] } {
+  const drop = new Set(flaky.map((f) => f.id));
+  const f2p = json.tests.fail_to_pass.filter((id) => !drop.has(id));
+  const p2p = json.tests.pass_to_pass.filter((id) => !drop.has(id));
+  if (f2p.length === 0)
+    throw new FlakyDropRefused(
+      `${json.id}: every FAIL_TO_PASS test is flaky (${json.tests.fail_to_pass.join(', ')}): dropping them leaves no test that tells the fix from the base, so the task is invalid; fix the tests or remove the task`,
+    );
+  const detected = now.toISOString().slice(0, 10);
+  const excluded: ExcludedFlaky[] = flaky
+    .filter((f) => json.tests.fail_to_pass.includes(f.id) || json.tests.pass_to_pass.includes(f.id))
+    .map((f) => ({
+      id: f.id,
+      from: json.tests.fail_to_pass.includes(f.id) ? 'fail_to_pass' : 'pass_to_pass',
+      seen: { base: f.base, reference: f.reference },
+      reruns,
+      detected,
+    }));
+  const before = json.tests.excluded_flaky ?? [];
+  return {
+    json: { ...json, tests: { ...json.tests, fail_to_pass: f2p, pass_to_pass: p2p, excluded_flaky: [...before, ...excluded] } },
+    excluded,
+  };
+}
+
 export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptions): Promise<RepoTaskValidation> {
   const repo = task.repo;
   const out: RepoTaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
@@ -155,7 +233,23 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
   }
   const req = opts.requirement?.(task) ?? { image: task.spec.image, ...(task.spec.limits ? { limits: task.spec.limits } : {}) };
   const grade = (sub: RepoSubmission) => gradeRepoSubmission(task, sub, { provider: opts.provider, requirement: req });
-  const checks: RepoValidationReport = { flaky: [], f2p_pass_on_base: [], p2p_broken: [], leaks: [], leak_lines: 0 };
+  const reruns = Math.max(2, Math.min(MAX_REPO_RERUNS, opts.reruns ?? DEFAULT_REPO_RERUNS));
+  const checks: RepoValidationReport = { flaky: [], flaky_seen: [], reruns, f2p_pass_on_base: [], p2p_broken: [], leaks: [], leak_lines: 0 };
+  // Each grading's own latency (the first one's is reported, as before reruns could overlap).
+  const ms = new WeakMap<GradeResult, number>();
+  const timed = async (sub: RepoSubmission) => {
+    const t = performance.now();
+    const g = await grade(sub);
+    ms.set(g, performance.now() - t);
+    return g;
+  };
+  const gradeN = async (sub: RepoSubmission) => {
+    const gs: GradeResult[] = [];
+    // One after the other, as before reruns were configurable: overlapping gradings (with --concurrency tasks beside
+    // them) pushed a loaded 2-core machine past a fixture's 10 s test timeout, a false FAIL of a valid task.
+    for (let i = 0; i < reruns; i++) gs.push(await timed(sub));
+    return gs;
+  };
   try {
     // The untouched base, and the search for the fixed code, in one agent sandbox.
     const t0 = performance.now();
@@ -185,10 +279,9 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
       await opts.provider.release(sb);
     }
     const t1 = performance.now();
-    const n1 = await grade(base);
-    const t2 = performance.now();
-    const n2 = await grade(base);
-    out.null = toRun(n1, t1 - t0, t2 - t1);
+    const ns = await gradeN(base);
+    const n1 = ns[0] as GradeResult;
+    out.null = toRun(n1, t1 - t0, ms.get(n1) ?? 0);
     // The reference: the fix's files written and its deletions made, as an agent would.
     const r0 = performance.now();
     const rb = await opts.provider.acquire(req);
@@ -202,10 +295,9 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
       await opts.provider.release(rb);
     }
     const r1 = performance.now();
-    const f1 = await grade(ref);
-    const r2 = performance.now();
-    const f2 = await grade(ref);
-    out.reference = toRun(f1, r1 - r0, r2 - r1);
+    const fs = await gradeN(ref);
+    const f1 = fs[0] as GradeResult;
+    out.reference = toRun(f1, r1 - r0, ms.get(f1) ?? 0);
 
     if (f1.score.total !== 1)
       out.problems.push(`reference scored ${f1.score.total.toFixed(3)}${f1.score.zero_reason ? ` (${f1.score.zero_reason})` : ''}, expected 1.0`);
@@ -220,12 +312,17 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
     if (f1.repo?.report === 'ok' && f2pNotFixed.length) out.problems.push(`FAIL_TO_PASS tests fail with the fix: ${f2pNotFixed.slice(0, 5).join(', ')}`);
     if (f1.repo?.report === 'ok' && n1.repo?.report === 'ok' && checks.p2p_broken.length)
       out.problems.push(`PASS_TO_PASS tests fail on the base or with the fix: ${checks.p2p_broken.slice(0, 5).join(', ')}`);
-    checks.flaky = [...new Set([...flakyBetween(f1, f2), ...flakyBetween(n1, n2)])].sort();
-    if (f1.score.total !== f2.score.total || n1.score.total !== n2.score.total)
-      out.problems.push(`verdicts differ on rerun (reference ${f1.score.total} then ${f2.score.total}, untouched ${n1.score.total} then ${n2.score.total})`);
+    checks.flaky_seen = flakyAcross(ns, fs);
+    checks.flaky = checks.flaky_seen.map((f) => f.id);
+    const scores = (gs: GradeResult[]) => gs.map((g) => g.score.total);
+    if (new Set(scores(fs)).size > 1 || new Set(scores(ns)).size > 1)
+      out.problems.push(`verdicts differ on rerun (reference ${scores(fs).join(' then ')}, untouched ${scores(ns).join(' then ')})`);
     if (checks.flaky.length)
       out.problems.push(
-        `flaky tests (different outcomes on reruns of the same submission): ${checks.flaky.slice(0, 10).join(', ')}: drop them from the task's lists`,
+        `flaky tests (different outcomes on ${reruns} gradings of the same submission): ${checks.flaky_seen
+          .slice(0, 10)
+          .map((f) => `${f.id} (base ${f.base.join('/')}, reference ${f.reference.join('/')})`)
+          .join(', ')}: drop them from the task's lists (\`sandgym tasks validate --drop-flaky\` does, recording them under tests.excluded_flaky)`,
       );
     if (checks.leaks.length) out.problems.push(`a copy of the fixed code is readable in the agent sandbox: ${checks.leaks.slice(0, 5).join(', ')}`);
   } catch (err) {

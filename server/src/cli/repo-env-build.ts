@@ -41,6 +41,20 @@ export async function imageExists(image: string): Promise<boolean> {
   return (await docker(['image', 'inspect', '--format', '{{.Id}}', image])).code === 0;
 }
 
+/**
+ * The image's content id (sha256:...; what a grading sandbox reports as image_id), or null when it is not there (or no
+ * daemon answers). The validation ledger is keyed by it: a rebuild of the same recipe may be another image.
+ */
+export async function imageId(image: string): Promise<string | null> {
+  try {
+    const r = await docker(['image', 'inspect', '--format', '{{.Id}}', image]);
+    const id = r.out.trim();
+    return r.code === 0 && /^sha256:[0-9a-f]{64}$/.test(id) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The wheel a pinned requirement names: the index's file whose sha256 is the pinned one. */
 async function resolveWheel(req: string, index: string, f: typeof fetch): Promise<{ filename: string; url: string }> {
   const m = REQUIREMENT.exec(req);

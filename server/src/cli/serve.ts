@@ -7,7 +7,8 @@ import { EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { loadTaskSets } from '#envs/code/task-loader.js';
 import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
-import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
+import { ensureRepoEnvImage, imageId, RepoEnvBuildError } from './repo-env-build.js';
+import { ledgerTaskDigest, releaseTask, ValidationLedger, withholdTask } from '#envs/repo/validation-ledger.js';
 import { ARCHIVE_HELP, ARCHIVE_OPTIONS, archiveOptionsFromValues } from './serve-archive.js';
 
 /** The config file's keys, from its schema (so the help cannot miss one), wrapped under the option column. */
@@ -173,15 +174,53 @@ export async function serveConfigFromArgs(argv: string[], env: NodeJS.ProcessEnv
  * the background once listening, one recipe at a time: until an image exists, a reset of its tasks fails with a
  * retryable SANDBOX_ERROR naming the image (the machine is not ready yet, which is an infrastructure state); a build
  * that fails is logged with the task and the step, and the next start tries again.
+ *
+ * Then each task's record in the validation ledger for its image's current id (docs/TASKS.md, "Repository tasks:
+ * validation"): a FAILED record withholds the task (no seed picks it; asking for it by task_id is an
+ * INVALID_ARGUMENT naming the problem), logged as an error; no record (a new or rebuilt image, or a task never
+ * validated here) is served, with a warning naming the command that validates it. Read here, at build time: the
+ * step path never reads the ledger.
  */
-async function buildRepoEnvsInBackground(cfg: ServerConfig, log: { info(o: object, m: string): void; error(o: object, m: string): void }): Promise<void> {
+async function buildRepoEnvsInBackground(
+  cfg: ServerConfig,
+  log: { info(o: object, m: string): void; warn(o: object, m: string): void; error(o: object, m: string): void },
+): Promise<void> {
   const tasks = await loadTaskSets(await resolveTaskDirs(cfg.tasks));
-  const seen = new Set<string>();
-  for (const t of tasks) {
-    if (!t.repo || seen.has(t.spec.image)) continue;
-    seen.add(t.spec.image);
+  const ledger = new ValidationLedger();
+  const images = [...new Set(tasks.filter((t) => t.repo).map((t) => t.spec.image))];
+  /** The ledger's verdicts for the tasks of one image, as it is now. */
+  const check = async (image: string, id: string) => {
+    const unknown: string[] = [];
+    for (const u of tasks.filter((x) => x.repo && x.spec.image === image)) {
+      const rec = await ledger.get(ledgerTaskDigest(u), id);
+      if (rec === null) unknown.push(u.spec.id);
+      else if (!rec.ok) {
+        const why = `${u.spec.id} failed validation in its image ${u.spec.image} (${id}, ${rec.validated_at}): ${rec.problems.slice(0, 3).join('; ')}`;
+        withholdTask(u, why);
+        log.error(
+          { task: u.spec.id, image: u.spec.image, image_id: id, problems: rec.problems },
+          `${why}: withheld (not served); see \`sandgym tasks validate --only ${u.spec.id}\``,
+        );
+      } else releaseTask(u);
+    }
+    if (unknown.length)
+      log.warn(
+        { image, image_id: id, tasks: unknown },
+        `${unknown.length} repository task(s) are served without a validation record for image ${image} as it is now (${id}): \`sandgym tasks validate --only ${unknown.join(',')}\` (or \`sandgym tasks build-envs\`) validates them`,
+      );
+  };
+  // The images already here first (an inspect each): a FAILED task is withheld within moments of the start, not
+  // after the builds of other images (a Go toolchain image takes minutes).
+  const missing: string[] = [];
+  for (const image of images) {
+    const id = await imageId(image);
+    if (id === null) missing.push(image);
+    else await check(image, id);
+  }
+  for (const image of missing) {
+    const t = tasks.find((x) => x.repo && x.spec.image === image) as (typeof tasks)[number];
     try {
-      const r = await ensureRepoEnvImage(t.repo.environment);
+      const r = await ensureRepoEnvImage(t.repo?.environment as NonNullable<typeof t.repo>['environment']);
       if (r.built) log.info({ image: r.image, task: t.spec.id, ms: Math.round(r.ms) }, 'built a repository environment image');
     } catch (e) {
       const step = e instanceof RepoEnvBuildError ? e.step : 'build';
@@ -189,7 +228,10 @@ async function buildRepoEnvsInBackground(cfg: ServerConfig, log: { info(o: objec
         { image: t.spec.image, task: t.spec.id, step, err: e },
         `repository environment image ${t.spec.image} could not be built (${t.spec.id}, ${step}): its tasks cannot run here; see \`sandgym tasks build-envs\``,
       );
+      continue;
     }
+    const id = await imageId(image);
+    if (id !== null) await check(image, id);
   }
 }
 
