@@ -10,7 +10,7 @@ import type { LoadedTask } from '#envs/code/task-types.js';
 import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
-import { EXIT, UnavailableError } from './exit-codes.js';
+import { CommandFailedError, EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { runTasksStats, TASKS_STATS_OPTIONS, TASKS_STATS_USAGE } from './tasks-stats.js';
 
@@ -49,11 +49,17 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          cached in DIR (default ~/.cache/sandgym/mutation) keyed
                                          by every input; Python mutants need cosmic-ray in PATH's
                                          python3, $SANDGYM_MUTATION_PYTHON or --mutation-python
-  build-envs [dir...]                    build the image of every repository task's environment
+  build-envs [dir...] [--registry HOST[:PORT]]
+                                         build the image of every repository task's environment
                                          recipe that is missing (wheels fetched on the host,
                                          sha256-checked; a Go toolchain module via go mod download,
                                          go.sum-hash-checked; cached by content: sandgym/repo-env:HASH).
-                                         validate does this first; serve expects the images built
+                                         A recipe naming a prebuilt image (NAME@sha256:DIGEST) is
+                                         pulled instead, through --registry (default
+                                         $SANDGYM_REPO_REGISTRY, else the reference's own), its
+                                         digest verified and its files checked (hooks, leaks of the
+                                         fixed code: refused, exit 1). validate does this first;
+                                         serve expects the images built
   import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
                                          turn SWE-bench-format instances (JSONL, a JSON array or
                                          one object: instance_id, repo, base_commit, patch,
@@ -115,20 +121,42 @@ const IMPORT = {
   positionals: { name: 'FILE (SWE-bench-format instances)', min: 1, max: 1 },
 } as const satisfies CommandDef<OptionDefs>;
 
-const BUILD_ENVS = { name: 'tasks build-envs', help: TASKS_HELP, options: {}, positionals: DIRS } as const satisfies CommandDef<OptionDefs>;
+const BUILD_ENVS = {
+  name: 'tasks build-envs',
+  help: TASKS_HELP,
+  options: { registry: { type: 'string' } },
+  positionals: DIRS,
+} as const satisfies CommandDef<OptionDefs>;
 
-/** Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). */
-async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo): Promise<void> {
-  const seen = new Set<string>();
-  for (const t of tasks) {
-    if (!t.repo || seen.has(t.spec.image)) continue;
-    seen.add(t.spec.image);
+/** Steps whose failure is the image's or the task's (exit 1), not this machine's (exit 4). */
+const REFUSED_STEPS = new Set(['check', 'leak', 'digest']);
+
+/**
+ * Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). A prebuilt
+ * image is pulled and checked against every task that runs in it (their fixed code is searched for in its files).
+ */
+async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo, registry?: string): Promise<void> {
+  const byImage = new Map<string, LoadedTask[]>();
+  for (const t of tasks) if (t.repo) byImage.set(t.spec.image, [...(byImage.get(t.spec.image) ?? []), t]);
+  for (const group of byImage.values()) {
+    const t = group[0] as LoadedTask;
+    const env = (t.repo as NonNullable<LoadedTask['repo']>).environment;
     try {
-      const r = await ensureRepoEnvImage(t.repo.environment, { log: (m) => io.err(m) });
-      if (r.built) io.err(`built ${r.image} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`);
+      const r = await ensureRepoEnvImage(env, {
+        log: (m) => io.err(m),
+        ...(env.image !== undefined ? { tasks: group } : {}),
+        ...(registry !== undefined ? { registry } : {}),
+      });
+      if (r.built)
+        io.err(
+          `${env.image !== undefined ? `pulled, checked and derived ${r.image} from ${env.image}` : `built ${r.image}`} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`,
+        );
     } catch (e) {
-      if (e instanceof RepoEnvBuildError) throw new UnavailableError(`environment of ${t.spec.id}: ${e.step}: ${e.message}`, { cause: e });
-      throw e;
+      if (!(e instanceof RepoEnvBuildError)) throw e;
+      const ids = group.length > 1 ? `${t.spec.id} (and ${group.length - 1} more task(s) of ${t.spec.image})` : t.spec.id;
+      const msg = `environment of ${ids}: ${e.step}: ${e.message}`;
+      if (REFUSED_STEPS.has(e.step)) throw new CommandFailedError(msg, { cause: e });
+      throw new UnavailableError(msg, { cause: e });
     }
   }
 }
@@ -156,7 +184,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     case 'build-envs': {
       const p = parseCommand(BUILD_ENVS, picked.argv);
       if (p === null) return help();
-      await buildRepoEnvs(await loadTaskSets(await dirsOr(p.positionals)), io);
+      const registry = p.values.registry === undefined ? undefined : nonEmptyValue('registry', p.values.registry, BUILD_ENVS.name);
+      await buildRepoEnvs(await loadTaskSets(await dirsOr(p.positionals)), io, registry);
       return EXIT.OK;
     }
     case 'import': {
