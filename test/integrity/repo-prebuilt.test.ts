@@ -1,7 +1,7 @@
 // Issue 32 item 6: bring your own prebuilt image, with a REAL local registry (Debian's docker-registry, the
 // distribution registry v2, on a loopback port with a temporary storage directory). Images are built FROM the local
 // python toolchain image, pushed, and their local copies removed; a SWE-bench-format instance (the `parse` fixture)
-// names one by digest. `sandgym tasks build-envs` (the real CLI) pulls it, checks it and derives the task's image; a
+// names one by digest. `sandgym tasks build-envs` (the real CLI once, else its code in-process) pulls it, checks it and derives the task's image; a
 // real episode over the wire scores the reference 1 and the untouched base 0. Attacks: the fixed code in
 // site-packages and a .git in the image (refused, naming the path), a poisoned pytest (the judge uses its own: the
 // untouched base still scores 0, for the FAIL_TO_PASS reason), a poisoned sitecustomize and an executing .pth
@@ -19,6 +19,8 @@ import { loadTaskSets } from '../../envs/src/code/task-loader.js';
 import type { LoadedTask } from '../../envs/src/code/task-types.js';
 import { importSweBench } from '../../envs/src/repo/swe-import.js';
 import { environmentImage } from '../../envs/src/repo/repo-environment.js';
+import { exitCodeFor } from '../../server/src/cli/exit-codes.js';
+import { runTasks } from '../../server/src/cli/tasks.js';
 import { runCli } from '../../server/test/helpers/cli.js';
 import { gate, registryFacility } from '../../server/test/sandbox/facilities.js';
 import { codeWire, expectZero, playRepo, referenceSteps } from '../helpers/code-wire.js';
@@ -146,25 +148,25 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
 
     const nonce = createHash('sha256').update(String(process.pid)).digest('hex').slice(0, 8);
     const from = `FROM sandgym/python:1\nLABEL sandgym.test=prebuilt-${nonce}\n`;
-    const digests = {
-      good: await pushImage('good', from),
-      poisoned: await pushImage(
+    // The first push uploads the base image's layers; the others then share them (pushed side by side).
+    const good = await pushImage('good', from);
+    const [poisoned, leak, git, site, pth, tampered] = await Promise.all([
+      pushImage(
         'poisoned',
         `${from}USER 0:0\nCOPY poison.py /tmp/poison.py\nRUN cat /tmp/poison.py >> /usr/lib/python3/dist-packages/_pytest/python.py && rm /tmp/poison.py\nUSER 65534:65534\n`,
-        {
-          'poison.py': PYTEST_POISON,
-        },
+        { 'poison.py': PYTEST_POISON },
       ),
-      leak: await pushImage('leak', `${from}COPY parse.py /usr/local/lib/python3.11/dist-packages/parse.py\n`, { 'parse.py': fixed }),
-      git: await pushImage('git', `${from}COPY HEAD /srv/upstream/.git/HEAD\n`, { HEAD: 'ref: refs/heads/main\n' }),
-      site: await pushImage('site', `${from}USER 0:0\nCOPY sitecustomize.py /etc/python3.11/sitecustomize.py\nUSER 65534:65534\n`, {
+      pushImage('leak', `${from}COPY parse.py /usr/local/lib/python3.11/dist-packages/parse.py\n`, { 'parse.py': fixed }),
+      pushImage('git', `${from}COPY HEAD /srv/upstream/.git/HEAD\n`, { HEAD: 'ref: refs/heads/main\n' }),
+      pushImage('site', `${from}USER 0:0\nCOPY sitecustomize.py /etc/python3.11/sitecustomize.py\nUSER 65534:65534\n`, {
         'sitecustomize.py': SITE_POISON,
       }),
-      pth: await pushImage('pth', `${from}COPY zz.pth /usr/lib/python3/dist-packages/zz-sandgym.pth\n`, {
+      pushImage('pth', `${from}COPY zz.pth /usr/lib/python3/dist-packages/zz-sandgym.pth\n`, {
         'zz.pth': 'import builtins; builtins.SANDGYM_POISON = "pth"\n',
       }),
-      tampered: await pushImage('tampered', `${from}LABEL sandgym.test.tampered=1\n`),
-    };
+      pushImage('tampered', `${from}LABEL sandgym.test.tampered=1\n`),
+    ]);
+    const digests = { good, poisoned, leak, git, site, pth, tampered };
     // The tampered image's manifest, rewritten in the registry's storage (one byte, same length): the registry then
     // serves content whose digest is not the one the instance pins.
     const blob = path.join(work, 'registry/docker/registry/v2/blobs/sha256', digests.tampered.slice(7, 9), digests.tampered.slice(7), 'data');
@@ -192,7 +194,22 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
     if (work) await rm(work, { recursive: true, force: true });
   }, 120_000);
 
-  const buildEnvs = (key: string, env: NodeJS.ProcessEnv = {}) => runCli(['tasks', 'build-envs', dirs[key] as string], env, 240_000);
+  /**
+   * `sandgym tasks build-envs DIR` in-process (the command's own code, exit code from its error as the CLI maps it):
+   * the real CLI process is spawned once below, with --registry; a process per call would add seconds of start-up each.
+   */
+  const buildEnvs = async (key: string): Promise<{ code: number; stderr: string }> => {
+    let stderr = '';
+    const io = { out: () => undefined, err: (t: string) => void (stderr += t) };
+    try {
+      const code = await runTasks(['build-envs', dirs[key] as string], io, {
+        openSandboxProvider: () => Promise.reject(new Error('build-envs opens no sandbox')),
+      });
+      return { code, stderr };
+    } catch (e) {
+      return { code: exitCodeFor(e), stderr: `${stderr}sandgym tasks: ${(e as Error).message}\n` };
+    }
+  };
 
   describe('tasks build-envs', () => {
     it('a tag-only reference is refused at load and at import, naming the field', async () => {
@@ -221,7 +238,11 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
 
     it('pulls the pinned image (by its own registry, or through the operator registry), checks it and derives the task image', async () => {
       const t0 = performance.now();
-      const [good, poisoned] = await Promise.all([buildEnvs('good'), buildEnvs('poisoned', { SANDGYM_REPO_REGISTRY: host })]);
+      // The poisoned image's reference names a registry that does not exist: the real CLI pulls it through --registry.
+      const [good, poisoned] = await Promise.all([
+        buildEnvs('good'),
+        runCli(['tasks', 'build-envs', dirs.poisoned as string, '--registry', host], { SANDGYM_REPO_REGISTRY: 'registry.sandgym.invalid:1' }, 240_000),
+      ]);
       expect(good.code, good.stderr).toBe(0);
       expect(good.stderr).toMatch(new RegExp(`pulling ${host}/sandgym-test/good@sha256:`));
       expect(good.stderr).toMatch(/pulled, checked and derived sandgym\/repo-env:[0-9a-f]{16} from/);
@@ -295,10 +316,9 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
       const r = await playRepo(wire.env, 'prebuilt-poisoned-pytest', NOTICE, [
         `{ ${own}; } > /tmp/own.log 2>&1 || true; cat /tmp/own.log; grep -q OWN-PYTEST-PASSED /tmp/own.log`,
       ]);
+      // The judge's pytest ran: the canaries came out right (report ok) and the FAIL_TO_PASS test failed.
       expectZero(r, /FAIL_TO_PASS tests did not pass/);
       expect(r.grade.repo.report).toBe('ok');
-      const ref = await playRepo(wire.env, 'prebuilt-poisoned-pytest', NOTICE, referenceSteps(tasks.poisoned as LoadedTask));
-      expect(ref.reward, JSON.stringify(ref.grade)).toBe(1);
     }, 240_000);
   });
 });

@@ -30,6 +30,8 @@ export const REPO_ENV_LABEL = 'sandgym.repo-env';
 export const REPO_ENV_SOURCE_LABEL = 'sandgym.repo-env.source';
 /** The operator's registry for prebuilt images (`tasks build-envs --registry`, or this variable for every command). */
 export const REGISTRY_ENV = 'SANDGYM_REPO_REGISTRY';
+/** What --registry / $SANDGYM_REPO_REGISTRY may be: a registry host with an optional port. */
+export const REGISTRY_HOST = /^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?$/;
 const DEFAULT_PULL_TIMEOUT_MS = 15 * 60_000;
 /** The judge's pytest and what it imports, as the trusted base image (Debian bookworm's python3-pytest) has them (all of them). */
 const JUDGE_PYTEST_DIR = '/usr/lib/python3/dist-packages';
@@ -88,7 +90,7 @@ async function imageExists(image: string): Promise<boolean> {
 export function operatorRegistry(explicit: string | undefined): string | undefined {
   const r = explicit ?? process.env[REGISTRY_ENV];
   if (r === undefined || r === '') return undefined;
-  if (!/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(r))
+  if (!REGISTRY_HOST.test(r))
     throw new RepoEnvBuildError('pull', `registry ${JSON.stringify(r)} (--registry or ${REGISTRY_ENV}) must be a host[:port], e.g. "localhost:5000"`);
   return r;
 }

@@ -8,6 +8,7 @@ import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
 import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
 import type { LoadedTask } from '#envs/code/task-types.js';
 import { ensureRepoEnvImage, RepoEnvBuildError } from './repo-env-build.js';
+import { REGISTRY_HOST } from './repo-env-prebuilt.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
 import { CommandFailedError, EXIT, UnavailableError } from './exit-codes.js';
@@ -185,6 +186,8 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
       const p = parseCommand(BUILD_ENVS, picked.argv);
       if (p === null) return help();
       const registry = p.values.registry === undefined ? undefined : nonEmptyValue('registry', p.values.registry, BUILD_ENVS.name);
+      if (registry !== undefined && !REGISTRY_HOST.test(registry))
+        throw new UsageError(`--registry must be a host[:port] (e.g. localhost:5000), got ${JSON.stringify(registry)}`, BUILD_ENVS.name);
       await buildRepoEnvs(await loadTaskSets(await dirsOr(p.positionals)), io, registry);
       return EXIT.OK;
     }
