@@ -4,8 +4,8 @@
 // names one by digest. `sandgym tasks build-envs` (the real CLI once, else its code in-process) pulls it, checks it and derives the task's image; a
 // real episode over the wire scores the reference 1 and the untouched base 0. Attacks: the fixed code in
 // site-packages and a .git in the image (refused, naming the path), a poisoned pytest (the judge uses its own: the
-// untouched base still scores 0, for the FAIL_TO_PASS reason), a poisoned sitecustomize and an executing .pth
-// (refused, naming the path), a registry serving a manifest that is not the pinned digest, a registry that is not
+// untouched base still scores 0, for the FAIL_TO_PASS reason), a poisoned sitecustomize, an executing .pth and an
+// LD_PRELOAD in the image's configuration (refused, naming the path or variable), a registry serving a manifest that is not the pinned digest, a registry that is not
 // there and a tag-only reference (clear errors, no endless retry). Gate: skipped with the reason without docker-registry
 // or Docker, a failure under SANDGYM_REQUIRE_REGISTRY=1 (CI).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -150,7 +150,7 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
     const from = `FROM sandgym/python:1\nLABEL sandgym.test=prebuilt-${nonce}\n`;
     // The first push uploads the base image's layers; the others then share them (pushed side by side).
     const good = await pushImage('good', from);
-    const [poisoned, leak, git, site, pth, tampered] = await Promise.all([
+    const [poisoned, leak, git, site, pth, tampered, preload] = await Promise.all([
       pushImage(
         'poisoned',
         `${from}USER 0:0\nCOPY poison.py /tmp/poison.py\nRUN cat /tmp/poison.py >> /usr/lib/python3/dist-packages/_pytest/python.py && rm /tmp/poison.py\nUSER 65534:65534\n`,
@@ -165,8 +165,9 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
         'zz.pth': 'import builtins; builtins.SANDGYM_POISON = "pth"\n',
       }),
       pushImage('tampered', `${from}LABEL sandgym.test.tampered=1\n`),
+      pushImage('preload', `${from}ENV LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libsandgym-poison.so\n`),
     ]);
-    const digests = { good, poisoned, leak, git, site, pth, tampered };
+    const digests = { good, poisoned, leak, git, site, pth, tampered, preload };
     // The tampered image's manifest, rewritten in the registry's storage (one byte, same length): the registry then
     // serves content whose digest is not the one the instance pins.
     const blob = path.join(work, 'registry/docker/registry/v2/blobs/sha256', digests.tampered.slice(7, 9), digests.tampered.slice(7), 'data');
@@ -181,6 +182,7 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
     await importAs('git', 'prebuilt-git', `${host}/sandgym-test/git@${digests.git}`);
     await importAs('site', 'prebuilt-site', `${host}/sandgym-test/site@${digests.site}`);
     await importAs('pth', 'prebuilt-pth', `${host}/sandgym-test/pth@${digests.pth}`);
+    await importAs('preload', 'prebuilt-preload', `${host}/sandgym-test/preload@${digests.preload}`);
     await importAs('tampered', 'prebuilt-tampered', `${host}/sandgym-test/tampered@${digests.tampered}`);
     const unknown = createHash('sha256').update('no such image').digest('hex');
     await importAs('unknown', 'prebuilt-unknown-digest', `${host}/sandgym-test/good@sha256:${unknown}`);
@@ -262,8 +264,16 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
       console.log(`[prebuilt] two pull+check+derive in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }, 240_000);
 
-    it('refuses an image holding the fixed code or a .git, a start-up hook or an executing .pth, naming the path (exit 1)', async () => {
-      const [leak, git, site, pth] = await Promise.all([buildEnvs('leak'), buildEnvs('git'), buildEnvs('site'), buildEnvs('pth')]);
+    it('refuses an image holding the fixed code or a .git, a start-up hook, an executing .pth or LD_PRELOAD, naming the path (exit 1)', async () => {
+      const [leak, git, site, pth, preload] = await Promise.all([
+        buildEnvs('leak'),
+        buildEnvs('git'),
+        buildEnvs('site'),
+        buildEnvs('pth'),
+        buildEnvs('preload'),
+      ]);
+      expect(preload.code, preload.stderr).toBe(1);
+      expect(preload.stderr).toMatch(/environment of prebuilt-preload: check: .* sets LD_PRELOAD in its configuration/);
       expect(leak.code, leak.stderr).toBe(1);
       expect(leak.stderr).toMatch(
         /environment of prebuilt-leak: leak: .* holds a copy of the fixed code of prebuilt-leak at \/usr\/local\/lib\/python3\.11\/dist-packages\/parse\.py/,
@@ -276,7 +286,7 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
       expect(pth.stderr).toMatch(
         /environment of prebuilt-pth: check: .* a \.pth file with a line Python executes at start-up at \/usr\/lib\/python3\/dist-packages\/zz-sandgym\.pth/,
       );
-      for (const k of ['leak', 'git', 'site', 'pth']) {
+      for (const k of ['leak', 'git', 'site', 'pth', 'preload']) {
         const exists = await sh('docker', ['image', 'inspect', (tasks[k] as LoadedTask).spec.image]);
         expect(exists.code, `${k}: no derived image after a refusal`).not.toBe(0);
       }

@@ -307,6 +307,11 @@ async function checkImage(image: string, ref: string, base: string, tasks: reado
     base,
     suspects.map(([p]) => p),
   );
+  // The judge's directory must land where it is read: /opt a plain directory (a symlink could send it to /tmp, which is
+  // a tmpfs in every sandbox, or anywhere else the image chose).
+  const opt = entries.get('opt');
+  if (opt && opt.type !== 'directory')
+    throw new RepoEnvBuildError('check', `${ref} has /opt as a ${opt.type}, not a directory: the judge's pytest goes under /opt/sandgym`, '/opt');
   if (!derived && entries.has('opt/sandgym'))
     throw new RepoEnvBuildError('check', `${ref} has /opt/sandgym: that directory is the judge's (its own pytest goes there)`, '/opt/sandgym');
   const py = ['usr/bin/python3', 'usr/local/bin/python3'].find((p) => resolveIn(entries, p)?.entry.type === 'file');
