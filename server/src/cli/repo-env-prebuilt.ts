@@ -33,7 +33,7 @@ export const REGISTRY_ENV = 'SANDGYM_REPO_REGISTRY';
 /** What --registry / $SANDGYM_REPO_REGISTRY may be: a registry host with an optional port. */
 export const REGISTRY_HOST = /^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?$/;
 const DEFAULT_PULL_TIMEOUT_MS = 15 * 60_000;
-/** The judge's pytest and what it imports, as the trusted base image (Debian bookworm's python3-pytest) has them (all of them). */
+/** The judge's pytest and what it imports, as the trusted base image (Debian bookworm's python3-pytest) has them. */
 const JUDGE_PYTEST_DIR = '/usr/lib/python3/dist-packages';
 const JUDGE_PYTEST_PARTS = ['pytest', '_pytest', 'pluggy', 'iniconfig', 'packaging', 'attr', 'attrs', 'exceptiongroup', 'tomli', 'py', 'py.py'];
 /** What the judge's grade script runs in the grading sandbox besides python3 (repo-grade.ts REPO_GRADE_SH). */
@@ -409,7 +409,7 @@ export async function ensurePrebuiltImage(
   log(`checked ${pullRef} in ${((performance.now() - tc) / 1000).toFixed(1)} s; deriving ${image}\n`);
   const ctx = await mkdtemp(path.join(os.tmpdir(), 'sandgym-repo-env-prebuilt-'));
   try {
-    // The parts the trusted base image (REPO_BASE_IMAGES: Debian bookworm's python3-pytest) has; a missing one fails the COPY.
+    // Every part is in the trusted base image (REPO_BASE_IMAGES: Debian bookworm's python3-pytest); one missing fails the cp.
     const parts = JUDGE_PYTEST_PARTS;
     const dockerfile = [
       // The judge's pytest gathered in a stage of the TRUSTED base image (its RUN is the base's programs, cached by
