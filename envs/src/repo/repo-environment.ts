@@ -25,6 +25,49 @@ export interface GoToolchainPin {
 }
 /** Where the recipe's wheels are unpacked in the image (a .pth in the system site puts it on sys.path). */
 export const REPO_SITE_DIR = '/opt/sandgym/site';
+/**
+ * Prebuilt images (docs/TASKS.md, "Repository tasks: a prebuilt image"): where the judge's own pytest (copied from the
+ * trusted local base image, never the prebuilt image's copy) is put in the image the judge derives from it. The
+ * grading runner imports pytest from here first; a pulled image may hold nothing under /opt/sandgym.
+ */
+export const REPO_JUDGE_SITE_DIR = '/opt/sandgym/judge-site';
+/** Bumped when what the judge adds to a prebuilt image, or checks in it, changes. */
+export const REPO_PREBUILT_REVISION = 1;
+/**
+ * A prebuilt image reference pinned by digest: `[registry[:port]/]path@sha256:<64 hex>` (lowercase path components
+ * as the distribution spec has them). A tag is refused, with or without a digest: it can move, and an image that is
+ * not pinned makes a task's rewards irreproducible.
+ */
+const REF_PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+const REF_HOST = /^(?:localhost|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)(?::[0-9]{1,5})?$/;
+
+export interface PrebuiltRef {
+  /** The registry host as written ("localhost:5000", "docker.io"), or null (Docker Hub, as docker reads it). */
+  host: string | null;
+  /** The repository path inside the registry ("swebench/sweb.eval.x86_64.django__django-11099"). */
+  path: string;
+  /** "sha256:<64 hex>". */
+  digest: string;
+}
+
+/** Parses a pinned image reference; a string says what is wrong. */
+export function parsePrebuiltRef(ref: string): PrebuiltRef | string {
+  if (ref.length > 512 || /[\s\u0000-\u001f]/.test(ref)) return 'must be an image reference without spaces (at most 512 characters)';
+  const at = ref.indexOf('@');
+  if (at < 0) return 'must be pinned by digest ("registry/name@sha256:<64 hex>"): a tag can move, and an unpinned image makes rewards irreproducible';
+  const name = ref.slice(0, at);
+  const digest = ref.slice(at + 1);
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) return `has digest ${JSON.stringify(digest)}: must be "sha256:<64 lowercase hex>"`;
+  const segs = name.split('/');
+  const first = segs[0] ?? '';
+  const host = segs.length > 1 && (first.includes('.') || first.includes(':') || first === 'localhost') ? first : null;
+  if (host !== null && !REF_HOST.test(host)) return `has an invalid registry host ${JSON.stringify(host)}`;
+  const rest = host === null ? segs : segs.slice(1);
+  const last = rest[rest.length - 1] ?? '';
+  if (last.includes(':')) return 'names a tag besides the digest: drop the tag (the digest alone decides which image is used)';
+  if (rest.length === 0 || !rest.every((c) => REF_PATH_COMPONENT.test(c))) return `has an invalid repository path ${JSON.stringify(rest.join('/'))}`;
+  return { host, path: rest.join('/'), digest };
+}
 
 export interface EnvironmentRecipe {
   base_image: string;
@@ -38,6 +81,11 @@ export interface EnvironmentRecipe {
   pytest_args: string[];
   /** Go tasks: the pinned toolchain (the image is base_image + this toolchain as GOROOT). */
   toolchain?: GoToolchainPin;
+  /**
+   * A prebuilt image (SWE-Gym, R2E-Gym, SWE-smith, SWE-bench harness images) pinned by digest, pulled through the
+   * operator's registry and checked by `tasks build-envs`: the task runs in the image the judge derives from it.
+   */
+  image?: string;
 }
 
 export const GO_TOOLCHAIN_VERSION = /^v0\.0\.1-go1\.[0-9]+(\.[0-9]+)?\.linux-amd64$/;
@@ -87,7 +135,18 @@ function isObj(v: unknown): v is Record<string, unknown> {
 export function validateRecipe(v: unknown, fail: (where: string, msg: string) => never): EnvironmentRecipe {
   if (!isObj(v)) return fail('', 'must be an object (base_image, python_path, requirements...)');
   for (const k of Object.keys(v))
-    if (!['base_image', 'python_path', 'requirements', 'pytest_plugins', 'pytest_args'].includes(k)) fail(`/${k}`, 'is not an allowed field');
+    if (!['base_image', 'python_path', 'requirements', 'pytest_plugins', 'pytest_args', 'image'].includes(k)) fail(`/${k}`, 'is not an allowed field');
+  let image: string | undefined;
+  if (v.image !== undefined) {
+    if (typeof v.image !== 'string') return fail('/image', 'must be a string: an image reference pinned by digest ("registry/name@sha256:<64 hex>")');
+    const ref = parsePrebuiltRef(v.image);
+    if (typeof ref === 'string') fail('/image', ref);
+    // The prebuilt image holds the environment; base_image then only names the trusted local image the judge's own
+    // pytest is copied from (the default, checked below).
+    if (v.requirements !== undefined && !(Array.isArray(v.requirements) && v.requirements.length === 0))
+      fail('/requirements', 'must be absent or empty with "image" (a prebuilt image brings its own dependencies)');
+    image = v.image;
+  }
   const base = v.base_image ?? REPO_BASE_IMAGES[0];
   if (typeof base !== 'string' || !(REPO_BASE_IMAGES as readonly string[]).includes(base))
     fail('/base_image', `must be one of ${REPO_BASE_IMAGES.map((b) => JSON.stringify(b)).join(', ')} (local images only)`);
@@ -108,11 +167,16 @@ export function validateRecipe(v: unknown, fail: (where: string, msg: string) =>
   const requirements = list('requirements', [], (s) => REQUIREMENT.test(s), 'must be "name==version --hash=sha256:<64 hex>" (one pinned wheel)');
   const pytest_plugins = list('pytest_plugins', [], (s) => MODULE.test(s), 'must be a module name');
   const pytest_args = list('pytest_args', [], (s) => !RESERVED_ARG.test(s) && s.length <= 200, 'is reserved for the grader or too long');
-  return { base_image: base as string, python_path, requirements, pytest_plugins, pytest_args };
+  return { base_image: base as string, python_path, requirements, pytest_plugins, pytest_args, ...(image !== undefined ? { image } : {}) };
 }
 
 /** The recipe's content identity (what the image is built from). */
 export function recipeHash(r: EnvironmentRecipe): string {
+  if (r.image !== undefined) {
+    // The judge's additions come from the trusted base image: it is part of what the derived image is made of.
+    const pre = JSON.stringify({ image: r.image, judge_base: r.base_image, prebuilt_revision: REPO_PREBUILT_REVISION });
+    return createHash('sha256').update(pre).digest('hex').slice(0, 16);
+  }
   if (r.toolchain) {
     const go = JSON.stringify({ base: r.base_image, toolchain: r.toolchain, go_revision: REPO_GO_ENV_REVISION });
     return createHash('sha256').update(go).digest('hex').slice(0, 16);
@@ -124,8 +188,10 @@ export function recipeHash(r: EnvironmentRecipe): string {
 /**
  * The image a repository task runs in: the base image itself when the recipe adds nothing (nothing to build),
  * else `sandgym/repo-env:<recipe hash>`, built once per content and shared by every task of the same environment.
+ * A prebuilt image's tasks run in `sandgym/repo-env:<hash of the pinned reference>`: the image the judge derives from
+ * the pulled one after checking it (a local name: nothing is pulled on the step path).
  */
 export function environmentImage(r: EnvironmentRecipe): string {
-  if (r.toolchain) return `sandgym/repo-env:${recipeHash(r)}`;
+  if (r.toolchain || r.image !== undefined) return `sandgym/repo-env:${recipeHash(r)}`;
   return r.requirements.length === 0 ? r.base_image : `sandgym/repo-env:${recipeHash(r)}`;
 }

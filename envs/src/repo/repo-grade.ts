@@ -25,7 +25,7 @@ import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type
 import { GO_GRADE_SH } from './go-grade-sh.js';
 import { gradeGoTree } from './repo-grade-go.js';
 import { gradingTreeTar, MAX_LISTED, repoReward, type RepoGradeOptions, type TreeFile } from './repo-grade-common.js';
-import { REPO_SITE_DIR } from './repo-environment.js';
+import { REPO_JUDGE_SITE_DIR, REPO_SITE_DIR } from './repo-environment.js';
 import { pathRole } from './repo-task.js';
 import { REPO_ISOLATION } from './repo-types.js';
 
@@ -94,17 +94,20 @@ export function composeGradingTree(
 /**
  * Run as the judge (cwd the judge's grading dir; the frame nonce on stdin). $1 judge dir, $2 test limit (s), $3 the
  * grading tree's directory (created here, by the judge: read-only to the agent uid), $4 the agent's scratch directory
- * (created as the agent), $5 PATH, $6 python. Every agent-uid process dies before the report is read.
+ * (created as the agent), $5 PATH, $6 python, then the directories the runner puts first on sys.path (the judge's own
+ * pytest in a prebuilt image's derived image): the preflight imports pytest from them too. Every agent-uid process dies
+ * before the report is read.
  */
 export const REPO_GRADE_SH = `set -u
 IFS= read -r nonce || exit 97
 jroot=$1; limit=$2; tree=$3; scratch=$4; run_path=$5; py=$6
+shift 6
 frame() { printf '\\n%s:%s\\n' "$nonce" "$1"; }
 infra() { frame preflight:failed; frame log:begin; printf '%s' "$1" | base64 | tr -d '\\n'; frame log:end; frame done; exit 0; }
 case "\${SANDGYM_AGENT_UID:-}" in ''|0|*[!0-9]*) infra 'no agent uid (SANDGYM_AGENT_UID) in the judge environment';; esac
 U=$SANDGYM_AGENT_UID
 for c in nsenter timeout tar base64; do command -v "$c" >/dev/null 2>&1 || infra "$c is not installed in the grading image"; done
-env -i "PATH=$run_path" "$py" -I -B -c 'import pytest' >/dev/null 2>&1 || infra "$py -m pytest is not available in the grading image"
+env -i "PATH=$run_path" "$py" -I -B -c 'import sys; sys.path[:0] = sys.argv[1:]; import pytest' "$@" >/dev/null 2>&1 || infra "$py -m pytest is not available in the grading image"
 umask 022
 mkdir "$tree" || infra "cannot create the grading tree $tree"
 tar -xf "$jroot/tree.tar" -C "$tree" --no-same-owner 2>"$jroot/out/tar.log" || infra "cannot unpack the grading tree: $(head -c 300 "$jroot/out/tar.log")"
@@ -282,7 +285,9 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     ...testFiles,
     canaryFile,
   ];
-  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, site: env.requirements.length ? [REPO_SITE_DIR] : [], args };
+  // A prebuilt image's tasks import the judge's own pytest (copied into the derived image), never the image's copy.
+  const site = env.image !== undefined ? [REPO_JUDGE_SITE_DIR] : env.requirements.length ? [REPO_SITE_DIR] : [];
+  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, site, args };
   const tar = await gradingTreeTar(tree.files, [
     { path: 'runner/sandgym_repo_runner.py', content: REPO_RUNNER_PY },
     // Stops pytest's search for a configuration file at the tree: nothing above it (the image's /tmp, /) is read.
@@ -326,7 +331,7 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
       { identity: 'judge' },
     );
     res = await sb.exec({
-      argv: ['sh', `${jroot}/grade.sh`, jroot, String(testLimitS), treeDir, scratch, opts.path ?? DEFAULT_RUNNER_PATH, opts.python ?? 'python3'],
+      argv: ['sh', `${jroot}/grade.sh`, jroot, String(testLimitS), treeDir, scratch, opts.path ?? DEFAULT_RUNNER_PATH, opts.python ?? 'python3', ...site],
       cwd: jroot,
       identity: 'judge',
       stdin: `${nonce}\n`,

@@ -10,19 +10,12 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { environmentImage, recipeHash, REPO_GOROOT, REPO_SITE_DIR, REQUIREMENT, type EnvironmentRecipe } from '#envs/repo/repo-environment.js';
+import type { LoadedTask } from '#envs/code/task-types.js';
+import { RepoEnvBuildError } from './repo-env-error.js';
+import { ensurePrebuiltImage, REPO_ENV_LABEL } from './repo-env-prebuilt.js';
 
-export const REPO_ENV_LABEL = 'sandgym.repo-env';
-
-/** An environment cannot be built: names the requirement (or image) and the step that failed. */
-export class RepoEnvBuildError extends Error {
-  override name = 'RepoEnvBuildError';
-  constructor(
-    readonly step: 'resolve' | 'download' | 'hash' | 'build' | 'base_image' | 'toolchain',
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { RepoEnvBuildError } from './repo-env-error.js';
+export { REPO_ENV_LABEL } from './repo-env-prebuilt.js';
 
 export interface RepoEnvBuildOptions {
   /** Package index base URL (default https://pypi.org). */
@@ -30,6 +23,10 @@ export interface RepoEnvBuildOptions {
   log?: (msg: string) => void;
   /** Injected for tests; default the global fetch. */
   fetch?: typeof fetch;
+  /** A prebuilt image's pulls go to this registry (default $SANDGYM_REPO_REGISTRY, else the reference's own). */
+  registry?: string;
+  /** A prebuilt image: the tasks whose fixed code its files are searched for (repo-env-prebuilt.ts). */
+  tasks?: readonly LoadedTask[];
 }
 
 /** The docker CLI (the daemon the sandbox driver uses), through `run` below. */
@@ -169,6 +166,13 @@ async function buildGoImage(recipe: EnvironmentRecipe, image: string, baseUser: 
  * A recipe without requirements is its base image (nothing to build; the base must exist: `sandgym images build`).
  */
 export async function ensureRepoEnvImage(recipe: EnvironmentRecipe, opts: RepoEnvBuildOptions = {}): Promise<{ image: string; built: boolean; ms: number }> {
+  // A prebuilt image is pulled and checked, never built (and no base_image of it need be built first but the judge's).
+  if (recipe.image !== undefined)
+    return ensurePrebuiltImage(recipe, {
+      ...(opts.registry !== undefined ? { registry: opts.registry } : {}),
+      ...(opts.tasks ? { tasks: opts.tasks } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
   const t0 = performance.now();
   const image = environmentImage(recipe);
   if (await imageExists(image)) return { image, built: false, ms: performance.now() - t0 };

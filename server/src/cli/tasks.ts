@@ -8,6 +8,7 @@ import { resolveTaskDirs } from '#envs/code/shipped-repo.js';
 import { ImportError, importSweBench } from '#envs/repo/swe-import.js';
 import type { LoadedTask } from '#envs/code/task-types.js';
 import { ensureRepoEnvImage, imageId, RepoEnvBuildError } from './repo-env-build.js';
+import { REGISTRY_HOST } from './repo-env-prebuilt.js';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TaskValidation } from '#envs/code/validate.js';
@@ -16,7 +17,7 @@ import type { RepoTaskJson } from '#envs/repo/repo-types.js';
 import { recordValidation, repoTaskStates, ValidationLedger } from '#envs/repo/validation-ledger.js';
 import type { OpenSandboxProvider } from '#envs/sandbox-api.js';
 import { choiceValue, intValue, nonEmptyValue, numberValue, parseCommand, subcommand, UsageError, type CommandDef, type OptionDefs } from './args.js';
-import { EXIT, UnavailableError } from './exit-codes.js';
+import { CommandFailedError, EXIT, UnavailableError } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { runTasksStats, TASKS_STATS_OPTIONS, TASKS_STATS_USAGE } from './tasks-stats.js';
 
@@ -66,18 +67,22 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          tasks: edit their instance in envs/repo-sources instead).
                                          Each repository verdict is recorded per machine against
                                          the image's id (~/.cache/sandgym/repo-validation)
-  build-envs [dir...] [--no-validate] [--concurrency N]
+  build-envs [dir...] [--registry HOST[:PORT]] [--no-validate] [--concurrency N]
                                          build the image of every repository task's environment
                                          recipe that is missing (wheels fetched on the host,
                                          sha256-checked; a Go toolchain module via go mod download,
-                                         go.sum-hash-checked; cached by content: sandgym/repo-env:HASH),
-                                         then validate (docker) every repository task with no
-                                         validation record for its image's current id (a new or
-                                         rebuilt image); --no-validate only lists them. Fails
-                                         (exit 1) when a task failed validation in its image.
-                                         validate builds first too (not with --driver kubernetes:
-                                         the nodes need the images, docs/DEPLOY.md); serve
-                                         expects the images built
+                                         go.sum-hash-checked; cached by content: sandgym/repo-env:HASH).
+                                         A recipe naming a prebuilt image (NAME@sha256:DIGEST) is
+                                         pulled instead, through --registry (default
+                                         $SANDGYM_REPO_REGISTRY, else the reference's own), its
+                                         digest verified and its files checked (hooks, leaks of the
+                                         fixed code: refused, exit 1). Then validate (docker) every
+                                         repository task with no validation record for its image's
+                                         current id (a new or rebuilt image); --no-validate only
+                                         lists them. Fails (exit 1) when a task failed validation in
+                                         its image. validate builds first too (not with --driver
+                                         kubernetes: the nodes need the images, docs/DEPLOY.md);
+                                         serve expects the images built
   import swe-bench FILE --repo-source DIR|ARCHIVE|GIT_URL --out DIR [--json]
                                          turn SWE-bench-format instances (JSONL, a JSON array or
                                          one object: instance_id, repo, base_commit, patch,
@@ -144,22 +149,39 @@ const IMPORT = {
 const BUILD_ENVS = {
   name: 'tasks build-envs',
   help: TASKS_HELP,
-  options: { 'no-validate': { type: 'boolean' }, concurrency: { type: 'string' } },
+  options: { registry: { type: 'string' }, 'no-validate': { type: 'boolean' }, concurrency: { type: 'string' } },
   positionals: DIRS,
 } as const satisfies CommandDef<OptionDefs>;
 
-/** Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). */
-async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo): Promise<void> {
-  const seen = new Set<string>();
-  for (const t of tasks) {
-    if (!t.repo || seen.has(t.spec.image)) continue;
-    seen.add(t.spec.image);
+/** Steps whose failure is the image's or the task's (exit 1), not this machine's (exit 4). */
+const REFUSED_STEPS = new Set(['check', 'leak', 'digest']);
+
+/**
+ * Builds the missing environment images of the repository tasks among `tasks` (one per distinct recipe). A prebuilt
+ * image is pulled and checked against every task that runs in it (their fixed code is searched for in its files).
+ */
+async function buildRepoEnvs(tasks: readonly LoadedTask[], io: CliIo, registry?: string): Promise<void> {
+  const byImage = new Map<string, LoadedTask[]>();
+  for (const t of tasks) if (t.repo) byImage.set(t.spec.image, [...(byImage.get(t.spec.image) ?? []), t]);
+  for (const group of byImage.values()) {
+    const t = group[0] as LoadedTask;
+    const env = (t.repo as NonNullable<LoadedTask['repo']>).environment;
     try {
-      const r = await ensureRepoEnvImage(t.repo.environment, { log: (m) => io.err(m) });
-      if (r.built) io.err(`built ${r.image} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`);
+      const r = await ensureRepoEnvImage(env, {
+        log: (m) => io.err(m),
+        ...(env.image !== undefined ? { tasks: group } : {}),
+        ...(registry !== undefined ? { registry } : {}),
+      });
+      if (r.built)
+        io.err(
+          `${env.image !== undefined ? `pulled, checked and derived ${r.image} from ${env.image}` : `built ${r.image}`} in ${(r.ms / 1000).toFixed(1)} s (${t.spec.id})\n`,
+        );
     } catch (e) {
-      if (e instanceof RepoEnvBuildError) throw new UnavailableError(`environment of ${t.spec.id}: ${e.step}: ${e.message}`, { cause: e });
-      throw e;
+      if (!(e instanceof RepoEnvBuildError)) throw e;
+      const ids = group.length > 1 ? `${t.spec.id} (and ${group.length - 1} more task(s) of ${t.spec.image})` : t.spec.id;
+      const msg = `environment of ${ids}: ${e.step}: ${e.message}`;
+      if (REFUSED_STEPS.has(e.step)) throw new CommandFailedError(msg, { cause: e });
+      throw new UnavailableError(msg, { cause: e });
     }
   }
 }
@@ -298,9 +320,12 @@ export async function runTasks(argv: string[], io: CliIo, deps: TasksDeps): Prom
     case 'build-envs': {
       const p = parseCommand(BUILD_ENVS, picked.argv);
       if (p === null) return help();
+      const registry = p.values.registry === undefined ? undefined : nonEmptyValue('registry', p.values.registry, BUILD_ENVS.name);
+      if (registry !== undefined && !REGISTRY_HOST.test(registry))
+        throw new UsageError(`--registry must be a host[:port] (e.g. localhost:5000), got ${JSON.stringify(registry)}`, BUILD_ENVS.name);
       const concurrency = p.values.concurrency === undefined ? 2 : intValue('concurrency', p.values.concurrency, 1, 64, BUILD_ENVS.name);
       const tasks = await loadTaskSets(await dirsOr(p.positionals));
-      await buildRepoEnvs(tasks, io);
+      await buildRepoEnvs(tasks, io, registry);
       return verdict(await revalidateNew(tasks, io, deps, { validate: !p.values['no-validate'], concurrency }));
     }
     case 'import': {

@@ -1,7 +1,7 @@
 // Detects Docker / bubblewrap / the mutation tools / a Kubernetes cluster for the suites that need them.
 // A missing facility skips with the reason, unless SANDGYM_REQUIRE_DOCKER=1 / SANDGYM_REQUIRE_BWRAP=1 /
 // SANDGYM_REQUIRE_MUTATION=1 / SANDGYM_REQUIRE_KUBERNETES=1 /
-// SANDGYM_REQUIRE_GVISOR=1 asks for a failure instead (CI sets them all).
+// SANDGYM_REQUIRE_GVISOR=1 / SANDGYM_REQUIRE_REGISTRY=1 asks for a failure instead (CI sets them all).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import https from 'node:https';
@@ -119,7 +119,17 @@ export async function kubernetesFacility(): Promise<Facility & { kubeconfig: str
   return { ok: true, kubeconfig, reason: '' };
 }
 
+/** The distribution registry (Debian: docker-registry) for the prebuilt-image tests, and Docker with the python image. */
+export async function registryFacility(): Promise<Facility & { bin: string }> {
+  const bin = process.env.SANDGYM_REGISTRY_BIN ?? 'docker-registry';
+  const r = await sh(bin, ['--version']);
+  if (r.code !== 0) return { ok: false, bin, reason: `${bin} not found (Debian: apt-get install docker-registry)` };
+  const d = await dockerFacility('sandgym/python:1');
+  return { ...d, bin };
+}
+
 const REQUIRE_FLAG = {
+  registry: 'SANDGYM_REQUIRE_REGISTRY',
   docker: 'SANDGYM_REQUIRE_DOCKER',
   bwrap: 'SANDGYM_REQUIRE_BWRAP',
   mutation: 'SANDGYM_REQUIRE_MUTATION',
