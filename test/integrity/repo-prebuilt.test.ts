@@ -204,7 +204,8 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
     let stderr = '';
     const io = { out: () => undefined, err: (t: string) => void (stderr += t) };
     try {
-      const code = await runTasks(['build-envs', dirs[key] as string], io, {
+      // --no-validate: the pull path is what is tested here (validation after a build: repo-revalidate.test.ts).
+      const code = await runTasks(['build-envs', dirs[key] as string, '--no-validate'], io, {
         openSandboxProvider: () => Promise.reject(new Error('build-envs opens no sandbox')),
       });
       return { code, stderr };
@@ -243,7 +244,7 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
       // The poisoned image's reference names a registry that does not exist: the real CLI pulls it through --registry.
       const [good, poisoned] = await Promise.all([
         buildEnvs('good'),
-        runCli(['tasks', 'build-envs', dirs.poisoned as string, '--registry', host], { SANDGYM_REPO_REGISTRY: 'registry.sandgym.invalid:1' }, 240_000),
+        runCli(['tasks', 'build-envs', dirs.poisoned as string, '--registry', host, '--no-validate'], { SANDGYM_REPO_REGISTRY: 'registry.sandgym.invalid:1' }, 240_000),
       ]);
       expect(good.code, good.stderr).toBe(0);
       expect(good.stderr).toMatch(new RegExp(`pulling ${host}/sandgym-test/good@sha256:`));
