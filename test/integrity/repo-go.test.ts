@@ -214,4 +214,18 @@ describe.skipIf(!HAS_DOCKER)('Go repository tasks over the wire: docker driver',
     // A fix that breaks the API the hidden tests use does not build either: the agent's doing, a 0.
     zero(await play(CARET, ['sed -i "s/func (cs Constraints) Check(/func (cs Constraints) Check2(/" constraints.go']), /does not build/);
   }, 240_000);
+
+  it("a process the test binary leaves behind is killed before the verdict is read (it held the binary's output open)", async () => {
+    // A detached child inheriting the binary's stdout: the judge reads that pipe to its end, so a survivor would keep it
+    // open (and could write into it) after the binary is gone. The judge kills every process of the agent uid first:
+    // the honest fix plus such a child still scores 1, in about the time of an honest grading. (The kill used to be
+    // `nsenter ... -- kill`, a program the image does not have: the grading then waited for the child, 300 s.)
+    const child = APPEND(
+      ['func init() {', '	c := exec.Command("sleep", "300")', '	c.Stdout = os.Stdout', '	c.Stderr = os.Stderr', '	_ = c.Start()', '}'].join('\n'),
+    );
+    const t0 = performance.now();
+    const o = await play(CARET, [...reference(CARET), `sed -i 's/^import (/import (\\n\\t"os"\\n\\t"os\\/exec"/' constraints.go`, child]);
+    expect(o.reward, JSON.stringify(o.grade)).toBe(1);
+    expect(performance.now() - t0).toBeLessThan(60_000);
+  }, 200_000);
 });

@@ -11,7 +11,18 @@
 //     (append-only for the agent: nothing written can be taken back), every agent process killed before the status
 //     is written.
 //  3. As the judge, the toolchain's test2json over what the binary wrote; the events are framed back.
+/**
+ * Kills every process of the agent uid (as that uid: kill(-1) reaches only its own processes and never the caller),
+ * until none is left to signal (at most 20 rounds: a process forking while it is killed is caught by the next round;
+ * zombies answer too, so the bound ends the loop). A shell function for both grade scripts (repo-grade.ts too). It
+ * uses the shell's builtin `kill` through `sh -c`: `nsenter ... -- kill` needs a kill *program*, which the slim
+ * images (sandgym/python:1 and the environments built on it) do not have, so that line used to fail silently and
+ * left the agent's processes running while the verdict was read.
+ */
+export const KILL_AGENT_SH = `killagent() { k=0; while [ "$k" -lt 20 ] && nsenter -S "$U" -G "$U" -- sh -c 'kill -9 -1' 2>/dev/null; do k=$((k + 1)); done; }`;
+
 export const GO_GRADE_SH = `set -u
+${KILL_AGENT_SH}
 IFS= read -r nonce || exit 97
 jroot=$1; limit=$2; tree=$3; scratch=$4; bindir=$5
 G=/usr/local/go
@@ -46,7 +57,7 @@ while read -r idx dir pkg run; do
     timeout -k 5 "$limit" nsenter -S "$U" -G "$U" -- env -i "PATH=$G/bin:/usr/bin:/bin" "HOME=$scratch" "TMPDIR=$scratch" "GOROOT=$G" "GOCACHE=$scratch/go-build" "GOPATH=$scratch/gopath" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOWORK=off GOENV=off CGO_ENABLED=0 GOTELEMETRY=off LANG=C.UTF-8 "$bindir/$idx.test" -test.v=test2json -test.paniconexit0 -test.count=1 -test.run "$run" 2>&1 </dev/null
     st=$?
     # Nothing of the agent outlives its binary: a process left behind could write more into the pipe.
-    nsenter -S "$U" -G "$U" -- kill -9 -1 2>/dev/null
+    killagent
     echo "$st" >"$jroot/out/status-$idx"
   ) | head -c 4194304 >"$jroot/out/run-$idx.out"
   frame "run:$idx:$(cat "$jroot/out/status-$idx" 2>/dev/null || echo none)"
@@ -54,7 +65,7 @@ while read -r idx dir pkg run; do
   "$G/pkg/tool/linux_amd64/test2json" -p "$pkg" <"$jroot/out/run-$idx.out" 2>/dev/null | head -c 8388608 | base64 -w 0
   frame "events-$idx:end"
 done <"$jroot/packages"
-nsenter -S "$U" -G "$U" -- kill -9 -1 2>/dev/null
+killagent
 frame "status:0"
 frame done
 `;
