@@ -229,8 +229,10 @@ describe.skipIf(!HAS_DOCKER)('lying objects against shipped repository tasks: do
     );
   });
 
-  it('the untouched base of each injected task scores 0 and its reference 1 (the yardstick of "got through")', async () => {
-    for (const inj of INJECTIONS.filter((i) => CHOSEN.some((c) => c.inj === i))) {
+  // The yardstick of "got through" (the untouched bases score 0: tasks validate proves it). The sample checks one.
+  it('the reference fix of the injected tasks scores 1, with the check on', async () => {
+    const injected = INJECTIONS.filter((i) => CHOSEN.some((c) => c.inj === i));
+    for (const inj of SAMPLE === 'all' ? injected : injected.slice(0, 1)) {
       const t = taskOf(inj.task);
       const ref = await playRepo(wire.env, t.spec.id, notice, referenceSteps(t));
       expect(ref.reward, JSON.stringify(ref.grade)).toBe(1);
