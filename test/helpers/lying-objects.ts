@@ -37,7 +37,7 @@ export const VARIANTS: Record<string, string> = {
   'lie-once':
     'class _A:\n    n = 0\n    def __eq__(self, other):\n        type(self).n += 1\n        return type(self).n == 1 or other is self\n_liar = lambda: type("_B", (_A,), {"n": 0})()',
   'spoofed-filename':
-    'g = {}\nexec(compile("def f(s, o):\\n    return o is o\\n", __import__("unittest.mock").mock.__file__, "exec"), g)\nclass _A: pass\nsetattr(_A, "__e" + "q__", g["f"])\n_liar = _A',
+    'import builtins as _b\n_g = {}\n_b.exec(_b.compile("def f(s, o):\\n    return o is o\\n", __import__("unittest.mock").mock.__file__, "exec"), _g)\nclass _A: pass\nsetattr(_A, "__e" + "q__", _g["f"])\n_liar = _A',
   'configured-magicmock':
     'import unittest.mock\ndef _liar():\n    m = unittest.mock.MagicMock()\n    getattr(m, "__e" + "q__").return_value = True\n    return m',
   'sys-exit-in-eq':

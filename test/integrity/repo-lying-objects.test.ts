@@ -34,8 +34,11 @@ const PAIRS = INJECTIONS.flatMap((inj) => Object.keys(VARIANTS).map((variant) =>
 const SAMPLE = envSample();
 const SEED = process.env.SANDGYM_LIAR_SEED ? Number(process.env.SANDGYM_LIAR_SEED) : Math.floor(Date.now() / 86_400_000);
 /** A seeded window over the pairs, strided so that consecutive picks are different variants and tasks. */
-const CHOSEN =
-  SAMPLE === 'all' || SAMPLE >= PAIRS.length
+// SANDGYM_LIAR_ONLY=<variant>: that variant on every task (to remeasure one row).
+const ONLY = process.env.SANDGYM_LIAR_ONLY;
+const CHOSEN = ONLY
+  ? PAIRS.filter((p) => p.variant === ONLY)
+  : SAMPLE === 'all' || SAMPLE >= PAIRS.length
     ? PAIRS
     : Array.from({ length: SAMPLE }, (_, i) => PAIRS[(SEED * SAMPLE + i * 7) % PAIRS.length] as (typeof PAIRS)[number]);
 
