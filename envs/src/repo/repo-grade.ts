@@ -6,7 +6,8 @@
 // tree itself (base state + the agent's source changes + the hidden tests of test_patch + canaries), unpacks it as
 // the judge (read-only to the agent uid) in a FRESH grading sandbox, and runs the repository's pytest AS THE AGENT
 // UID with the judge's runner (sandgym_repo_runner.py). The verdict is the judge's reading of the runner's per-test
-// report, accepted only when it carries the run's token and both canaries came out as they must.
+// report, accepted only when it carries the run's token and the three canaries came out as they must
+// and no FAIL_TO_PASS or PASS_TO_PASS test met a lying object (the runner's runtime check, sandgym_repo_runner.py).
 //
 // Isolation: "in-process" (the repository's tests import the agent's code into the test process): what that means
 // and does not is in docs/TASKS.md. Fail closed: no report, a wrong token, a canary wrong, a timeout, the memory
