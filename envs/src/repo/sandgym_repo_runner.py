@@ -395,21 +395,6 @@ def _sg_build():
             raise AssertionError("sandgym: lying object in a comparison: " + reason)
         return OPS[code][0](a, b)
 
-    def names_of(tree):
-        out = set()
-        for n in _ast.walk(tree):
-            if _isinstance(n, _ast.Name):
-                out.add(n.id)
-            elif _isinstance(n, _ast.Attribute):
-                out.add(n.attr)
-            elif _isinstance(n, _ast.alias):
-                out.add(n.name.rsplit(".", 1)[-1])
-                if n.asname:
-                    out.add(n.asname)
-            elif _isinstance(n, _ast.Constant) and _isinstance(n.value, str) and _len(n.value) < 200:
-                out.update(n.value.split("."))
-        return frozenset(out)
-
     CODES = {
         _ast.Eq: "eq",
         _ast.NotEq: "ne",
@@ -421,29 +406,60 @@ def _sg_build():
         _ast.NotIn: "notin",
     }
 
-    class _Tx(_ast.NodeTransformer):
-        def __init__(self, alias, mod):
-            self.alias, self.mod = alias, mod
-
-        def visit_Compare(self, node):
-            self.generic_visit(node)
-            code = CODES.get(_type(node.ops[0])) if _len(node.ops) == 1 else None
-            if code is None:
-                return node  # `is`, and chained comparisons: left as they are (a documented limit)
-            call = _ast.Call(
-                func=_ast.Attribute(value=_ast.Name(id=self.alias, ctx=_ast.Load()), attr="cmp", ctx=_ast.Load()),
-                args=[_ast.Constant(value=code), _ast.Constant(value=self.mod), node.left, node.comparators[0]],
-                keywords=[],
-            )
-            return _ast.copy_location(call, node)
+    def instrument(tree, alias, key):
+        """One pass over a test module: the names its code uses, and each single comparison turned, in place, into
+        `alias.cmp(code, key, left, right)` (`is` and chained comparisons are left as they are: a documented limit).
+        In place and in one walk because a NodeTransformer's visit of every node cost about as much as pytest's own
+        rewrite."""
+        out = set()
+        add = out.add
+        Name, Attribute, alias_t, Constant, Compare, Call, Load = (
+            _ast.Name,
+            _ast.Attribute,
+            _ast.alias,
+            _ast.Constant,
+            _ast.Compare,
+            _ast.Call,
+            _ast.Load,
+        )
+        for n in _ast.walk(tree):
+            t = _type(n)
+            if t is Name:
+                add(n.id)
+            elif t is Attribute:
+                add(n.attr)
+            elif t is alias_t:
+                add(n.name.rsplit(".", 1)[-1])
+                if n.asname:
+                    add(n.asname)
+            elif t is Constant:
+                if _type(n.value) is str and _len(n.value) < 200:
+                    out.update(n.value.split("."))
+            elif t is Compare and _len(n.ops) == 1:
+                code = CODES.get(_type(n.ops[0]))
+                if code is None:
+                    continue
+                # The children were queued by the walk before this node was yielded: they are still visited.
+                left, right = n.left, n.comparators[0]
+                loc = {
+                    "lineno": n.lineno,
+                    "col_offset": n.col_offset,
+                    "end_lineno": n.end_lineno,
+                    "end_col_offset": n.end_col_offset,
+                }
+                n.__class__ = Call
+                del n.left, n.ops, n.comparators
+                n.func = Attribute(value=Name(id=alias, ctx=Load(), **loc), attr="cmp", ctx=Load(), **loc)
+                n.args = [Constant(value=code, **loc), Constant(value=key, **loc), left, right]
+                n.keywords = []
+        return frozenset(out)
 
     modname = "_sandgym_eq_" + _urandom(8).hex()
     alias = "@sandgym_eq"
 
     def transform(mod, path):
         key = str(path)
-        modnames[key] = names_of(mod)
-        _Tx(alias, key).visit(mod)
+        modnames[key] = instrument(mod, alias, key)
         pos = 0
         for i, item in enumerate(mod.body):
             if (
@@ -459,8 +475,9 @@ def _sg_build():
                 break
         imp = _ast.Import(names=[_ast.alias(name=modname, asname=alias)])
         mod.body.insert(pos, imp)
-        _ast.fix_missing_locations(mod)
-        for n in _ast.walk(imp):
+        # Every node made here has its location already (no fix_missing_locations over the whole module: that walk
+        # cost more than the rest of the check).
+        for n in (imp, *imp.names):
             n.lineno = n.end_lineno = 1
             n.col_offset = n.end_col_offset = 0
 
@@ -470,6 +487,8 @@ def _sg_build():
     orig_rewrite = _rw.rewrite_asserts
 
     def rewrite_asserts(mod, source, module_path=None, config=None):
+        # Before pytest's own rewrite: only the module's own comparisons are instrumented (pytest's rewrite adds
+        # comparisons of its own, e.g. `"name" in locals()`, that must not be probed).
         transform(mod, module_path)
         return orig_rewrite(mod, source, module_path, config)
 
