@@ -6,7 +6,8 @@
 // tree itself (base state + the agent's source changes + the hidden tests of test_patch + canaries), unpacks it as
 // the judge (read-only to the agent uid) in a FRESH grading sandbox, and runs the repository's pytest AS THE AGENT
 // UID with the judge's runner (sandgym_repo_runner.py). The verdict is the judge's reading of the runner's per-test
-// report, accepted only when it carries the run's token and both canaries came out as they must.
+// report, accepted only when it carries the run's token and the three canaries came out as they must
+// and no FAIL_TO_PASS or PASS_TO_PASS test met a lying object (the runner's runtime check, sandgym_repo_runner.py).
 //
 // Isolation: "in-process" (the repository's tests import the agent's code into the test process): what that means
 // and does not is in docs/TASKS.md. Fail closed: no report, a wrong token, a canary wrong, a timeout, the memory
@@ -147,6 +148,8 @@ interface RunnerReport {
   token: string;
   status: number | null;
   tests: Record<string, string>;
+  /** Tests the runner's lying-object check failed, with why (sandgym_repo_runner.py, _sg_build). */
+  lying: Record<string, string>;
 }
 
 function parseReport(raw: Uint8Array | null, token: string): RunnerReport | string {
@@ -161,7 +164,10 @@ function parseReport(raw: Uint8Array | null, token: string): RunnerReport | stri
   if (d === null || typeof d !== 'object' || typeof d.tests !== 'object' || d.tests === null) return 'the test run report has no per-test results';
   if (d.token !== token) return 'the test run report does not carry the run token (forged or written by another process)';
   for (const v of Object.values(d.tests)) if (typeof v !== 'string') return 'the test run report has a malformed outcome';
-  return { token, status: typeof d.status === 'number' ? d.status : null, tests: d.tests as Record<string, string> };
+  const lying = d.lying ?? {};
+  if (typeof lying !== 'object' || lying === null || Object.values(lying).some((v) => typeof v !== 'string'))
+    return 'the test run report has a malformed lying-object list';
+  return { token, status: typeof d.status === 'number' ? d.status : null, tests: d.tests as Record<string, string>, lying: lying as Record<string, string> };
 }
 
 /** The judge's always-equal findings from its own frame; null when the scan did not produce a result. */
@@ -251,9 +257,18 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   const canaryFile = `test_${rnd()}.py`;
   const mustFail = `test_${rnd()}`;
   const mustPass = `test_${rnd()}`;
+  const mustLie = `test_${rnd()}`;
   // Canaries: the first must fail (an object is never equal to a fresh object()), the second must pass. A runner
   // patched to report passes (or to drop failures) gets the first wrong; a run that never ran tests gets the second.
+  // The third compares a lying object made the way a submission would (code compiled outside any trusted file, nested
+  // in a list): it passes unless the runner's lying-object check is on, so it must fail AND be in the report's
+  // "lying". The second also holds what the check must let through: unittest.mock.ANY and pytest.approx on the
+  // expected side, a mock compared with its calls (a probe of a mock would add calls to it).
   const canary = [
+    'import pytest',
+    'from unittest.mock import ANY, MagicMock, call',
+    '',
+    '',
     `def ${mustFail}():`,
     '    expected = object()',
     '    assert expected == object()',
@@ -261,11 +276,23 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
     '',
     `def ${mustPass}():`,
     '    assert [1, 2] == [1, 2]',
+    '    assert {"a": 1, "b": object()} == {"a": 1, "b": ANY}',
+    '    assert 0.1 + 0.2 == pytest.approx(0.3)',
+    '    m = MagicMock()',
+    '    m(1)',
+    '    assert m.mock_calls == [call(1)]',
+    '',
+    '',
+    `def ${mustLie}():`,
+    '    ns = {}',
+    `    exec(compile("class V:\\n    def __eq__(self, other):\\n        return other is other\\n", "<${rnd()}>", "exec"), ns)`,
+    '    assert [ns["V"]()] == [3]',
     '',
   ].join('\n');
   tree.files.set(canaryFile, { content: new TextEncoder().encode(canary), mode: 0o644 });
   const canaryFail = `${canaryFile}::${mustFail}`;
   const canaryPass = `${canaryFile}::${mustPass}`;
+  const canaryLie = `${canaryFile}::${mustLie}`;
   const nonce = newGradingNonce();
   const jroot = `${JUDGE_WORKDIR}/repo-${nonce}`;
   const treeDir = `/tmp/sandgym-repo-${rnd()}`;
@@ -287,7 +314,9 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
   ];
   // A prebuilt image's tasks import the judge's own pytest (copied into the derived image), never the image's copy.
   const site = env.image !== undefined ? [REPO_JUDGE_SITE_DIR] : env.requirements.length ? [REPO_SITE_DIR] : [];
-  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, site, args };
+  // `changed`: the files whose code the lying-object check does not trust (the submission's); the rest of the tree is
+  // the judge's.
+  const runnerCfg = { token, root: `${treeDir}/repo`, python_path: env.python_path, site, changed: tree.changed, args };
   const tar = await gradingTreeTar(tree.files, [
     { path: 'runner/sandgym_repo_runner.py', content: REPO_RUNNER_PY },
     // Stops pytest's search for a configuration file at the tree: nothing above it (the image's /tmp, /) is read.
@@ -368,6 +397,16 @@ export async function gradeRepoSubmission(task: LoadedTask, submission: RepoSubm
       zero = "the test run ended before the judge's canary tests ran (an exit or an interruption during collection): no verdict can be trusted";
     else if (cf !== 'failed' || cp !== 'passed')
       zero = `judge canary tests came out wrong (must-fail: ${cf}, must-pass: ${cp}): the test run's report cannot be trusted (runner patched or report forged)`;
+    else if ((parsed.tests[canaryLie] ?? 'missing') !== 'failed' || parsed.lying[canaryLie] === undefined)
+      zero = `the judge's lying-object canary came out wrong (${parsed.tests[canaryLie] ?? 'missing'}, ${parsed.lying[canaryLie] === undefined ? 'not flagged' : 'flagged'}): the lying-object check was disabled or bypassed`;
+    else {
+      // A test id cut at its first space (spaceCutIndex) lied when any test it stands for did.
+      const cutIds = spaceCutIndex(parsed.lying);
+      const why = (id: string) => parsed.lying[id] ?? (cutIds.get(id) ?? []).map((f) => parsed.lying[f]).find((r) => r !== undefined);
+      const lied = [...repo.fail_to_pass, ...repo.pass_to_pass].filter((id) => why(id) !== undefined);
+      if (lied.length > 0)
+        zero = `lying object in a comparison of ${lied.length === 1 ? 'test' : `${lied.length} tests, first`} ${lied[0]}: ${why(lied[0] as string)}`;
+    }
   }
   if (zero !== undefined && typeof parsed !== 'string') reportState = zero;
   if (typeof parsed === 'string') reportState = parsed;
