@@ -23,7 +23,7 @@ import { combine, GradeCache } from '../code/rubric.js';
 import { sha256Hex } from '../code/task-hash.js';
 import type { LoadedTask } from '../code/task-types.js';
 import { CaptureRefused, captureHash, parseCapture, type CapturedWorkspace, type WorkspaceCapture } from '../workspace/capture.js';
-import { GO_GRADE_SH } from './go-grade-sh.js';
+import { GO_GRADE_SH, KILL_AGENT_SH } from './go-grade-sh.js';
 import { gradeGoTree } from './repo-grade-go.js';
 import { gradingTreeTar, MAX_LISTED, repoReward, type RepoGradeOptions, type TreeFile } from './repo-grade-common.js';
 import { REPO_JUDGE_SITE_DIR, REPO_SITE_DIR } from './repo-environment.js';
@@ -100,6 +100,7 @@ export function composeGradingTree(
  * before the report is read.
  */
 export const REPO_GRADE_SH = `set -u
+${KILL_AGENT_SH}
 IFS= read -r nonce || exit 97
 jroot=$1; limit=$2; tree=$3; scratch=$4; run_path=$5; py=$6
 shift 6
@@ -123,7 +124,7 @@ cd "$tree/repo" || infra 'grading tree has no repo/'
 (ulimit -f 131072 && exec timeout -k 5 "$limit" nsenter -S "$U" -G "$U" -- env -i "PATH=$run_path" "HOME=$scratch" "TMPDIR=$scratch" LANG=C.UTF-8 LC_ALL=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 PYTHONHASHSEED=0 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTEST_ADDOPTS= NO_COLOR=1 "$py" -I -B "$tree/runner/sandgym_repo_runner.py" <"$jroot/runner-stdin.json" 3>"$jroot/out/report.json" >"$jroot/out/runner.log" 2>&1)
 status=$?
 # Nothing of the agent outlives the run: a process left behind holding fd 3 could rewrite the report.
-nsenter -S "$U" -G "$U" -- kill -9 -1 2>/dev/null
+killagent
 frame "status:$status"
 if [ -s "$jroot/out/report.json" ]; then
   frame report:begin
