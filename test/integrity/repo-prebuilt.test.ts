@@ -244,7 +244,11 @@ describe.skipIf(!HAS_REGISTRY)('bring your own prebuilt image: a real local regi
       // The poisoned image's reference names a registry that does not exist: the real CLI pulls it through --registry.
       const [good, poisoned] = await Promise.all([
         buildEnvs('good'),
-        runCli(['tasks', 'build-envs', dirs.poisoned as string, '--registry', host, '--no-validate'], { SANDGYM_REPO_REGISTRY: 'registry.sandgym.invalid:1' }, 240_000),
+        runCli(
+          ['tasks', 'build-envs', dirs.poisoned as string, '--registry', host, '--no-validate'],
+          { SANDGYM_REPO_REGISTRY: 'registry.sandgym.invalid:1' },
+          240_000,
+        ),
       ]);
       expect(good.code, good.stderr).toBe(0);
       expect(good.stderr).toMatch(new RegExp(`pulling ${host}/sandgym-test/good@sha256:`));
