@@ -1,8 +1,6 @@
 // The repository side of the degenerate battery without Docker (the graded side is test/integrity/repo-validate.test.ts):
 // the variants of envs/test/fixtures/repo-degenerate/ages-raise-pays derived from its reference, and the captures they
 // submit, read back through the judge's own composeGradingTree (what the grading tree would hold).
-import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { degenerateVariants, variantFiles } from '../../src/code/degenerate.js';
@@ -93,14 +91,5 @@ describe('degenerate battery: repository variants', async () => {
         .sort(),
     );
     expect(repoExtraVariants([])).toEqual([]);
-    expect(
-      createHash('sha256')
-        .update(JSON.stringify(rows.map((r) => r.path)))
-        .digest('hex'),
-    ).not.toBe(
-      createHash('sha256')
-        .update(JSON.stringify(refFiles.map((r) => r.path)))
-        .digest('hex'),
-    );
   });
 });
