@@ -543,7 +543,7 @@ export interface BatteryOptions {
   concurrency?: number;
   python?: string;
   /** Variants graded after the language's own (repository tasks: every file the fix changes deleted). */
-  extraVariants?: (changed: WorkspaceFileLike[]) => DegenerateVariant[];
+  extraVariants?: (changed: WorkspaceFileLike[]) => DegenerateVariant[] | Promise<DegenerateVariant[]>;
   /** Grades the workspace: the reference run's files with the variant's replacements (or nothing). */
   grade: (variant: DegenerateVariant) => Promise<DegenerateGrade>;
 }
@@ -607,7 +607,7 @@ export function degenerateProblem(o: Pick<DegenerateOutcome, 'name' | 'score'>, 
 export async function runDegenerateBattery(task: LoadedTask, opts: BatteryOptions): Promise<DegenerateReport> {
   const t0 = performance.now();
   const variants = await degenerateVariants(task, opts.refFiles, opts.python !== undefined ? { python: opts.python } : {});
-  if (opts.extraVariants) variants.push(...opts.extraVariants(changedFiles(task, opts.refFiles)));
+  if (opts.extraVariants) variants.push(...(await opts.extraVariants(changedFiles(task, opts.refFiles))));
   const limit = opts.untouched + DEGENERATE_MARGIN;
   const cacheFile = opts.cacheDir ? path.join(opts.cacheDir, `${task.spec.id}.json`) : null;
   const cache = cacheFile ? await readCache(cacheFile) : new Map<string, DegenerateGrade>();

@@ -15,6 +15,7 @@ import { runDegenerateBattery, type DegenerateReport, type DegenerateVariant, ty
 import type { LoadedTask } from '../code/task-types.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
 import { CaptureRefused, captureTar, captureWorkspace, type CapturedEntry, type CapturedWorkspace } from '../workspace/capture.js';
+import { goBodyVariants } from './repo-degenerate-go.js';
 import { gradeRepoSubmission, REPO_GRADER_VERSION, type RepoSubmission } from './repo-grade.js';
 import type { ExcludedFlaky, RepoTaskJson } from './repo-types.js';
 
@@ -67,7 +68,7 @@ export interface RepoValidateOptions {
   /** Gradings of the untouched base and of the reference each (default DEFAULT_REPO_RERUNS, at least 2). */
   reruns?: number;
   /** Run the degenerate-solution battery (validate.ts's options: verdict cache, python for the rewriter). */
-  degenerate?: { cacheDir?: string | null; python?: string };
+  degenerate?: { cacheDir?: string | null; python?: string; go?: string };
   /** Driver name, part of the battery's cache key. */
   driver?: string;
 }
@@ -388,7 +389,11 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
         refFiles,
         cacheDir: d.cacheDir ?? null,
         ...(d.python !== undefined ? { python: d.python } : {}),
-        extraVariants: repoExtraVariants,
+        // Go: the function-body shapes (panic, zero values) too, each checked to compile on the host's go.
+        extraVariants: async (changed) => [
+          ...(repo.language === 'go' ? await goBodyVariants(task.spec.id, refFiles, changed, d.go) : []),
+          ...repoExtraVariants(changed),
+        ],
         // The repository grader (runner, always-equal scan, grade scripts), the driver, the image's content, the clock.
         environment: `${REPO_GRADER_VERSION}:${opts.driver ?? 'unknown'}:${f1.image_id ?? req.image}:${repo.timeout_s}:${jsonDigest}`,
         grade: async (variant) => {
