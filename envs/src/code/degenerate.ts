@@ -19,6 +19,8 @@
 // - Shell: every changed script exits 1, or exits 0 printing nothing, on the shipped workspace (nothing else
 //   of the reference's work done).
 // - Every language: every file the reference changed emptied; the whole workspace deleted.
+// - Repository tasks (repo/repo-validate.ts, through extraVariants): every file the fix changes deleted as well, and
+//   for Go the function-body shapes of repo/repo-degenerate-go.ts.
 // ("Nothing done" is the untouched workspace itself: the baseline the others are measured against.)
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
