@@ -2,7 +2,11 @@
 // `sandgym tasks import swe-bench` of the fixture instances, then `sandgym tasks validate` over a valid task and two
 // doctored copies that must FAIL with the right problem: a copy of the fixed code reachable in the agent's sandbox
 // (inside a dependency wheel of its environment image: found by content, not by name) and a FAIL_TO_PASS test that
-// already passes on the base state. Skipped with the reason
+// already passes on the base state. The degenerate battery runs on all of them (on by default): the imported task pays
+// none of its degenerate submissions, and a fourth task (envs/test/fixtures/repo-degenerate/ages-raise-pays, whose
+// FAIL_TO_PASS test only checks that ValueError is raised) must FAIL naming "raise ValueError in every function".
+// Verdicts are cached in the default degenerate cache, as CI's shipped-set run does: a rerun is cheap (the leak task's
+// image is built per run, so its verdicts are graded again). Skipped with the reason
 // without Docker, a failure under SANDGYM_REQUIRE_DOCKER=1 (CI).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -19,6 +23,7 @@ const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
 const FIXTURES = path.join(REPO_ROOT, 'envs/test/fixtures/repo');
 const SUBSECOND = 'pypi__parse-1.20.0-to-1.20.1-subsecond';
 const HYPHEN = 'pypi__parse-1.20.1-to-1.20.2-hyphen';
+const PAYS = 'ages-raise-pays';
 
 function capture() {
   const out: string[] = [];
@@ -89,6 +94,7 @@ describe.skipIf(!HAS_DOCKER)('tasks import swe-bench + tasks validate for reposi
     const moved = easyJson.tests.pass_to_pass.shift();
     easyJson.tests.fail_to_pass.push(moved);
     await writeFile(path.join(set, easy, 'task.json'), JSON.stringify({ ...easyJson, id: easy }));
+    await cp(path.join(REPO_ROOT, 'envs/test/fixtures/repo-degenerate', PAYS), path.join(set, PAYS), { recursive: true });
 
     const c = capture();
     const t0 = performance.now();
@@ -103,7 +109,14 @@ describe.skipIf(!HAS_DOCKER)('tasks import swe-bench + tasks validate for reposi
         reference?: { score: number };
         null?: { score: number };
         repo_checks?: { flaky: string[]; leaks: string[] };
+        degenerate?: {
+          ok: boolean;
+          limit: number;
+          max: { id: string; name: string; score: number } | null;
+          variants: { id: string; name: string; score: number; pays: boolean }[];
+        };
       }[];
+      summary: { degenerate?: { tasks: number; variants: number; paying: { id: string }[] } };
     };
     expect(code, c.err.join('')).toBe(1);
     const by = new Map(doc.results.map((r) => [r.id, r]));
@@ -116,7 +129,27 @@ describe.skipIf(!HAS_DOCKER)('tasks import swe-bench + tasks validate for reposi
     expect(by.get(leak)?.problems.join('\n')).toMatch(/copy of the fixed code is readable in the agent sandbox: \/opt\/sandgym\/site\/sgleak/);
     expect(by.get(easy)?.ok).toBe(false);
     expect(by.get(easy)?.problems.join('\n')).toContain(`FAIL_TO_PASS tests pass on the untouched base: ${moved}`);
-    // 3 tasks x 4 gradings and 2 agent sandboxes each, 3 at a time.
-    expect(ms).toBeLessThan(120_000);
-  }, 180_000);
+    // The battery: the imported task's degenerate submissions (the Python shapes over parse.py, its emptied and deleted
+    // files, the empty workspace) all score 0, the untouched base's score.
+    const deg = ok?.degenerate;
+    expect(deg?.ok).toBe(true);
+    expect(deg?.limit).toBeCloseTo(0.05, 9);
+    expect(deg?.variants.map((v) => v.id)).toEqual(
+      expect.arrayContaining(['raise:Exception', 'return:None', 'first-arg', 'empty-files', 'deleted-files', 'deleted']),
+    );
+    expect(deg?.variants.filter((v) => v.score !== 0)).toEqual([]);
+    // The task whose FAIL_TO_PASS test pays "always raise ValueError": the reference and the base are right (1 and 0),
+    // and validation fails naming the variant, and only that one.
+    const pays = by.get(PAYS);
+    expect(pays).toMatchObject({ ok: false, reference: { score: 1 }, null: { score: 0 } });
+    expect(pays?.degenerate?.variants.filter((v) => v.pays).map((v) => v.id)).toEqual(['raise:ValueError']);
+    expect(pays?.degenerate?.max).toEqual({ id: 'raise:ValueError', name: 'raise ValueError in every function', score: 1 });
+    expect(pays?.problems).toEqual([
+      'degenerate submission paid: raise ValueError in every function: 1.00 > untouched 0.00 + 0.05 (a submission that does no work must not earn more than the untouched workspace)',
+    ]);
+    expect(doc.summary.degenerate?.tasks).toBe(4);
+    expect(doc.summary.degenerate?.paying.map((p) => p.id)).toEqual([PAYS]);
+    // 4 tasks x 4 gradings and 2 agent sandboxes each, and 13-14 degenerate gradings each (cold), 3 at a time.
+    expect(ms).toBeLessThan(150_000);
+  }, 240_000);
 });

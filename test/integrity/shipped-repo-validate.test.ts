@@ -1,6 +1,8 @@
 // `sandgym tasks validate @repository --driver docker` on a seeded sample of the shipped repository tasks (issue 32):
 // for each, the untouched base must score 0 and the reference fix 1 in real sandboxes, twice-run outcomes must agree
-// (no flaky test), and the fix must not leak into the base tree. All 25+ would take minutes, so a window of N of them
+// (no flaky test), the fix must not leak into the base tree, and no degenerate submission (the degenerate battery, on by
+// default, in the default cache: cold ~80 s more for 6 tasks, warm ~1-2 s) may score above the base's 0 + 0.05. All 25+
+// would take minutes, so a window of N of them
 // runs per CI run and the window moves with the date: every task is covered every ceil(tasks / N) days.
 //   SANDGYM_REPO_SAMPLE_SEED=<int>  pick another window (default: days since 1970-01-01, UTC)
 //   SANDGYM_REPO_SAMPLE_N=<int>     window size (default 6: about 45 s on a 2-core machine with warm images)
@@ -66,13 +68,23 @@ test.skipIf(!HAS_DOCKER)(
     const report = JSON.parse(out.join('')) as {
       ok: boolean;
       summary: { tasks: number; failed: number; grade_ms: { p50: number; p95: number }; wall_ms: number };
-      results: { id: string; ok: boolean; problems: string[]; null: { score: number }; reference: { score: number } }[];
+      results: {
+        id: string;
+        ok: boolean;
+        problems: string[];
+        null: { score: number };
+        reference: { score: number };
+        degenerate?: { variants: { id: string; score: number }[] };
+      }[];
     };
     process.stdout.write(
       `  ${report.summary.tasks} validated in ${(report.summary.wall_ms / 1000).toFixed(1)} s; grading p50 ${report.summary.grade_ms.p50} ms, p95 ${report.summary.grade_ms.p95} ms\n`,
     );
     for (const r of report.results) {
       expect({ id: r.id, problems: r.problems, null: r.null.score, reference: r.reference.score }).toEqual({ id: r.id, problems: [], null: 0, reference: 1 });
+      // The battery ran (at least: the changed files emptied, deleted, and the workspace deleted) and nothing it tried scored.
+      expect(r.degenerate?.variants.length ?? 0, r.id).toBeGreaterThanOrEqual(3);
+      expect(r.degenerate?.variants.filter((v) => v.score !== 0)).toEqual([]);
     }
     expect(report.results.map((r) => r.id).sort()).toEqual([...sample].sort());
     const failed = report.results.filter((r) => !r.ok);

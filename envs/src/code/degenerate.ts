@@ -19,6 +19,8 @@
 // - Shell: every changed script exits 1, or exits 0 printing nothing, on the shipped workspace (nothing else
 //   of the reference's work done).
 // - Every language: every file the reference changed emptied; the whole workspace deleted.
+// - Repository tasks (repo/repo-validate.ts, through extraVariants): every file the fix changes deleted as well, and
+//   for Go the function-body shapes of repo/repo-degenerate-go.ts.
 // ("Nothing done" is the untouched workspace itself: the baseline the others are measured against.)
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -50,6 +52,8 @@ export interface DegenerateVariant {
    * nothing at all.
    */
   replace: { path: string; content: Uint8Array }[];
+  /** Paths removed from the workspace as well (repository tasks: every file the fix changes deleted). */
+  remove?: string[];
   base?: 'reference' | 'shipped';
   deleteAll?: boolean;
 }
@@ -540,6 +544,8 @@ export interface BatteryOptions {
   /** Variants graded at once for this task (default 1: tasks already run in parallel). */
   concurrency?: number;
   python?: string;
+  /** Variants graded after the language's own (repository tasks: every file the fix changes deleted). */
+  extraVariants?: (changed: WorkspaceFileLike[]) => DegenerateVariant[] | Promise<DegenerateVariant[]>;
   /** Grades the workspace: the reference run's files with the variant's replacements (or nothing). */
   grade: (variant: DegenerateVariant) => Promise<DegenerateGrade>;
 }
@@ -555,7 +561,8 @@ export function variantFiles(refFiles: readonly WorkspaceFileLike[], v: Degenera
   const base = v.base === 'shipped' ? shipped : refFiles;
   const modes = new Map([...shipped, ...refFiles].map((f) => [f.path, f.mode]));
   const by = new Map(v.replace.map((r) => [r.path, r.content]));
-  const out = base.map((f) => ({ path: f.path, mode: f.mode, content: by.get(f.path) ?? f.content }));
+  const removed = new Set(v.remove ?? []);
+  const out = base.filter((f) => !removed.has(f.path)).map((f) => ({ path: f.path, mode: f.mode, content: by.get(f.path) ?? f.content }));
   const have = new Set(base.map((f) => f.path));
   for (const r of v.replace) if (!have.has(r.path)) out.push({ path: r.path, mode: modes.get(r.path) ?? 0o644, content: r.content });
   return out;
@@ -602,6 +609,7 @@ export function degenerateProblem(o: Pick<DegenerateOutcome, 'name' | 'score'>, 
 export async function runDegenerateBattery(task: LoadedTask, opts: BatteryOptions): Promise<DegenerateReport> {
   const t0 = performance.now();
   const variants = await degenerateVariants(task, opts.refFiles, opts.python !== undefined ? { python: opts.python } : {});
+  if (opts.extraVariants) variants.push(...(await opts.extraVariants(changedFiles(task, opts.refFiles))));
   const limit = opts.untouched + DEGENERATE_MARGIN;
   const cacheFile = opts.cacheDir ? path.join(opts.cacheDir, `${task.spec.id}.json`) : null;
   const cache = cacheFile ? await readCache(cacheFile) : new Map<string, DegenerateGrade>();

@@ -206,6 +206,10 @@ export async function validateTask(task: LoadedTask, opts: ValidateOptions): Pro
       provider: opts.provider,
       ...(opts.requirement ? { requirement: opts.requirement } : {}),
       ...(opts.repoReruns !== undefined ? { reruns: opts.repoReruns } : {}),
+      ...(opts.degenerate
+        ? { degenerate: { cacheDir: opts.degenerate.cacheDir ?? null, ...(opts.degenerate.python !== undefined ? { python: opts.degenerate.python } : {}) } }
+        : {}),
+      ...(opts.driver !== undefined ? { driver: opts.driver } : {}),
     });
   const out: TaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [...exceptionDeclarationProblems(task)] };
   try {

@@ -8,12 +8,15 @@
 //    `tasks validate --drop-flaky` does through dropFlakyTests below, recording it under tests.excluded_flaky);
 //  - no copy of the fixed code reachable from the agent's sandbox: the lines the fix adds are searched for, by
 //    content, through the agent sandbox's filesystem (as the agent uid: what an agent could read).
+import { createHash } from 'node:crypto';
 import type { GradeResult } from '../code/grade.js';
 import { applySolution, seedWorkspace } from '../code/agents.js';
+import { runDegenerateBattery, type DegenerateReport, type DegenerateVariant, type WorkspaceFileLike } from '../code/degenerate.js';
 import type { LoadedTask } from '../code/task-types.js';
 import type { Sandbox, SandboxProvider, SandboxRequirement } from '../sandbox-api.js';
-import { CaptureRefused, captureWorkspace } from '../workspace/capture.js';
-import { gradeRepoSubmission, type RepoSubmission } from './repo-grade.js';
+import { CaptureRefused, captureTar, captureWorkspace, type CapturedEntry, type CapturedWorkspace } from '../workspace/capture.js';
+import { goBodyVariants } from './repo-degenerate-go.js';
+import { gradeRepoSubmission, REPO_GRADER_VERSION, type RepoSubmission } from './repo-grade.js';
 import type { ExcludedFlaky, RepoTaskJson } from './repo-types.js';
 
 export type { ExcludedFlaky } from './repo-types.js';
@@ -55,6 +58,8 @@ export interface RepoTaskValidation {
   null?: RepoAgentRun;
   reference?: RepoAgentRun;
   repo_checks?: RepoValidationReport;
+  /** The degenerate-solution battery (code/degenerate.ts) over the files the fix changes. */
+  degenerate?: DegenerateReport;
 }
 
 export interface RepoValidateOptions {
@@ -62,6 +67,10 @@ export interface RepoValidateOptions {
   requirement?: (task: LoadedTask) => SandboxRequirement;
   /** Gradings of the untouched base and of the reference each (default DEFAULT_REPO_RERUNS, at least 2). */
   reruns?: number;
+  /** Run the degenerate-solution battery (validate.ts's options: verdict cache, python for the rewriter). */
+  degenerate?: { cacheDir?: string | null; python?: string; go?: string };
+  /** Driver name, part of the battery's cache key. */
+  driver?: string;
 }
 
 /** How often validation grades each submission when not told: twice (a rerun). */
@@ -224,6 +233,47 @@ export function dropFlakyTests(
   };
 }
 
+/**
+ * The repository shape the function tasks' battery lacks: every file the fix changes deleted from the reference's tree
+ * (the judge then grades the base tree without them: composeGradingTree deletes the source files a submission lacks).
+ */
+export function repoExtraVariants(changed: readonly WorkspaceFileLike[]): DegenerateVariant[] {
+  if (changed.length === 0) return [];
+  return [{ id: 'deleted-files', name: 'every file the reference changed deleted', replace: [], remove: changed.map((f) => f.path) }];
+}
+
+/**
+ * The capture a degenerate variant submits: the reference run's capture with the variant's files in place, its removed
+ * files gone, or nothing at all (deleteAll). Built here, as validate.ts builds mutants' captures, without an agent
+ * sandbox per variant. (The shell shapes' `base: 'shipped'` never occurs: repository tasks are Python or Go.)
+ */
+export async function repoVariantCapture(ref: CapturedWorkspace, v: DegenerateVariant): Promise<CapturedWorkspace> {
+  const removed = new Set(v.deleteAll ? ref.capture.entries.map((e) => e.path) : (v.remove ?? []));
+  const by = new Map(v.replace.map((r) => [r.path, r.content]));
+  const entries: CapturedEntry[] = [];
+  const have = new Set<string>();
+  for (const e of ref.capture.entries) {
+    if (removed.has(e.path)) continue;
+    have.add(e.path);
+    const c = e.type === 'file' ? by.get(e.path) : undefined;
+    entries.push(c !== undefined && e.type === 'file' ? { path: e.path, type: 'file', mode: e.mode, content: c } : e);
+  }
+  for (const r of v.replace) {
+    if (have.has(r.path)) continue;
+    const segs = r.path.split('/');
+    for (let i = 1; i < segs.length; i++) {
+      const d = segs.slice(0, i).join('/');
+      if (!have.has(d)) entries.push({ path: d, type: 'directory', mode: 0o755 });
+      have.add(d);
+    }
+    entries.push({ path: r.path, type: 'file', mode: 0o644, content: r.content });
+    have.add(r.path);
+  }
+  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const capture = { entries, bytes: entries.reduce((n, e) => n + (e.type === 'file' ? e.content.byteLength : 0), 0) };
+  return { capture, archive: await captureTar(capture) };
+}
+
 export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptions): Promise<RepoTaskValidation> {
   const repo = task.repo;
   const out: RepoTaskValidation = { id: task.spec.id, split: task.spec.split, ok: false, problems: [] };
@@ -325,6 +375,34 @@ export async function validateRepoTask(task: LoadedTask, opts: RepoValidateOptio
           .join(', ')}: drop them from the task's lists (\`sandgym tasks validate --drop-flaky\` does, recording them under tests.excluded_flaky)`,
       );
     if (checks.leaks.length) out.problems.push(`a copy of the fixed code is readable in the agent sandbox: ${checks.leaks.slice(0, 5).join(', ')}`);
+    // The degenerate battery (docs/TASKS.md): submissions that do no work, derived from the reference's version of the
+    // files the fix changes, each graded once (the reward needs every FAIL_TO_PASS and PASS_TO_PASS test, so the
+    // untouched base's 0 is the limit's base; a flaky verdict is the rerun check's business, above).
+    if (opts.degenerate && 'capture' in ref) {
+      const d = opts.degenerate;
+      const refCapture = ref;
+      const refFiles = ref.capture.entries.flatMap((e) => (e.type === 'file' ? [{ path: e.path, content: e.content, mode: e.mode }] : []));
+      // task.json as a whole (the reward's options are not in the task's spec or content hash).
+      const jsonDigest = createHash('sha256').update(JSON.stringify(repo.json)).digest('hex').slice(0, 16);
+      out.degenerate = await runDegenerateBattery(task, {
+        untouched: n1.score.total,
+        refFiles,
+        cacheDir: d.cacheDir ?? null,
+        ...(d.python !== undefined ? { python: d.python } : {}),
+        // Go: the function-body shapes (panic, zero values) too, each checked to compile on the host's go.
+        extraVariants: async (changed) => [
+          ...(repo.language === 'go' ? await goBodyVariants(task.spec.id, refFiles, changed, d.go) : []),
+          ...repoExtraVariants(changed),
+        ],
+        // The repository grader (runner, always-equal scan, grade scripts), the driver, the image's content, the clock.
+        environment: `${REPO_GRADER_VERSION}:${opts.driver ?? 'unknown'}:${f1.image_id ?? req.image}:${repo.timeout_s}:${jsonDigest}`,
+        grade: async (variant) => {
+          const g = await grade(await repoVariantCapture(refCapture, variant));
+          return { score: g.score.total, ...(g.score.zero_reason !== undefined ? { zero_reason: g.score.zero_reason } : {}), tests: g.tests };
+        },
+      });
+      out.problems.push(...out.degenerate.problems);
+    }
   } catch (err) {
     out.problems.push(`error: ${(err as Error).message}`);
   }

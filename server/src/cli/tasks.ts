@@ -46,7 +46,9 @@ export const TASKS_HELP = `Usage: sandgym tasks <list|check|validate|import|stat
                                          submissions that do no work (every function raises each
                                          exception the task names, returns None/a constant/its
                                          first argument; changed files emptied; everything
-                                         deleted; scripts that exit 1 or print nothing) must score
+                                         deleted; scripts that exit 1 or print nothing;
+                                         repository tasks: changed files deleted too, Go
+                                         bodies that panic or return zero values) must score
                                          no more than the untouched workspace + 0.05; a task that
                                          pays more fails, naming the behaviour. Verdicts cached in
                                          DIR (default ~/.cache/sandgym/degenerate).
