@@ -10,32 +10,13 @@
 // The seed, the sample and the command that reruns one task are printed. Environment images are built once per
 // recipe and tagged by its content (sandgym/repo-env:<hash>), so only a new recipe costs a build.
 // Skipped with the reason without Docker; a failure under SANDGYM_REQUIRE_DOCKER=1 (CI).
-import { createHash } from 'node:crypto';
+import { envInt, sampleWindow } from '../helpers/repo-sample.js';
 import { expect, test } from 'vitest';
 import { shippedRepoTasks } from '../../envs/src/code/shipped-repo.js';
 import { main } from '../../server/src/cli/run.js';
 import { dockerFacility, gate } from '../../server/test/sandbox/facilities.js';
 
 const HAS_DOCKER = gate('docker', await dockerFacility('sandgym/python:1'));
-
-function envInt(name: string, fallback: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  if (!/^[0-9]+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
-  return Number(v);
-}
-
-/** The window of `n` ids starting at seed*n in a fixed order (by sha256 of the id, so adding a task reshuffles little). */
-function sampleWindow(ids: readonly string[], seed: number, n: number): string[] {
-  const order = [...ids].sort((a, b) => {
-    const ha = createHash('sha256').update(a).digest('hex');
-    const hb = createHash('sha256').update(b).digest('hex');
-    return ha < hb ? -1 : ha > hb ? 1 : 0;
-  });
-  if (n >= order.length) return order;
-  const start = (seed * n) % order.length;
-  return Array.from({ length: n }, (_, i) => order[(start + i) % order.length] as string);
-}
 
 test('the sample windows cover every task within ceil(tasks / N) consecutive seeds', () => {
   const ids = Array.from({ length: 30 }, (_, i) => `t${i}`);
